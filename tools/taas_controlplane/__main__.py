@@ -1,0 +1,69 @@
+"""`taas-controlplane`: build the binaries, or run a local control plane for kubectl.
+
+taas-controlplane build            # build (or find cached) etcd and kube-apiserver
+taas-controlplane up [--dir DIR]   # start them; prints the KUBECONFIG line; Ctrl-C stops
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from taas_controlplane.binaries import BuildError
+from taas_controlplane.binaries import main as build_main
+from taas_controlplane.launcher import ControlPlane, ControlPlaneError
+
+
+def _up(directory: Path | None) -> int:
+    if directory is not None:
+        directory.mkdir(parents=True, exist_ok=True)
+    plane = ControlPlane(directory)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        plane.start()
+    except (BuildError, ControlPlaneError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        plane.stop()
+        return 1
+    print(f"kube-apiserver {plane.version} ready at {plane.server}")
+    print("In another shell:")
+    print(f"  export KUBECONFIG={plane.kubeconfig}")
+    print("  kubectl get ns")
+    print("Ctrl-C stops etcd and kube-apiserver.", flush=True)
+    try:
+        while not stop.wait(1.0):
+            if any(p.poll() is not None for p in (plane.etcd, plane.apiserver) if p):
+                print(
+                    f"error: a control-plane process exited; logs in {plane.directory}",
+                    file=sys.stderr,
+                )
+                return 1
+    finally:
+        plane.stop(remove=directory is None)
+        print("control plane stopped", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="taas-controlplane",
+        description="A real kube-apiserver + etcd on 127.0.0.1, built from Go modules.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    build = sub.add_parser("build", help="build the binaries into ~/.cache/taas (once)")
+    build.add_argument("names", nargs="*", help="etcd, kube-apiserver, helm, training-operator")
+    up = sub.add_parser("up", help="start a control plane and wait for Ctrl-C")
+    up.add_argument("--dir", type=Path, default=None, help="keep certs, logs, kubeconfig here")
+    args = parser.parse_args(argv)
+    if args.command == "build":
+        return build_main(args.names)
+    return _up(args.dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
