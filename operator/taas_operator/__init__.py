@@ -1,0 +1,1 @@
+"""TaaS package."""

@@ -1,0 +1,47 @@
+"""The kubeflow.org/v1 TFJob API: models, constants, validation.
+
+Public surface:
+    parse_tfjob(obj) -> TFJob            validate a manifest dict (raises TFJobValidationError)
+    TFJob, TFJobSpec, ReplicaSpec, RunPolicy, TFJobStatus, JobCondition, ReplicaStatus, Recreation
+    TFJobValidationError (.errors: list[FieldError(path, message)])
+    constants (label keys, reasons, defaults) in `taas_operator.api.constants`
+    messages (shared with the CRD's CEL rules) in `taas_operator.api.messages`
+"""
+
+from taas_operator.api.models import (
+    JobCondition,
+    ObjectMeta,
+    Recreation,
+    ReplicaSpec,
+    ReplicaStatus,
+    RunPolicy,
+    SchedulingPolicy,
+    TFJob,
+    TFJobSpec,
+    TFJobStatus,
+    format_time,
+)
+from taas_operator.api.validation import (
+    FieldError,
+    TFJobValidationError,
+    normalize_replica_type,
+    parse_tfjob,
+)
+
+__all__ = [
+    "FieldError",
+    "JobCondition",
+    "ObjectMeta",
+    "Recreation",
+    "ReplicaSpec",
+    "ReplicaStatus",
+    "RunPolicy",
+    "SchedulingPolicy",
+    "TFJob",
+    "TFJobSpec",
+    "TFJobStatus",
+    "TFJobValidationError",
+    "format_time",
+    "normalize_replica_type",
+    "parse_tfjob",
+]

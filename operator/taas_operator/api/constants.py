@@ -1,0 +1,69 @@
+"""Names and defaults of the kubeflow.org/v1 TFJob API, in one place.
+
+Everything here is a plain constant: the pydantic models, the CRD tests, the pod builder and the
+lifecycle engine all read the same values, so a label key or a default port is spelled once.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+GROUP: Final = "kubeflow.org"
+VERSION: Final = "v1"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+KIND: Final = "TFJob"
+PLURAL: Final = "tfjobs"
+
+ReplicaType = Literal["PS", "Worker", "Chief", "Master", "Evaluator"]
+#: Canonical replica types, in the order Kubeflow's status logic walks them.
+REPLICA_TYPES: Final[tuple[ReplicaType, ...]] = ("Chief", "Evaluator", "Master", "PS", "Worker")
+CHIEF_TYPES: Final = frozenset({"Chief", "Master"})
+
+RestartPolicy = Literal["Always", "OnFailure", "Never", "ExitCode"]
+RESTART_POLICIES: Final = ("Always", "OnFailure", "Never", "ExitCode")
+CleanPodPolicy = Literal["All", "Running", "None"]
+CLEAN_POD_POLICIES: Final = ("All", "Running", "None")
+SuccessPolicy = Literal["", "AllWorkers"]
+SUCCESS_POLICIES: Final = ("", "AllWorkers")
+
+DEFAULT_CONTAINER_NAME: Final = "tensorflow"
+DEFAULT_PORT_NAME: Final = "tfjob-port"
+DEFAULT_PORT: Final = 2222
+DEFAULT_REPLICAS: Final = 1
+DEFAULT_RESTART_POLICY: Final[RestartPolicy] = "Never"
+#: TaaS default (Kubeflow's is None, which leaves PS pods running forever).
+DEFAULT_CLEAN_POD_POLICY: Final[CleanPodPolicy] = "Running"
+
+#: managedBy values this operator treats as its own (absent/empty also means ours).
+MANAGED_BY_KUBEFLOW: Final = "kubeflow.org/training-operator"
+MANAGED_BY_TAAS: Final = "taas.dev/tfjob-controller"
+OWN_MANAGERS: Final = frozenset({"", MANAGED_BY_KUBEFLOW, MANAGED_BY_TAAS})
+
+# Labels Kubeflow puts on pods and services.
+CONTROLLER_NAME: Final = "tfjob-controller"
+LABEL_OPERATOR_NAME: Final = "training.kubeflow.org/operator-name"
+LABEL_JOB_NAME: Final = "training.kubeflow.org/job-name"
+LABEL_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"
+LABEL_REPLICA_INDEX: Final = "training.kubeflow.org/replica-index"
+LABEL_JOB_ROLE: Final = "training.kubeflow.org/job-role"
+JOB_ROLE_MASTER: Final = "master"
+
+# Condition types.
+COND_CREATED: Final = "Created"
+COND_RUNNING: Final = "Running"
+COND_RESTARTING: Final = "Restarting"
+COND_SUCCEEDED: Final = "Succeeded"
+COND_FAILED: Final = "Failed"
+COND_SUSPENDED: Final = "Suspended"
+
+# Condition / event reasons (Kubeflow's, prefixed with the kind).
+REASON_CREATED: Final = "TFJobCreated"
+REASON_RUNNING: Final = "TFJobRunning"
+REASON_RESTARTING: Final = "TFJobRestarting"
+REASON_SUCCEEDED: Final = "TFJobSucceeded"
+REASON_FAILED: Final = "TFJobFailed"
+REASON_SUSPENDED: Final = "TFJobSuspended"
+REASON_RESUMED: Final = "TFJobResumed"
+REASON_EXITED_WITH_CODE: Final = "ExitedWithCode"
+REASON_TEMPLATE_RESTART_POLICY: Final = "SettedPodTemplateRestartPolicy"
+REASON_INVALID_SPEC: Final = "InvalidTFJobSpec"

@@ -1,0 +1,44 @@
+"""Validation messages shared by the CRD's CEL rules and the pydantic-side checks.
+
+Each message says what is wrong and how to fix it. `manifests/crd/tfjobs.kubeflow.org.yaml`
+carries the same text in its `x-kubernetes-validations` (a test compares them), so
+`kubectl apply` and `taas validate` print the same words after the same field path.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+NAME_DNS1035: Final = (
+    "must be a DNS-1035 label: at most 63 lowercase letters, digits or '-', starting with a "
+    "letter and ending with a letter or digit; fix: rename the TFJob, e.g. 'mnist-dist'"
+)
+UNKNOWN_REPLICA_TYPE: Final = (
+    "unknown replica type; fix: use only PS, Worker, Chief, Master or Evaluator as keys "
+    "(letter case is ignored)"
+)
+DUPLICATE_REPLICA_TYPE: Final = (
+    "a replica type is given twice in different letter case; fix: keep one key per replica type"
+)
+CHIEF_AND_MASTER: Final = (
+    "Chief and Master are both set; fix: keep only one of them (a TFJob has one chief)"
+)
+NO_REPLICA_SPECS: Final = "at least one replica type is required; fix: add e.g. a Worker entry"
+NEGATIVE_REPLICAS: Final = "must be 0 or more; fix: set replicas to a number >= 0"
+NO_CONTAINERS: Final = (
+    "at least one container is required; fix: add a container named 'tensorflow' with an image"
+)
+NO_TENSORFLOW_CONTAINER: Final = (
+    "no container is named 'tensorflow'; fix: name the container that runs TensorFlow "
+    "'tensorflow' (TF_CONFIG and the port tfjob-port are set there)"
+)
+NO_IMAGE: Final = (
+    "container has no image; fix: set image to the container image that runs your training code"
+)
+REQUIRED: Final = "Required value"
+
+
+def unsupported_value(value: object, allowed: tuple[str, ...]) -> str:
+    """The apiserver's enum message, e.g. `Unsupported value: "X": supported values: "A", "B"`."""
+    shown = f'"{value}"' if isinstance(value, str) else str(value)
+    return f"Unsupported value: {shown}: supported values: " + ", ".join(f'"{a}"' for a in allowed)

@@ -1,0 +1,57 @@
+"""Status conditions with Kubeflow's rules (commonutil.UpdateJobConditions), in place.
+
+    set_condition(status, type_, status_value, reason, message, now) -> bool   # True if changed
+
+- nothing changes once the job has a Failed=True condition (terminal stays terminal);
+- a condition with the same status and reason is left as it is;
+- lastTransitionTime is kept when only reason/message change;
+- setting a type removes its older entry and appends the new one; Running and Restarting replace
+  each other; Succeeded or Failed turn an existing Running condition to False.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from taas_operator.api.constants import COND_FAILED, COND_RESTARTING, COND_RUNNING, COND_SUCCEEDED
+from taas_operator.api.models import JobCondition, TFJobStatus
+
+_EXCLUSIVE = {COND_RUNNING: COND_RESTARTING, COND_RESTARTING: COND_RUNNING}
+
+
+def set_condition(
+    status: TFJobStatus,
+    type_: str,
+    value: Literal["True", "False"],
+    reason: str,
+    message: str,
+    now: datetime,
+) -> bool:
+    """Set a condition like Kubeflow does; return whether anything changed."""
+    if status.is_true(COND_FAILED):
+        return False
+    current = status.condition(type_)
+    if current is not None and current.status == value and current.reason == reason:
+        return False
+    transition = current.last_transition_time if current and current.status == value else now
+    kept: list[JobCondition] = []
+    for cond in status.conditions:
+        if cond.type == type_ or cond.type == _EXCLUSIVE.get(type_):
+            continue
+        ending = type_ in (COND_SUCCEEDED, COND_FAILED)
+        if ending and cond.type == COND_RUNNING and cond.status != "False":
+            cond = cond.model_copy(update={"status": "False", "last_transition_time": now})
+        kept.append(cond)
+    kept.append(
+        JobCondition(
+            type=type_,
+            status=value,
+            reason=reason,
+            message=message,
+            last_update_time=now,
+            last_transition_time=transition,
+        )
+    )
+    status.conditions = kept
+    return True

@@ -1,0 +1,272 @@
+"""Desired Kubernetes objects of a TFJob, as plain manifests (dicts). Pure: no I/O.
+
+    BuildOptions(cluster_domain: str = "", hosts: HostFn | None = None)
+        BuildOptions.from_settings(settings: OperatorSettings) -> BuildOptions
+    replica_labels(job_name, replica_type, index) -> dict[str, str]
+    job_selector(job_name) -> dict[str, str]              # labels of every pod/service of a job
+    owner_reference(job) -> dict
+    desired_pod(job, replica_type, index, options) -> dict
+    desired_pods(job, options) -> list[dict]
+    desired_service(job, replica_type, index) -> dict
+    desired_services(job) -> list[dict]
+    desired_network_policy(job, extra_namespaces=()) -> dict
+
+Pods and headless services are named `<job>-<lowercase type>-<index>` and labelled like
+Kubeflow's (operator-name, job-name, replica-type, replica-index; job-role=master on pods of the
+Chief/Master, or worker 0 when neither exists), the template's labels and annotations kept. The
+`tensorflow` container gets the port `tfjob-port` (2222) when it has none, and the cluster env
+(TF_CONFIG when distributed, then PS_HOSTS, WORKER_HOSTS, CHIEF_HOSTS, JOB_NAME, TASK_INDEX) at
+the front of its env list, so the user's own env and `$(VAR)` references in args can use them;
+entries of the same names the user set are replaced. The pod's restartPolicy comes from the
+replica's (ExitCode becomes Never).
+
+`BuildOptions.hosts` picks the addresses in the cluster spec: the default is the job's services
+(`<svc>.<ns>.svc[.<cluster_domain>]:<port>`); the local runner passes a function returning
+`127.0.0.1:<free port>` and reads the pods' env and command from these same manifests.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from taas_operator.api.constants import (
+    API_VERSION,
+    CHIEF_TYPES,
+    CONTROLLER_NAME,
+    DEFAULT_CONTAINER_NAME,
+    DEFAULT_PORT_NAME,
+    JOB_ROLE_MASTER,
+    KIND,
+    LABEL_JOB_NAME,
+    LABEL_JOB_ROLE,
+    LABEL_OPERATOR_NAME,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+)
+from taas_operator.api.models import TFJob
+from taas_operator.settings import OperatorSettings
+from taas_operator.tfjob.cluster_spec import (
+    HostFn,
+    cluster_env,
+    replica_name,
+    replica_port,
+    service_hosts,
+)
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Inputs of the pod builder that are not in the TFJob."""
+
+    cluster_domain: str = ""
+    hosts: HostFn | None = None
+
+    @classmethod
+    def from_settings(cls, settings: OperatorSettings) -> BuildOptions:
+        """Options for the operator: its cluster domain, service host names."""
+        return cls(cluster_domain=settings.cluster_domain)
+
+    def host_fn(self, job: TFJob) -> HostFn:
+        """The host strategy for this job."""
+        return self.hosts or service_hosts(job, self.cluster_domain)
+
+
+def job_selector(job_name: str) -> dict[str, str]:
+    """Labels every pod and service of the job carries (use as a list label selector)."""
+    return {LABEL_OPERATOR_NAME: CONTROLLER_NAME, LABEL_JOB_NAME: job_name}
+
+
+def replica_labels(job_name: str, replica_type: str, index: int) -> dict[str, str]:
+    """Labels of one replica's pod and service (pods add job-role where it applies)."""
+    return {
+        **job_selector(job_name),
+        LABEL_REPLICA_TYPE: replica_type.lower(),
+        LABEL_REPLICA_INDEX: str(index),
+    }
+
+
+def owner_reference(job: TFJob) -> dict[str, Any]:
+    """Controller owner reference to the TFJob (needs metadata.uid)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "name": job.name,
+        "uid": job.metadata.uid or "",
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def _metadata(job: TFJob, name: str, labels: dict[str, str], annotations: dict[str, str]) -> dict:
+    meta: dict[str, Any] = {"name": name, "namespace": job.namespace, "labels": labels}
+    if annotations:
+        meta["annotations"] = annotations
+    if job.metadata.uid:
+        meta["ownerReferences"] = [owner_reference(job)]
+    return meta
+
+
+def is_master_role(job: TFJob, replica_type: str, index: int) -> bool:
+    """Chief/Master pods, or worker 0 when the job has neither."""
+    if job.has_chief():
+        return replica_type in CHIEF_TYPES
+    return replica_type == "Worker" and index == 0
+
+
+def desired_pod(
+    job: TFJob, replica_type: str, index: int, options: BuildOptions | None = None
+) -> dict[str, Any]:
+    """The pod manifest of one replica."""
+    options = options or BuildOptions()
+    replica = job.spec.tf_replica_specs[replica_type]  # type: ignore[index]
+    template = copy.deepcopy(replica.template)
+    tmeta = template.get("metadata") or {}
+    labels = {**(tmeta.get("labels") or {}), **replica_labels(job.name, replica_type, index)}
+    if is_master_role(job, replica_type, index):
+        labels[LABEL_JOB_ROLE] = JOB_ROLE_MASTER
+    annotations = dict(tmeta.get("annotations") or {})
+    spec: dict[str, Any] = template.get("spec") or {}
+    spec["restartPolicy"] = (
+        "Never" if replica.restart_policy == "ExitCode" else replica.restart_policy
+    )
+    env = cluster_env(job, replica_type, index, options.host_fn(job))
+    port = replica_port(replica)
+    for container in spec.get("containers") or []:
+        if container.get("name") != DEFAULT_CONTAINER_NAME:
+            continue
+        ports = container.setdefault("ports", [])
+        if not any(p.get("name") == DEFAULT_PORT_NAME for p in ports):
+            ports.append({"name": DEFAULT_PORT_NAME, "containerPort": port})
+        ours = {e["name"] for e in env}
+        container["env"] = env + [
+            e for e in container.get("env") or [] if e.get("name") not in ours
+        ]
+        break
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": _metadata(
+            job, replica_name(job.name, replica_type, index), labels, annotations
+        ),
+        "spec": spec,
+    }
+
+
+def desired_pods(job: TFJob, options: BuildOptions | None = None) -> list[dict[str, Any]]:
+    """Every pod of the job, in Kubeflow's replica type order."""
+    return [
+        desired_pod(job, rtype, i, options)
+        for rtype in job.replica_types()
+        for i in range(job.spec.tf_replica_specs[rtype].replicas)
+    ]
+
+
+def _tf_container_ports(job: TFJob, replica_type: str) -> list[dict[str, Any]]:
+    """Named ports of the tensorflow container, tfjob-port included (defaulted)."""
+    replica = job.spec.tf_replica_specs[replica_type]  # type: ignore[index]
+    ports: list[dict[str, Any]] = []
+    for container in replica.containers():
+        if container.get("name") == DEFAULT_CONTAINER_NAME:
+            ports = [p for p in container.get("ports") or [] if p.get("name")]
+            break
+    if not any(p.get("name") == DEFAULT_PORT_NAME for p in ports):
+        ports = [*ports, {"name": DEFAULT_PORT_NAME, "containerPort": replica_port(replica)}]
+    return ports
+
+
+def desired_service(job: TFJob, replica_type: str, index: int) -> dict[str, Any]:
+    """Headless service of one replica, exposing the tensorflow container's named ports."""
+    labels = replica_labels(job.name, replica_type, index)
+    ports = [
+        {
+            "name": p["name"],
+            "port": int(p["containerPort"]),
+            "targetPort": int(p["containerPort"]),
+            "protocol": p.get("protocol", "TCP"),
+        }
+        for p in _tf_container_ports(job, replica_type)
+    ]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(job, replica_name(job.name, replica_type, index), labels, {}),
+        "spec": {
+            "clusterIP": "None",
+            "selector": dict(labels),
+            "ports": ports,
+            # Peers resolve each other while starting, before any readiness.
+            "publishNotReadyAddresses": True,
+        },
+    }
+
+
+def desired_services(job: TFJob) -> list[dict[str, Any]]:
+    """Every service of the job."""
+    return [
+        desired_service(job, rtype, i)
+        for rtype in job.replica_types()
+        for i in range(job.spec.tf_replica_specs[rtype].replicas)
+    ]
+
+
+def tf_ports(job: TFJob) -> list[int]:
+    """The TensorFlow (tfjob-port) ports of every replica type, sorted, unique."""
+    found = set()
+    for rtype in job.replica_types():
+        found.add(replica_port(job.spec.tf_replica_specs[rtype]))
+    return sorted(found)
+
+
+def _other_ports(job: TFJob, tf: list[int]) -> list[int]:
+    found = set()
+    for rtype in job.replica_types():
+        for container in job.spec.tf_replica_specs[rtype].containers():
+            for port in container.get("ports") or []:
+                number = port.get("containerPort")
+                if number and int(number) not in tf and port.get("protocol", "TCP") == "TCP":
+                    found.add(int(number))
+    return sorted(found)
+
+
+def desired_network_policy(job: TFJob, extra_namespaces: Sequence[str] = ()) -> dict[str, Any]:
+    """NetworkPolicy `<job>`: the TF ports admit only the job's own pods (and `extra_namespaces`).
+
+    TensorFlow's gRPC servers are unauthenticated. Other ports the job's containers declare stay
+    open to everyone (a policy that selects a pod denies all ingress it does not allow, so they
+    are listed explicitly); ports no container declares are closed.
+    """
+    tf = tf_ports(job)
+    peers: list[dict[str, Any]] = [{"podSelector": {"matchLabels": {LABEL_JOB_NAME: job.name}}}]
+    if extra_namespaces:
+        peers.append(
+            {
+                "namespaceSelector": {
+                    "matchExpressions": [
+                        {
+                            "key": "kubernetes.io/metadata.name",
+                            "operator": "In",
+                            "values": sorted(set(extra_namespaces)),
+                        }
+                    ]
+                }
+            }
+        )
+    ingress: list[dict[str, Any]] = [
+        {"from": peers, "ports": [{"protocol": "TCP", "port": p} for p in tf]}
+    ]
+    other = _other_ports(job, tf)
+    if other:
+        ingress.append({"ports": [{"protocol": "TCP", "port": p} for p in other]})
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _metadata(job, job.name, job_selector(job.name), {}),
+        "spec": {
+            "podSelector": {"matchLabels": job_selector(job.name)},
+            "policyTypes": ["Ingress"],
+            "ingress": ingress,
+        },
+    }

@@ -1,0 +1,86 @@
+"""What the lifecycle engine needs to know about one existing pod of a job.
+
+    ObservedPod(name, replica_type, index, phase, uid, exit_code, reason, restart_count, deleting)
+    ObservedPod.from_manifest(pod: Mapping) -> ObservedPod | None
+
+The operator builds them from real pod objects with `from_manifest` (camelCase JSON, e.g. what
+kopf hands over or `ApiClient().sanitize_for_serialization(pod)`); the local runner builds them
+from its processes directly (phase Running while alive, Succeeded/Failed with the exit code when
+it ended; `uid` must change whenever a replica's process is started again, e.g.
+`f"{name}-{start_count}"`, because recreations are counted once per uid).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from taas_operator.api.constants import (
+    DEFAULT_CONTAINER_NAME,
+    LABEL_REPLICA_INDEX,
+    LABEL_REPLICA_TYPE,
+    ReplicaType,
+)
+from taas_operator.api.validation import normalize_replica_type
+
+PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+
+
+class ObservedPod(BaseModel):
+    """One pod (or local process) of a job as last seen."""
+
+    name: str
+    replica_type: ReplicaType
+    index: int
+    phase: PodPhase = "Pending"
+    uid: str = ""
+    #: Exit code of the tensorflow container: its current terminated state, else its last one.
+    exit_code: int | None = None
+    #: Why it ended: the container's terminated reason (OOMKilled, Error) or the pod's (Evicted).
+    reason: str | None = None
+    #: Restarts of all containers (init containers too), as the kubelet counts them.
+    restart_count: int = 0
+    #: The pod has a deletionTimestamp: it is going away and must not be counted or replaced yet.
+    deleting: bool = False
+    container: str = DEFAULT_CONTAINER_NAME
+
+    @property
+    def active(self) -> bool:
+        """Running or Pending and not being deleted."""
+        return not self.deleting and self.phase in ("Running", "Pending")
+
+    @classmethod
+    def from_manifest(cls, pod: Mapping[str, Any]) -> ObservedPod | None:
+        """Read a Kubernetes pod (camelCase dict); None if it lacks the replica labels."""
+        meta = pod.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        rtype = normalize_replica_type(str(labels.get(LABEL_REPLICA_TYPE, "")))
+        index = str(labels.get(LABEL_REPLICA_INDEX, ""))
+        if rtype is None or not index.isdigit():
+            return None
+        status = pod.get("status") or {}
+        statuses = list(status.get("containerStatuses") or [])
+        init_statuses = list(status.get("initContainerStatuses") or [])
+        exit_code, reason = None, status.get("reason")
+        for cs in statuses:
+            if cs.get("name") != DEFAULT_CONTAINER_NAME:
+                continue
+            terminated = (cs.get("state") or {}).get("terminated") or (
+                cs.get("lastState") or {}
+            ).get("terminated")
+            if terminated:
+                exit_code = terminated.get("exitCode")
+                reason = terminated.get("reason") or reason
+        return cls(
+            name=str(meta.get("name", "")),
+            replica_type=rtype,
+            index=int(index),
+            phase=status.get("phase") or "Pending",
+            uid=str(meta.get("uid", "")),
+            exit_code=exit_code,
+            reason=reason,
+            restart_count=sum(int(cs.get("restartCount") or 0) for cs in statuses + init_statuses),
+            deleting=bool(meta.get("deletionTimestamp")),
+        )

@@ -1,0 +1,130 @@
+"""Bad TFJob specs, one per rule, with the field path and message both kubectl and pydantic give.
+
+Shared by tests/core/test_validation.py (pydantic only) and tests/api/test_crd.py (the same
+specs applied to a real kube-apiserver).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from taas_operator.api import messages
+
+
+def good(name: str = "good") -> dict[str, Any]:
+    """A minimal valid TFJob: 1 PS, 2 workers."""
+    container = {"name": "tensorflow", "image": "example/train:1"}
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": name},
+        "spec": {
+            "tfReplicaSpecs": {
+                "PS": {"template": {"spec": {"containers": [dict(container)]}}},
+                "Worker": {"replicas": 2, "template": {"spec": {"containers": [dict(container)]}}},
+            }
+        },
+    }
+
+
+def _edit(fn: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    obj = copy.deepcopy(good("bad"))
+    fn(obj)
+    return obj
+
+
+def _worker(obj: dict[str, Any]) -> dict[str, Any]:
+    return obj["spec"]["tfReplicaSpecs"]["Worker"]
+
+
+def _containers(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    return _worker(obj)["template"]["spec"]["containers"]
+
+
+def _rename(obj: dict[str, Any], name: str) -> None:
+    obj["metadata"]["name"] = name
+
+
+#: (rule id, bad manifest, field path, message); the paths are the apiserver's own.
+BAD = [
+    (
+        "no-tensorflow-container",
+        _edit(lambda o: _containers(o)[0].update(name="main")),
+        "spec.tfReplicaSpecs[Worker].template.spec.containers",
+        messages.NO_TENSORFLOW_CONTAINER,
+    ),
+    (
+        "container-without-image",
+        _edit(lambda o: _containers(o).append({"name": "sidecar"})),
+        "spec.tfReplicaSpecs[Worker].template.spec.containers[1].image",
+        messages.NO_IMAGE,
+    ),
+    (
+        "no-containers",
+        _edit(lambda o: _worker(o)["template"]["spec"].update(containers=[])),
+        "spec.tfReplicaSpecs[Worker].template.spec.containers",
+        messages.NO_CONTAINERS,
+    ),
+    (
+        "chief-and-master",
+        _edit(
+            lambda o: o["spec"]["tfReplicaSpecs"].update(
+                Chief=copy.deepcopy(_worker(o)), master=copy.deepcopy(_worker(o))
+            )
+        ),
+        "spec.tfReplicaSpecs",
+        messages.CHIEF_AND_MASTER,
+    ),
+    (
+        "unknown-replica-type",
+        _edit(lambda o: o["spec"]["tfReplicaSpecs"].update(Trainer=copy.deepcopy(_worker(o)))),
+        "spec.tfReplicaSpecs",
+        messages.UNKNOWN_REPLICA_TYPE,
+    ),
+    (
+        "duplicate-replica-type",
+        _edit(lambda o: o["spec"]["tfReplicaSpecs"].update(worker=copy.deepcopy(_worker(o)))),
+        "spec.tfReplicaSpecs",
+        messages.DUPLICATE_REPLICA_TYPE,
+    ),
+    (
+        "negative-replicas",
+        _edit(lambda o: _worker(o).update(replicas=-1)),
+        "spec.tfReplicaSpecs[Worker].replicas",
+        messages.NEGATIVE_REPLICAS,
+    ),
+    (
+        "name-not-dns-1035",
+        _edit(lambda o: _rename(o, "1st-job")),
+        "metadata.name",
+        messages.NAME_DNS1035,
+    ),
+    (
+        "name-with-dot",
+        _edit(lambda o: _rename(o, "my.job")),
+        "metadata.name",
+        messages.NAME_DNS1035,
+    ),
+    (
+        "restart-policy-enum",
+        _edit(lambda o: _worker(o).update(restartPolicy="Sometimes")),
+        "spec.tfReplicaSpecs.Worker.restartPolicy",
+        'Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never", '
+        '"ExitCode"',
+    ),
+    (
+        "clean-pod-policy-enum",
+        _edit(lambda o: o["spec"].update(runPolicy={"cleanPodPolicy": "Some"})),
+        "spec.runPolicy.cleanPodPolicy",
+        'Unsupported value: "Some": supported values: "All", "Running", "None"',
+    ),
+    (
+        "backoff-limit-minimum",
+        _edit(lambda o: o["spec"].update(runPolicy={"backoffLimit": -1})),
+        "spec.runPolicy.backoffLimit",
+        "Invalid value: -1: spec.runPolicy.backoffLimit in body should be greater than or equal "
+        "to 0",
+    ),
+]

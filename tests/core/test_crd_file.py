@@ -1,0 +1,54 @@
+"""The CRD file carries the same validation messages as the pydantic side (no apiserver here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from taas_operator.api import messages
+
+CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
+
+
+def _rules(node: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    if isinstance(node, dict):
+        found.extend(node.get("x-kubernetes-validations", []))
+        for value in node.values():
+            found.extend(_rules(value))
+    elif isinstance(node, list):
+        for value in node:
+            found.extend(_rules(value))
+    return found
+
+
+def test_every_shared_message_is_a_cel_message():
+    crd = yaml.safe_load(CRD.read_text())
+    cel_messages = {rule["message"] for rule in _rules(crd)}
+    shared = {
+        messages.NAME_DNS1035,
+        messages.UNKNOWN_REPLICA_TYPE,
+        messages.DUPLICATE_REPLICA_TYPE,
+        messages.CHIEF_AND_MASTER,
+        messages.NO_REPLICA_SPECS,
+        messages.NEGATIVE_REPLICAS,
+        messages.NO_CONTAINERS,
+        messages.NO_TENSORFLOW_CONTAINER,
+        messages.NO_IMAGE,
+    }
+    assert shared <= cel_messages
+    assert all("fix:" in m for m in cel_messages)
+
+
+def test_crd_shape():
+    crd = yaml.safe_load(CRD.read_text())
+    assert crd["metadata"]["name"] == "tfjobs.kubeflow.org"
+    assert crd["spec"]["scope"] == "Namespaced"
+    assert crd["spec"]["names"]["shortNames"] == ["tfj"]
+    (version,) = crd["spec"]["versions"]
+    assert version["name"] == "v1" and version["subresources"] == {"status": {}}
+    columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
+    assert columns["State"] == ".status.conditions[-1:].type"
+    assert columns["Age"] == ".metadata.creationTimestamp"

@@ -1,0 +1,65 @@
+"""parse_tfjob: the pydantic side of validation, with the same paths and messages as the CRD."""
+
+from __future__ import annotations
+
+import pytest
+from api.cases import BAD, good
+
+from taas_operator.api import TFJobValidationError, parse_tfjob
+
+
+@pytest.mark.parametrize(("rule", "obj", "path", "message"), BAD, ids=[b[0] for b in BAD])
+def test_bad_spec_names_field_and_fix(rule, obj, path, message):
+    with pytest.raises(TFJobValidationError) as info:
+        parse_tfjob(obj)
+    assert f"{path}: {message}" in [str(e) for e in info.value.errors]
+
+
+def test_good_spec_gets_defaults():
+    job = parse_tfjob(good())
+    ps = job.spec.tf_replica_specs["PS"]
+    assert ps.replicas == 1 and ps.restart_policy == "Never"
+    assert job.spec.run_policy.clean_pod_policy == "Running"
+    assert job.spec.run_policy.suspend is False
+    assert job.spec.success_policy == ""
+
+
+def test_keys_are_normalised_case_insensitively():
+    obj = good()
+    specs = obj["spec"]["tfReplicaSpecs"]
+    specs["ps"] = specs.pop("PS")
+    specs["WORKER"] = specs.pop("Worker")
+    assert list(parse_tfjob(obj).spec.tf_replica_specs) == ["PS", "Worker"]
+
+
+def test_every_problem_is_reported_at_once():
+    obj = good("Bad_Name")
+    del obj["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"]
+    obj["spec"]["tfReplicaSpecs"]["PS"]["replicas"] = -2
+    with pytest.raises(TFJobValidationError) as info:
+        parse_tfjob(obj)
+    paths = [e.path for e in info.value.errors]
+    assert paths == [
+        "metadata.name",
+        "spec.tfReplicaSpecs[PS].replicas",
+        "spec.tfReplicaSpecs[Worker].template.spec.containers[0].image",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("edit", "path"),
+    [
+        (lambda o: o["spec"].pop("tfReplicaSpecs"), "spec.tfReplicaSpecs"),
+        (lambda o: o.pop("spec"), "spec"),
+        (lambda o: o["spec"]["runPolicy"].update(suspend="maybe"), "spec.runPolicy.suspend"),
+        (lambda o: o["spec"]["runPolicy"].update(typo=1), "spec.runPolicy.typo"),
+        (lambda o: o.update(kind="PyTorchJob"), "kind"),
+    ],
+)
+def test_type_and_shape_errors_name_the_field(edit, path):
+    obj = good()
+    obj["spec"]["runPolicy"] = {}
+    edit(obj)
+    with pytest.raises(TFJobValidationError) as info:
+        parse_tfjob(obj)
+    assert path in [e.path for e in info.value.errors]
