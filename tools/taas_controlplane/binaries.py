@@ -66,7 +66,10 @@ BINARIES: dict[str, GoBinary] = {
         name="helm",
         version=HELM_VERSION,
         install_path="helm.sh/helm/v3/cmd/helm",
-        ldflags=f"-X helm.sh/helm/v3/internal/version.version={HELM_VERSION}",
+        # Helm's defaults for `.Capabilities.KubeVersion` (`helm template`) follow its client-go.
+        ldflags=f"-X helm.sh/helm/v3/internal/version.version={HELM_VERSION}"
+        " -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1"
+        " -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=33",
     ),
     "training-operator": GoBinary(
         name="training-operator",

@@ -1,0 +1,254 @@
+"""The Helm chart rendered by real Helm: lint, schema, values -> objects, RBAC scope, drift.
+
+No cluster is needed here; tests/deploy/test_on_apiserver.py sends the same renders to a real
+kube-apiserver.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from rendered import (
+    CLUSTER_RULES,
+    PEERING_VERBS,
+    WORKLOAD_RULES,
+    Docs,
+    container_env,
+    of_kind,
+    one,
+    rules,
+)
+from sync_chart import (
+    CRD_COPY,
+    CRD_SOURCE,
+    INSTALL_YAML,
+    RenderError,
+    expected_install_yaml,
+    render,
+)
+
+pytestmark = pytest.mark.timeout(180)
+
+Render = Callable[..., Docs]
+
+
+def test_lint_is_clean(helm: Path) -> None:
+    """`helm lint --strict` reports no warning or error, with defaults and with every option on."""
+    for values in [(), ("replicaCount=2", "watchNamespaces={a,b}", "crds.install=false")]:
+        out = render(*values, helm=helm, command="lint")
+        assert "0 chart(s) failed" in out
+        assert "[WARNING]" not in out and "[ERROR]" not in out, out
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "expected"),
+    [
+        ("--set", "replicaCount=two", "at '/replicaCount': got string, want integer"),
+        ("--set", "crds.install=maybe", "at '/crds/install': got string, want boolean"),
+        ("--set", "watchNamespaces=team-a", "at '/watchNamespaces': got string, want array"),
+        ("--set", "logLevel=LOUD", "at '/logLevel'"),
+        ("--set", "replicaCount=0", "at '/replicaCount'"),
+        ("--set", "networkPolicy.enable=false", "additional properties 'enable' not allowed"),
+        ("--set", "watchNamespaces={Team_A}", "at '/watchNamespaces/0'"),
+    ],
+)
+def test_schema_rejects_bad_values_naming_them(
+    helm: Path, flag: str, value: str, expected: str
+) -> None:
+    """A wrong type, range or unknown key fails the render with Helm's message naming it."""
+    with pytest.raises(RenderError) as error:
+        render(value, helm=helm)
+    assert "values don't meet the specifications of the schema" in str(error.value)
+    assert expected in str(error.value)
+
+
+def test_defaults_render_cluster_wide_operator(render_docs: Render) -> None:
+    """Defaults: one standalone replica (Recreate), hardened pod, every namespace watched."""
+    docs = render_docs()
+    deployment = one(docs, "Deployment")
+    spec = deployment["spec"]
+    pod = spec["template"]["spec"]
+    container = pod["containers"][0]
+    assert spec["replicas"] == 1 and spec["strategy"] == {"type": "Recreate"}
+    assert pod["serviceAccountName"] == "taas" == one(docs, "ServiceAccount")["metadata"]["name"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    hardened = container["securityContext"]
+    assert hardened["readOnlyRootFilesystem"] is True
+    assert hardened["allowPrivilegeEscalation"] is False
+    assert hardened["capabilities"] == {"drop": ["ALL"]}
+    assert container["args"] == ["operator"]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert container["image"] == "ghcr.io/taas-dev/taas-operator:0.1.0"
+    env = container_env(docs)
+    assert env["TAAS_NAMESPACES"] == "[]" and env["TAAS_PEERING"] == ""
+    assert env["TAAS_NETWORK_POLICY"] == "true"
+    service = one(docs, "Service")
+    assert service["spec"]["selector"] == spec["selector"]["matchLabels"]
+    assert one(docs, "CustomResourceDefinition")["metadata"]["name"] == "tfjobs.kubeflow.org"
+    assert not of_kind(docs, "ClusterKopfPeering") and not of_kind(docs, "KopfPeering")
+
+
+def test_values_reach_the_operator_environment(render_docs: Render) -> None:
+    """Every operator setting in values becomes its TAAS_* variable, in the settings' format."""
+    docs = render_docs(
+        "clusterDomain=cluster.local",
+        "logLevel=DEBUG",
+        "concurrency=4",
+        "healthPort=9090",
+        "networkPolicy.enabled=false",
+        "networkPolicy.extraNamespaces={monitoring,tensorboard}",
+        "watchNamespaces={team-a}",
+        "image.tag=dev",
+        "nodeSelector.pool=system",
+    )
+    env = container_env(docs)
+    assert env["TAAS_CLUSTER_DOMAIN"] == "cluster.local"
+    assert env["TAAS_LOG_LEVEL"] == "DEBUG" and env["TAAS_CONCURRENCY"] == "4"
+    assert env["TAAS_HEALTH_PORT"] == "9090" and env["TAAS_NETWORK_POLICY"] == "false"
+    assert yaml.safe_load(env["TAAS_NETWORK_POLICY_EXTRA_NAMESPACES"]) == [
+        "monitoring",
+        "tensorboard",
+    ]
+    assert yaml.safe_load(env["TAAS_NAMESPACES"]) == ["team-a"]
+    pod = one(docs, "Deployment")["spec"]["template"]["spec"]
+    assert pod["containers"][0]["ports"][0]["containerPort"] == 9090
+    assert pod["containers"][0]["image"].endswith(":dev")
+    assert pod["nodeSelector"] == {"pool": "system"}
+
+
+def test_env_values_parse_as_operator_settings(render_docs: Render) -> None:
+    """The rendered TAAS_* variables are accepted by the operator's own OperatorSettings."""
+    from taas_operator.settings import OperatorSettings
+
+    env = container_env(render_docs("watchNamespaces={a,b}", "replicaCount=2"))
+    taas_env = {key: value for key, value in env.items() if key.startswith("TAAS_")}
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in taas_env.items():
+            patch.setenv(key, value)
+        settings = OperatorSettings()
+    assert settings.namespaces == ["a", "b"] and settings.peering == "taas"
+    assert settings.network_policy is True and settings.health_port == 8080
+
+
+def test_cluster_wide_rbac_is_exactly_what_the_operator_uses(render_docs: Render) -> None:
+    """Watching every namespace: ClusterRoles grant exactly the needed rules, no Role exists."""
+    docs = render_docs()
+    granted = set().union(*(rules(role) for role in of_kind(docs, "ClusterRole")))
+    assert granted == WORKLOAD_RULES | CLUSTER_RULES
+    assert not of_kind(docs, "Role") and not of_kind(docs, "RoleBinding")
+    for binding in of_kind(docs, "ClusterRoleBinding"):
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "taas", "namespace": "taas-system"}
+        ]
+
+
+def test_namespaced_mode_renders_roles_not_cluster_roles(render_docs: Render) -> None:
+    """A namespace list: workload rules only in a Role per namespace; the one ClusterRole holds
+    only the cluster-scoped reads kopf needs at start-up."""
+    docs = render_docs("watchNamespaces={team-a,team-b}", namespace="ops", release="ml")
+    cluster_roles = of_kind(docs, "ClusterRole")
+    assert [role["metadata"]["name"] for role in cluster_roles] == ["ml-taas-cluster"]
+    assert rules(cluster_roles[0]) == CLUSTER_RULES
+    roles = of_kind(docs, "Role")
+    assert sorted(role["metadata"]["namespace"] for role in roles) == ["team-a", "team-b"]
+    for role in roles:
+        assert rules(role) == WORKLOAD_RULES
+    for binding in of_kind(docs, "RoleBinding"):
+        assert binding["roleRef"]["kind"] == "Role"
+        assert binding["subjects"][0] == {
+            "kind": "ServiceAccount",
+            "name": "ml-taas",
+            "namespace": "ops",
+        }
+
+
+def test_no_rule_touches_secrets_or_uses_wildcards(render_docs: Render) -> None:
+    """In every mode: no secrets, no `*`, no escalate/bind/impersonate."""
+    for values in [(), ("replicaCount=2",), ("replicaCount=2", "watchNamespaces={a}")]:
+        docs = render_docs(*values)
+        for role in of_kind(docs, "ClusterRole") + of_kind(docs, "Role"):
+            for group, resource, verb in rules(role):
+                assert "secrets" not in resource and "*" not in (group, resource, verb)
+                assert verb not in {"escalate", "bind", "impersonate"}
+
+
+@pytest.mark.parametrize(
+    ("values", "peering_kind", "peering_resource", "role_kind"),
+    [
+        ((), "ClusterKopfPeering", "clusterkopfpeerings", "ClusterRole"),
+        (("watchNamespaces={a,b}",), "KopfPeering", "kopfpeerings", "Role"),
+    ],
+)
+def test_replicas_above_one_turn_on_peering(
+    render_docs: Render,
+    values: tuple[str, ...],
+    peering_kind: str,
+    peering_resource: str,
+    role_kind: str,
+) -> None:
+    """replicaCount 2: kopf peering name set, peering objects rendered, RBAC to patch them, and a
+    rolling update (one replica is active at a time)."""
+    docs = render_docs("replicaCount=2", *values)
+    assert container_env(docs)["TAAS_PEERING"] == "taas"
+    strategy = one(docs, "Deployment")["spec"]["strategy"]
+    assert strategy["type"] == "RollingUpdate"
+    peerings = of_kind(docs, peering_kind)
+    assert peerings and {p["metadata"]["name"] for p in peerings} == {"taas"}
+    expected = {("kopf.dev", peering_resource, verb) for verb in PEERING_VERBS}
+    holders = of_kind(docs, role_kind)
+    if role_kind == "ClusterRole":  # cluster-wide: in the cluster-scoped start-up role
+        holders = [role for role in holders if role["metadata"]["name"] == "taas-cluster"]
+    assert holders and all(expected <= rules(role) for role in holders)
+
+
+def test_peering_crds_ship_in_crds_dir() -> None:
+    """kopf's peering CRDs are in crds/ (installed before the peering objects that need them)."""
+    crds_dir = Path(INSTALL_YAML).parents[1] / "charts" / "taas" / "crds"
+    names = {
+        doc["metadata"]["name"]
+        for path in crds_dir.glob("*.yaml")
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc
+    }
+    assert names == {"clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev"}
+
+
+def test_crds_install_false_renders_no_crd(render_docs: Render) -> None:
+    """crds.install=false (adopting Kubeflow's CRD and its TFJobs) renders no CRD at all."""
+    assert not of_kind(render_docs("crds.install=false"), "CustomResourceDefinition")
+    assert not of_kind(
+        render_docs("crds.install=false", "replicaCount=2"), "CustomResourceDefinition"
+    )
+
+
+def test_chart_crd_is_the_manifests_crd(render_docs: Render) -> None:
+    """The chart's CRD copy is byte-identical to manifests/crd, and the rendered CRD equals it
+    apart from the chart's labels and the keep annotation."""
+    assert CRD_COPY.read_bytes() == CRD_SOURCE.read_bytes(), (
+        "charts/taas/files/crds drifted from manifests/crd; run: python tests/deploy/sync_chart.py"
+    )
+    source = yaml.safe_load(CRD_SOURCE.read_text())
+    rendered = copy.deepcopy(one(render_docs(), "CustomResourceDefinition"))
+    meta = rendered["metadata"]
+    assert meta["annotations"].pop("helm.sh/resource-policy") == "keep"
+    for key in list(meta["labels"]):
+        if key not in source["metadata"].get("labels", {}):
+            del meta["labels"][key]
+    for field in ("labels", "annotations"):
+        if not meta[field] and field not in source["metadata"]:
+            del meta[field]
+    # JSON text, so an integer that came back as a float (1 vs 1.0) counts as a difference.
+    assert json.dumps(rendered, sort_keys=True) == json.dumps(source, sort_keys=True)
+
+
+def test_install_yaml_has_not_drifted(helm: Path) -> None:
+    """manifests/install.yaml is exactly the chart rendered with defaults (plus its Namespace)."""
+    assert INSTALL_YAML.read_text() == expected_install_yaml(helm=helm), (
+        "manifests/install.yaml drifted from charts/taas; run: python tests/deploy/sync_chart.py"
+    )
