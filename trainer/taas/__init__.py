@@ -1,0 +1,142 @@
+"""TaaS trainer library: write the model, get distributed TensorFlow training.
+
+Subclass :class:`DistributedTrainer` (alias ``CaicloudDistTensorflowBase``), fill in the hooks,
+call ``MyTrainer.main()``. The same program runs alone, under ``taas run job.yaml`` and in a
+``kubeflow.org/v1`` TFJob: the base class reads the cluster, starts the gRPC server, places the
+variables on the PS tasks, and runs the loop. Graph mode (``tf.compat.v1``), TensorFlow 2.21.
+
+Example (``examples/linear_regression/linear_regression.py``)::
+
+    import numpy as np
+    import tensorflow as tf
+    import taas
+
+    v1 = tf.compat.v1
+
+    class LinearRegression(taas.DistributedTrainer):
+        def build_model(self, global_step, is_chief, sync, num_replicas):
+            self.x = v1.placeholder(tf.float32, [None])
+            self.y = v1.placeholder(tf.float32, [None])
+            self.w = v1.get_variable("w", [], initializer=v1.zeros_initializer())
+            self.b = v1.get_variable("b", [], initializer=v1.zeros_initializer())
+            loss = tf.reduce_mean(tf.square(self.w * self.x + self.b - self.y))
+            return loss, v1.train.GradientDescentOptimizer(self.settings.learning_rate)
+
+        def train(self, session, global_step, is_chief):
+            xs = np.random.uniform(-1, 1, self.settings.batch_size).astype(np.float32)
+            self.train_step(session, {self.x: xs, self.y: 2 * xs + 1})
+            return False  # True stops early
+
+        def after_train(self, session, is_chief):
+            print("w, b =", session.run([self.w, self.b]))
+
+    if __name__ == "__main__":
+        LinearRegression.main()
+
+Hooks (all but ``build_model`` optional; the class docstring draws the loop):
+
+- ``build_model(global_step, is_chief, sync, num_replicas)``: build the graph. Return the loss,
+  ``(loss, optimizer)`` or a zero-argument ``loss_fn`` (one tower per GPU, gradients averaged)
+  and the base class builds the train op, wrapping it in ``SyncReplicasOptimizer`` in sync mode.
+  Old style (Caicloud): build the train op yourself and return the optimizer.
+- ``get_init_fn(checkpoint_path) -> fn(session) | None``: warm start; skipped when the model
+  dir already has a checkpoint (a restart resumes from it instead).
+- ``train(session, global_step, is_chief) -> bool``: one step (``self.train_step(session,
+  feed_dict)`` runs the base-built train op and feeds the progress line).
+- ``after_train(session, is_chief)``: once after the loop; evaluate, ``self.export_model``.
+- ``init_model_exporter(export_dir, inputs, outputs)`` in build_model + ``export_model(session)``
+  write a SavedModel (``serving_default`` signature; the chief writes it).
+- ``evaluate(session, global_step)``: an ``evaluator`` task calls it for each new checkpoint.
+
+Cluster: ``TF_CONFIG`` (ps, worker, chief, master, evaluator; also the dynamic-worker map form),
+else ``PS_HOSTS/WORKER_HOSTS/CHIEF_HOSTS/JOB_NAME/TASK_INDEX``, else the same as flags
+(``--ps_hosts ...``), else one local process. Chief = chief/master, else worker 0. Variables go
+round-robin over the PS tasks, compute stays on the worker. A PS exits 0 once every trainer task
+has signalled "done" on it; non-chief workers poll for the chief's initialisation every 0.1 s
+(no 30 s stall); a sync job starts with a barrier so one worker cannot fill the first steps
+alone; at the end the chief releases sync workers still waiting for a token.
+
+Settings (``taas.settings.TrainerSettings``): flag ``--name`` > env ``TAAS_NAME`` > TaaS 2.0 env.
+
+=========================  ============================  =====================================
+setting                    also read from                meaning (default)
+=========================  ============================  =====================================
+max_steps                  TF_MAX_STEPS                  global steps to train (1000)
+model_dir                  TF_LOGDIR, ``--logdir``       checkpoints + summaries
+                                                         (/tmp/taas-model)
+checkpoint_path                                          warm start for get_init_fn (none)
+save_checkpoints_secs      TF_SAVE_CHECKPOINTS_SECS      chief checkpoint period, 0 = off (60)
+save_checkpoints_steps     TF_SAVE_CHECKPOINTS_STEPS     ...or every N steps (wins if set)
+save_summaries_steps       TF_SAVE_SUMMARIES_STEPS       chief summaries, 0 = off (100)
+sync                       TF_SYNC                       synchronous updates (false)
+replicas_to_aggregate                                    gradients per step (workers - backups)
+backup_workers                                           sync only (0)
+batch_size                 TF_BATCH_SIZE                 for examples/s (100)
+learning_rate                                            default optimizer's (0.01)
+log_every_steps / _secs                                  progress lines (100 / 0 = off)
+startup_timeout_secs                                     wait for PS / chief (300)
+log_device_placement                                     (false)
+allow_soft_placement                                     (true)
+gpu_memory_growth                                        (true)
+gpu_memory_fraction                                      0 < f <= 1 (unset)
+visible_devices                                          CUDA_VISIBLE_DEVICES, e.g. "0,1"
+num_towers                                               GPUs to use (all); CPU towers if none
+=========================  ============================  =====================================
+
+A bad value exits 2 with ``setting 'max_steps' (TAAS_MAX_STEPS / TF_MAX_STEPS): ...``.
+
+Progress, every N steps or seconds, from every task::
+
+    [worker:1] step 200 global 410/1000 loss 0.3124 | 2450.1 ex/s 0.041 s/batch | ETA 24s
+
+Exit codes (for the TFJob ``ExitCode`` restart policy; see ``taas.exit_codes``):
+
+====  ==========================================================  =========================
+code  meaning                                                     ExitCode policy
+====  ==========================================================  =========================
+0     training finished (every task, the PS included)             success
+1     bug in user code or the model (traceback printed)           permanent: job fails
+2     bad setting, flag or TF_CONFIG (message names the field)    permanent: job fails
+130   interrupted (SIGINT)                                        retryable
+138   lost peer: PS unreachable, session aborted/unavailable,     retryable: pod recreated,
+      chief not ready within startup_timeout_secs                 resumes from checkpoint
+137   SIGKILL (OOM, node loss) / 143 SIGTERM, set by the kernel   retryable
+====  ==========================================================  =========================
+
+Porting Caicloud code: ``from taas import dist_base`` (``dist_base.CaicloudDistTensorflowBase``)
+and ``from taas import entry; entry.start(MyModel)``; use ``tensorflow.compat.v1``
+(see ``examples/caicloud_mnist``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CaicloudDistTensorflowBase",
+    "ClusterInfo",
+    "DistributedTrainer",
+    "ExitCode",
+    "SettingsError",
+    "TrainerSettings",
+    "run",
+]
+
+_LAZY = {
+    "DistributedTrainer": "taas.base",
+    "CaicloudDistTensorflowBase": "taas.base",
+    "run": "taas.runner",
+    "ClusterInfo": "taas.cluster",
+    "ExitCode": "taas.exit_codes",
+    "SettingsError": "taas.settings",
+    "TrainerSettings": "taas.settings",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import TensorFlow only when the base class is first used."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'taas' has no attribute {name!r}")

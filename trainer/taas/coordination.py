@@ -1,0 +1,118 @@
+"""Cluster coordination on the PS tasks: the start barrier, the "done" signal, PS serving.
+
+How a PS ends cleanly (no ``server.join()`` forever, no kill): every PS hosts a small FIFO queue
+``taas_done``. Each trainer task (chief and workers), after its session is closed, enqueues its
+task id on every PS. A PS dequeues ids until it has seen every trainer task it knows of, then
+exits 0. In the dynamic-worker form a PS knows no workers and waits for the chief's id only.
+
+Sync mode adds a start barrier: each trainer enqueues its id on ``taas_ready`` (PS 0) and waits,
+polling fast, until as many ids as replicas are there, so one fast worker cannot fill the first
+global steps alone. A restarted task passes at once (the old ids are still there).
+
+A trainer checks that the PS ports answer before it creates a session (TensorFlow would wait
+forever); past ``startup_timeout_secs`` it raises :class:`PeerUnreachableError` (exit 138).
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from typing import Any
+
+from taas.cluster import TRAINER_TYPES, ClusterInfo
+from taas.exit_codes import PeerUnreachableError
+
+_QUEUE_CAPACITY = 1 << 20
+_POLL_SECS = 0.05
+_LINGER_SECS = 0.5
+
+
+def task_id(task_type: str, index: int) -> int:
+    """A number naming a trainer task in the coordination queues."""
+    return (TRAINER_TYPES.index(task_type) + 1) * 1_000_000 + index
+
+
+def _queue(name: str, ps_index: int) -> Any:
+    import tensorflow as tf
+
+    with tf.compat.v1.device(f"/job:ps/task:{ps_index}"):
+        return tf.compat.v1.FIFOQueue(
+            _QUEUE_CAPACITY, [tf.int64], shapes=[[]], shared_name=name, name=f"{name}_{ps_index}"
+        )
+
+
+def done_signal_op(cluster: ClusterInfo) -> Any:
+    """Op (in the default graph) that tells every PS this trainer task is finished."""
+    import tensorflow as tf
+
+    me = task_id(cluster.task_type, cluster.task_index)
+    ops = [_queue("taas_done", i).enqueue(tf.constant(me, tf.int64)) for i, _ in cluster.ps_tasks]
+    return tf.group(*ops, name="taas_signal_done")
+
+
+class StartBarrier:
+    """Sync-mode start barrier on PS 0 (build in the default graph before finalising)."""
+
+    def __init__(self, cluster: ClusterInfo, parties: int) -> None:
+        import tensorflow as tf
+
+        queue = _queue("taas_ready", cluster.ps_tasks[0][0])
+        me = task_id(cluster.task_type, cluster.task_index)
+        self.parties = parties
+        self.arrive = queue.enqueue(tf.constant(me, tf.int64))
+        self.size = queue.size()
+
+    def wait(self, session: Any, timeout: float, task: str) -> None:
+        """Arrive, then wait until ``parties`` tasks have arrived (raw session, no hooks)."""
+        session.run(self.arrive)
+        deadline = time.monotonic() + timeout
+        while (arrived := int(session.run(self.size))) < self.parties:
+            if time.monotonic() > deadline:
+                raise PeerUnreachableError(
+                    f"[{task}] sync start barrier: only {arrived}/{self.parties} replicas arrived "
+                    f"within {timeout:.0f}s (startup_timeout_secs)"
+                )
+            time.sleep(_POLL_SECS)
+
+
+def wait_for_ps(cluster: ClusterInfo, timeout: float) -> None:
+    """Return when every PS accepts TCP connections; raise PeerUnreachableError after timeout."""
+    deadline = time.monotonic() + timeout
+    for index, host in cluster.ps_tasks:
+        name, _, port = host.rpartition(":")
+        while True:
+            try:
+                with socket.create_connection((name, int(port)), timeout=1.0):
+                    break
+            except OSError as exc:
+                if time.monotonic() > deadline:
+                    raise PeerUnreachableError(
+                        f"[{cluster.task_name}] PS ps:{index} at {host} unreachable after "
+                        f"{timeout:.0f}s (startup_timeout_secs): {exc}"
+                    ) from None
+                time.sleep(_POLL_SECS * 2)
+
+
+def serve_ps(cluster: ClusterInfo, server: Any, config: Any) -> None:
+    """Serve variables until every known trainer task has said it is done."""
+    import tensorflow as tf
+
+    expected = {task_id(kind, i) for kind, i in cluster.trainer_tasks}
+    if not expected:
+        expected = {task_id(*cluster.chief_task)}
+    graph = tf.Graph()
+    with graph.as_default():
+        dequeue = _queue("taas_done", cluster.task_index).dequeue()
+    print(
+        f"[{cluster.task_name}] serving at {server.target}; waiting for "
+        f"{len(expected)} trainer task(s) to finish",
+        flush=True,
+    )
+    seen: set[int] = set()
+    with tf.compat.v1.Session(server.target, graph=graph, config=config) as session:
+        while not expected <= seen:
+            seen.add(int(session.run(dequeue)))
+        # Let the last trainer's enqueue call get its reply before this server goes away.
+        time.sleep(_LINGER_SECS)
+    print(f"[{cluster.task_name}] all trainer tasks done; exiting", file=sys.stdout, flush=True)

@@ -1,0 +1,58 @@
+"""Exit codes of a trainer process, chosen for the operator's ``ExitCode`` restart policy.
+
+====  =========================================================  ===========================
+code  meaning                                                    ExitCode policy
+====  =========================================================  ===========================
+0     training finished (every task, the PS included)            job succeeds
+1     bug in user code or the model (traceback printed)          permanent: job fails
+2     bad setting, flag or TF_CONFIG (message names the field)   permanent: job fails
+130   interrupted (SIGINT)                                       retryable
+138   lost peer: PS/worker unreachable, session aborted,         retryable: pod recreated,
+      cluster not up within ``startup_timeout_secs``             resumes from checkpoint
+137   killed (SIGKILL, e.g. OOM or ``kubectl delete``)           retryable (set by the kernel)
+143   terminated (SIGTERM)                                       retryable (set by the kernel)
+====  =========================================================  ===========================
+
+This module does not import TensorFlow at import time.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """The codes in the module table."""
+
+    OK = 0
+    USER_ERROR = 1
+    BAD_SETTINGS = 2
+    INTERRUPTED = 130
+    PEER_LOST = 138
+
+
+class PeerUnreachableError(RuntimeError):
+    """A cluster peer (usually a PS) did not answer in time."""
+
+
+def classify(exc: BaseException) -> ExitCode:
+    """Map an exception that ended training to its exit code."""
+    from taas.settings import SettingsError
+
+    if isinstance(exc, SettingsError):
+        return ExitCode.BAD_SETTINGS
+    if isinstance(exc, KeyboardInterrupt):
+        return ExitCode.INTERRUPTED
+    if isinstance(exc, PeerUnreachableError):
+        return ExitCode.PEER_LOST
+    import tensorflow as tf
+
+    retryable = (
+        tf.errors.UnavailableError,
+        tf.errors.AbortedError,
+        tf.errors.DeadlineExceededError,
+        tf.errors.CancelledError,
+    )
+    if isinstance(exc, retryable):
+        return ExitCode.PEER_LOST
+    return ExitCode.USER_ERROR

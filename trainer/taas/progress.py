@@ -1,0 +1,100 @@
+"""Progress lines: task, local and global step, loss, examples/s, s/batch, ETA.
+
+One line every ``log_every_steps`` local steps or ``log_every_secs`` seconds, whichever comes
+first (0 turns a trigger off), e.g.::
+
+    [worker:1] step 200 global 410/1000 loss 0.3124 | 2450.1 ex/s 0.041 s/batch | ETA 24s
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import TextIO
+
+
+class ProgressReporter:
+    """Counts local steps and prints progress for one task."""
+
+    def __init__(
+        self,
+        task: str,
+        max_steps: int,
+        batch_size: int,
+        every_steps: int,
+        every_secs: float,
+        stream: TextIO | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.task = task
+        self.max_steps = max_steps
+        self.batch_size = batch_size
+        self.every_steps = every_steps
+        self.every_secs = every_secs
+        self.stream = stream or sys.stdout
+        self.clock = clock
+        self.local_step = 0
+        self.examples = 0
+        self.first_global: int | None = None
+        self.loss: float | None = None
+        self._start = clock()
+        self._mark = (self._start, 0, 0)  # (time, local step, examples) at the last line
+
+    def step(
+        self, global_step: int, loss: float | None = None, examples: int | None = None
+    ) -> None:
+        """Record one finished local step that left the global step at ``global_step``."""
+        if self.first_global is None:
+            self.first_global = global_step
+        self.local_step += 1
+        self.examples += self.batch_size if examples is None else examples
+        if loss is not None:
+            self.loss = loss
+        now = self.clock()
+        by_steps = self.every_steps and self.local_step % self.every_steps == 0
+        by_time = self.every_secs and now - self._mark[0] >= self.every_secs
+        if by_steps or by_time:
+            self.emit(global_step, now)
+
+    def emit(self, global_step: int, now: float | None = None) -> None:
+        """Print one progress line now."""
+        now = self.clock() if now is None else now
+        then, steps0, examples0 = self._mark
+        elapsed = max(now - then, 1e-9)
+        steps = self.local_step - steps0
+        rate = (self.examples - examples0) / elapsed
+        per_batch = elapsed / steps if steps else 0.0
+        done_global = global_step - (self.first_global or 0)
+        total_elapsed = max(now - self._start, 1e-9)
+        remaining = max(self.max_steps - global_step, 0)
+        eta = remaining * total_elapsed / done_global if done_global > 0 else float("nan")
+        loss = f" loss {self.loss:.4f}" if self.loss is not None else ""
+        print(
+            f"[{self.task}] step {self.local_step} global {global_step}/{self.max_steps}{loss} | "
+            f"{rate:.1f} ex/s {per_batch:.3f} s/batch | ETA {_eta(eta)}",
+            file=self.stream,
+            flush=True,
+        )
+        self._mark = (now, self.local_step, self.examples)
+
+    @property
+    def pending(self) -> bool:
+        """True when steps ran since the last line."""
+        return self._mark[1] != self.local_step
+
+    @property
+    def examples_per_sec(self) -> float:
+        """Examples per second since the reporter started."""
+        return self.examples / max(self.clock() - self._start, 1e-9)
+
+
+def _eta(seconds: float) -> str:
+    if seconds != seconds:  # NaN: no progress yet
+        return "?"
+    seconds = int(seconds)
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"

@@ -1,0 +1,106 @@
+"""Run a trainer class as a program: settings, cluster, user flags, exit code.
+
+Always ends the process with ``os._exit`` after flushing output, so lingering gRPC server
+threads can never hang the shutdown. See ``taas.exit_codes`` for the codes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import NoReturn
+
+from taas.cluster import ClusterInfo, resolve_cluster, strip_cluster_flags
+from taas.exit_codes import ExitCode, classify
+from taas.settings import load_settings
+
+
+def run(trainer_cls: type, argv: Sequence[str] | None = None) -> NoReturn:
+    """Build ``trainer_cls()``, run this task's part, and exit with the table's code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    cluster = ClusterInfo()
+    code: int = ExitCode.OK
+    try:
+        settings, rest = load_settings(args)
+        cluster = resolve_cluster(os.environ, args)
+        from taas.devices import apply_visible_devices
+
+        apply_visible_devices(settings)
+        _quiet_tensorflow()
+        _quiet_closing_queue_runners()
+        _parse_user_flags(strip_cluster_flags(rest))
+        trainer = trainer_cls()
+        trainer.configure(settings, cluster)
+        trainer.run()
+        print(f"[{cluster.task_name}] exit 0", flush=True)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else ExitCode.USER_ERROR
+    except BaseException as exc:
+        code = classify(exc)
+        _report(cluster.task_name, code, exc)
+    finally:
+        _flush()
+    os._exit(int(code))
+
+
+def _report(task: str, code: int, exc: BaseException) -> None:
+    if code == ExitCode.BAD_SETTINGS:
+        print(f"[{task}] taas: {exc}", file=sys.stderr)
+        print(f"[{task}] exit 2: bad settings (permanent)", file=sys.stderr)
+    elif code == ExitCode.USER_ERROR:
+        traceback.print_exc()
+        print(f"[{task}] exit 1: error in the model or user code (permanent)", file=sys.stderr)
+    else:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(
+            f"[{task}] exit {code}: {type(exc).__name__}: {message} (retryable: restart resumes "
+            "from the latest checkpoint)",
+            file=sys.stderr,
+        )
+
+
+def _parse_user_flags(rest: list[str]) -> None:
+    """Let absl flags the user defined (``tf.compat.v1.app.flags``) see their values."""
+    from absl import flags
+
+    if not flags.FLAGS.is_parsed():
+        flags.FLAGS([sys.argv[0] if sys.argv else "trainer", *rest], known_only=True)
+
+
+def _quiet_tensorflow() -> None:
+    """Hide TensorFlow's Python deprecation warnings (graph mode uses many old APIs)."""
+    import logging
+
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)
+
+
+def _quiet_closing_queue_runners() -> None:
+    """Closing the session cancels the sync queue runner's pending step: not an error."""
+    import threading
+
+    default = threading.excepthook
+
+    def hook(args: threading.ExceptHookArgs) -> None:
+        name = args.thread.name if args.thread else ""
+        if name.startswith("QueueRunnerThread") and type(args.exc_value).__name__ in (
+            "CancelledError",
+            "AbortedError",
+        ):
+            return
+        default(args)
+
+    threading.excepthook = hook
+
+
+def _flush() -> None:
+    try:
+        if "tensorflow" in sys.modules:
+            import tensorflow as tf
+
+            tf.compat.v1.summary.FileWriterCache.clear()
+    except Exception:
+        pass
+    sys.stdout.flush()
+    sys.stderr.flush()
