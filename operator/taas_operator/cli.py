@@ -1,0 +1,227 @@
+"""The `taas` command line: one argparse parser, one subcommand per verb.
+
+    taas run JOB.yaml        run a TFJob on this machine, one process per replica
+    taas validate JOB.yaml   the checks `kubectl apply` makes, offline
+    taas render JOB.yaml     the pods, services and NetworkPolicy the operator would create
+
+Each subcommand is registered by an `add_<verb>(subparsers)` function that adds its parser and
+sets `handler` (a function `Namespace -> int`, the exit code). To add a subcommand, write such a
+function and list it in `COMMANDS`; import heavy modules (kopf, kubernetes, tensorflow) inside the
+handler, never at the top of this module, so `taas run` starts fast.
+
+Exit codes: 0 success; 1 the job failed; 2 usage or validation error (argparse's own convention,
+kept for every bad file, YAML or spec); 130/143 stopped by SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from importlib import metadata
+
+from taas_operator.local.documents import InputError
+
+Handler = Callable[[argparse.Namespace], int]
+
+EXIT_USAGE = 2
+
+
+def _file_arguments(parser: argparse.ArgumentParser) -> None:
+    """`FILE` or `-f FILE`, as with `kubectl apply -f`; `-` reads stdin."""
+    parser.add_argument("file", nargs="?", metavar="FILE", help="TFJob YAML ('-' reads stdin)")
+    parser.add_argument(
+        "-f", "--filename", dest="filename", metavar="FILE", help="same as FILE, kubectl style"
+    )
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        default=None,
+        help="namespace for TFJobs that name none (default: 'default'); a TFJob naming another "
+        "namespace is an error, as with kubectl",
+    )
+
+
+def _path(args: argparse.Namespace) -> str:
+    if args.file and args.filename:
+        raise InputError("give the TFJob file once: either FILE or -f FILE, not both")
+    path = args.file or args.filename
+    if not path:
+        raise InputError("no file given; usage: taas <command> JOB.yaml (or '-' for stdin)")
+    return str(path)
+
+
+# -- run -----------------------------------------------------------------------------------------
+def _run(args: argparse.Namespace) -> int:
+    from taas_operator.local.documents import load_tfjobs
+    from taas_operator.local.runner import RunOptions, run_jobs
+
+    jobs = load_tfjobs(_path(args), args.namespace)
+    options = RunOptions(
+        logs_dir=args.logs_dir, color=not args.no_color, table=not args.quiet_table
+    )
+    return run_jobs(jobs, options)
+
+
+def add_run(subparsers: argparse._SubParsersAction) -> None:
+    """`taas run`."""
+    parser = subparsers.add_parser(
+        "run",
+        help="run a TFJob on this machine, one process per replica",
+        description="Run every replica of a TFJob as a local process, managed exactly as the "
+        "TaaS operator manages pods: same validation, same pod builder (TF_CONFIG and "
+        "PS_HOSTS/WORKER_HOSTS/JOB_NAME/TASK_INDEX point at 127.0.0.1 with free ports), same "
+        "restart, backoffLimit, activeDeadlineSeconds and cleanPodPolicy rules. The image is "
+        "not pulled: the container's command runs in the current Python environment "
+        "('python' is this interpreter), in its workingDir or the current directory.",
+        epilog="examples:\n"
+        "  taas run examples/mnist/async.yaml\n"
+        "  taas run job.yaml --logs-dir logs/        # also keep logs/<pod>.log\n"
+        "  cat job.yaml | taas run -\n\n"
+        "exit status: 0 Succeeded, 1 Failed, 2 invalid input, 130 stopped (Ctrl-C), "
+        "143 stopped (SIGTERM)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _file_arguments(parser)
+    parser.add_argument("--logs-dir", metavar="DIR", help="also write each replica's log to DIR")
+    parser.add_argument("--no-color", action="store_true", help="no colours in the output")
+    parser.add_argument(
+        "--quiet-table", action="store_true", help="no live replica table, only the final one"
+    )
+    parser.set_defaults(handler=_run)
+
+
+# -- validate ------------------------------------------------------------------------------------
+def _validate(args: argparse.Namespace) -> int:
+    from taas_operator.local.documents import load_tfjobs
+
+    for job in load_tfjobs(_path(args), args.namespace):
+        print(f"tfjob.kubeflow.org/{job.name} valid (namespace {job.namespace})")
+    return 0
+
+
+def add_validate(subparsers: argparse._SubParsersAction) -> None:
+    """`taas validate`."""
+    parser = subparsers.add_parser(
+        "validate",
+        help="check TFJobs as `kubectl apply` would, offline",
+        description="Check each TFJob document with the rules the TFJob CRD enforces at "
+        "`kubectl apply` (schema and CEL rules), without a cluster. Errors name the field and "
+        "the fix, in kubectl's words.",
+        epilog="examples:\n  taas validate job.yaml && kubectl apply -f job.yaml\n\n"
+        "exit status: 0 valid, 2 invalid (or unreadable)",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _file_arguments(parser)
+    parser.set_defaults(handler=_validate)
+
+
+# -- render --------------------------------------------------------------------------------------
+def _render(args: argparse.Namespace) -> int:
+    from taas_operator.local.documents import load_tfjobs, render_objects
+
+    jobs = load_tfjobs(_path(args), args.namespace)
+    sys.stdout.write(render_objects(jobs, args.cluster_domain, args.network_policy))
+    return 0
+
+
+def add_render(subparsers: argparse._SubParsersAction) -> None:
+    """`taas render`."""
+    parser = subparsers.add_parser(
+        "render",
+        help="print the pods and services the operator would create",
+        description="Print, as multi-document YAML, the objects the TaaS operator would create "
+        "for each TFJob: one pod and one headless service per replica, and the job's "
+        "NetworkPolicy. Built by the operator's own code.",
+        epilog="examples:\n"
+        "  taas render job.yaml\n"
+        "  taas render job.yaml --cluster-domain cluster.local | kubectl apply --dry-run=client "
+        "-f -",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _file_arguments(parser)
+    parser.add_argument(
+        "--cluster-domain",
+        default="",
+        help="DNS domain appended after '.svc' in TF_CONFIG hosts (as the operator's "
+        "TAAS_CLUSTER_DOMAIN), e.g. cluster.local",
+    )
+    parser.add_argument(
+        "--network-policy",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="include the job's NetworkPolicy (the operator's default: on)",
+    )
+    parser.set_defaults(handler=_render)
+
+
+# -- operator ------------------------------------------------------------------------------------
+def _operator(args: argparse.Namespace) -> int:
+    from taas_operator.controller.main import run_from_args
+
+    return run_from_args(args)
+
+
+def add_operator(subparsers: argparse._SubParsersAction) -> None:
+    """`taas operator` (flags: taas_operator.controller.flags, which imports no kopf)."""
+    from taas_operator.controller.flags import add_arguments
+
+    parser = subparsers.add_parser(
+        "operator",
+        help="run the TFJob operator (kopf) against a cluster",
+        description="Serve kubeflow.org/v1 TFJobs: create their pods, services and "
+        "NetworkPolicy, keep their status. Every flag has a TAAS_* environment variable.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=_operator)
+
+
+#: Subcommands, in `taas --help` order. Add a subcommand here (e.g. `add_operator`, whose
+#: handler imports the controller lazily).
+COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
+    add_run,
+    add_validate,
+    add_render,
+    add_operator,
+]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `taas` parser with every subcommand of `COMMANDS`."""
+    parser = argparse.ArgumentParser(
+        prog="taas",
+        description="TaaS: distributed TensorFlow training with the kubeflow.org/v1 TFJob API.",
+        epilog="examples:\n"
+        "  taas run examples/mnist/async.yaml     # a TFJob on this machine, no cluster\n"
+        "  taas validate job.yaml                 # kubectl apply's checks, offline\n"
+        "  taas render job.yaml                   # the pods/services the operator creates\n\n"
+        "Run 'taas <command> --help' for a command's options.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"taas {_version()}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in COMMANDS:
+        add(subparsers)
+    return parser
+
+
+def _version() -> str:
+    try:
+        return metadata.version("taas")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `taas` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""The kopf wiring: thin watch handlers that only tell the Controller what changed.
+
+    build_registry(controller) -> kopf.OperatorRegistry
+    kopf_settings(settings: OperatorSettings) -> kopf.OperatorSettings
+    on_tfjob_event(controller, event)      # plain functions, callable from tests
+    on_child_event(controller, event)
+
+Only `@kopf.on.event` handlers are used: they see every watch event (initial listing, ADDED,
+MODIFIED, DELETED) and make kopf store nothing on the objects -- no finalizer (deleting a TFJob
+never waits for the operator), no progress or last-handled annotations, no status fields of its
+own. The TFJob's status subresource belongs to TaaS alone. Should a change handler ever be
+added, kopf's bookkeeping is configured to live in `taas.dev/...` annotations, never in status.
+Kopf's event posting is off: the Controller records its own events. With `peering` set, kopf's
+peering keeps one replica active (random priority per process; the others pause).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Mapping
+from typing import Any
+
+import kopf
+
+from taas_operator.api import constants as c
+from taas_operator.controller.reconciler import Controller
+from taas_operator.settings import OperatorSettings
+
+logger = logging.getLogger("taas_operator.controller")
+
+_CHILD_LABELS: Mapping[str, Any] = {
+    c.LABEL_OPERATOR_NAME: c.CONTROLLER_NAME,
+    c.LABEL_JOB_NAME: kopf.PRESENT,
+}
+_CHILDREN = (("", "v1", "pods"), ("", "v1", "services"))
+_POLICIES = ("networking.k8s.io", "v1", "networkpolicies")
+
+
+def on_tfjob_event(controller: Controller, event: Mapping[str, Any]) -> None:
+    """A TFJob watch event: DELETED forgets the job, anything else reconciles it."""
+    body = event.get("object") or {}
+    meta = body.get("metadata") or {}
+    if event.get("type") == "DELETED":
+        controller.job_gone(meta.get("namespace", ""), meta.get("name", ""))
+    else:
+        controller.job_seen(body)
+
+
+def on_child_event(controller: Controller, event: Mapping[str, Any]) -> None:
+    """A pod/service/NetworkPolicy of a job changed or was deleted: reconcile its job."""
+    meta = (event.get("object") or {}).get("metadata") or {}
+    job_name = (meta.get("labels") or {}).get(c.LABEL_JOB_NAME)
+    if job_name:
+        controller.child_seen(meta.get("namespace", ""), job_name)
+
+
+def build_registry(controller: Controller) -> kopf.OperatorRegistry:
+    """A kopf registry whose handlers feed `controller`."""
+    registry = kopf.OperatorRegistry()
+
+    @kopf.on.login(id="taas-login", registry=registry)
+    def login(**_: Any) -> kopf.ConnectionInfo:
+        return controller.kube.connection_info()
+
+    @kopf.on.event(c.GROUP, c.VERSION, c.PLURAL, id="tfjobs-event", registry=registry)
+    async def tfjob_event(event: kopf.RawEvent, **_: Any) -> None:
+        on_tfjob_event(controller, event)
+
+    children = [*_CHILDREN, _POLICIES] if controller.settings.network_policy else _CHILDREN
+    for group, version, plural in children:
+
+        @kopf.on.event(
+            group, version, plural, id=f"{plural}-event", labels=_CHILD_LABELS, registry=registry
+        )
+        async def child_event(event: kopf.RawEvent, **_: Any) -> None:
+            on_child_event(controller, event)
+
+    @kopf.on.probe(id="jobs", registry=registry)
+    def cached_jobs(**_: Any) -> int:
+        return len(controller.jobs)
+
+    @kopf.on.cleanup(id="taas-cleanup", registry=registry)
+    async def cleanup(**_: Any) -> None:
+        await controller.close()
+
+    return registry
+
+
+def kopf_settings(settings: OperatorSettings) -> kopf.OperatorSettings:
+    """kopf's settings for TaaS: no events from kopf, bookkeeping (if any) in annotations."""
+    ks = kopf.OperatorSettings()
+    ks.posting.enabled = False
+    ks.persistence.finalizer = "taas.dev/finalizer"
+    ks.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="taas.dev")
+    ks.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix="taas.dev", key="last-handled-configuration"
+    )
+    ks.peering.standalone = not settings.peering
+    if settings.peering:
+        ks.peering.name = settings.peering
+        ks.peering.mandatory = True  # a missing peering object is an error, not "standalone"
+        # kopf pauses EVERY replica when peers share a priority: a random one per process lets
+        # the highest run and the others wait (taking over within `lifetime` when it dies).
+        ks.peering.priority = random.SystemRandom().randint(1, 2**30)
+    return ks

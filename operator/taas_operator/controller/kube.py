@@ -1,0 +1,289 @@
+"""The one module of TaaS that talks to the Kubernetes API.
+
+    KubeClient.load(kubeconfig: str | None, concurrency: int) -> KubeClient
+    client.connection_info() -> kopf.ConnectionInfo          # kopf logs in with the same identity
+    await client.get_job(ns, name) -> dict | None
+    await client.replace_job_status(job, status) -> dict     # PUT, resourceVersion-checked
+    await client.delete_job(ns, name, uid)
+    await client.list(kind, ns, labels) -> list[dict]                 # kind: POD, SERVICE, POLICY
+    await client.create(kind, ns, manifest) -> bool                   # False: it already existed
+    await client.delete(kind, ns, name) -> bool                       # False: it was already gone
+    await client.replace_spec(kind, ns, name, spec)                   # JSON patch of /spec
+    await client.post_event(job: dict, type_, reason, message)
+
+Everything is plain JSON dicts (camelCase), exactly as the API serves them. Authentication comes
+from the official client's config loaders (kubeconfig, or in-cluster service account), the HTTP
+calls are made on its urllib3 pool in worker threads, at most `concurrency` at a time.
+Non-2xx answers raise `ApiError` (`Conflict` for 409, `Forbidden` for 403), whose message names
+the verb and resource, so a missing RBAC verb is obvious in the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlencode
+
+import kopf
+import kubernetes.client
+import kubernetes.config
+from kubernetes.client.rest import RESTClientObject
+
+from taas_operator.api.constants import API_VERSION, GROUP, KIND, PLURAL, VERSION
+
+COMPONENT = "taas-operator"
+_MAX_EVENT_MESSAGE = 1024
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A namespaced resource: where it lives and how RBAC names it."""
+
+    group: str
+    version: str
+    plural: str
+
+    def path(self, namespace: str, name: str = "", sub: str = "") -> str:
+        base = "/api/v1" if not self.group else f"/apis/{self.group}/{self.version}"
+        path = f"{base}/namespaces/{namespace}/{self.plural}"
+        return path + (f"/{name}" if name else "") + (f"/{sub}" if sub else "")
+
+    def rbac_name(self, sub: str = "") -> str:
+        resource = self.plural + (f"/{sub}" if sub else "")
+        return f"{resource} (apiGroup {self.group!r})" if self.group else resource
+
+
+TFJOB = Kind(GROUP, VERSION, PLURAL)
+POD = Kind("", "v1", "pods")
+SERVICE = Kind("", "v1", "services")
+POLICY = Kind("networking.k8s.io", "v1", "networkpolicies")
+EVENT = Kind("", "v1", "events")
+
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+class ApiError(Exception):
+    """A non-2xx answer; `str()` names the verb, resource, namespace and the server's message."""
+
+    def __init__(
+        self, status: int, verb: str, kind: Kind, namespace: str, sub: str, message: str
+    ) -> None:
+        self.status, self.verb, self.kind, self.namespace = status, verb, kind, namespace
+        self.resource = kind.rbac_name(sub)
+        self.server_message = message
+        super().__init__(
+            f"HTTP {status} on {verb} {self.resource} in namespace {namespace}: {message}"
+        )
+
+
+class Conflict(ApiError):
+    """409: the object changed since it was read, or it already exists."""
+
+
+class Forbidden(ApiError):
+    """403: RBAC does not grant the verb (or the namespace is terminating)."""
+
+    def __str__(self) -> str:
+        return (
+            f"forbidden: the operator may not {self.verb} {self.resource} in namespace "
+            f"{self.namespace}; grant the verb {self.verb!r} on {self.resource} in the "
+            f"operator's Role/ClusterRole (server said: {self.server_message})"
+        )
+
+
+class NotFound(ApiError):
+    """404."""
+
+
+_ERRORS: dict[int, type[ApiError]] = {403: Forbidden, 404: NotFound, 409: Conflict}
+
+
+def now_rfc3339() -> str:
+    """The current time as Kubernetes writes it (whole seconds, UTC)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def load_configuration(kubeconfig: str | None) -> kubernetes.client.Configuration:
+    """The kubeconfig given, else in-cluster service account, else $KUBECONFIG/~/.kube/config."""
+    config = kubernetes.client.Configuration()
+    if kubeconfig:
+        kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=config)
+        return config
+    try:
+        kubernetes.config.load_incluster_config(client_configuration=config)
+    except kubernetes.config.ConfigException:
+        kubernetes.config.load_kube_config(client_configuration=config)
+    return config
+
+
+class KubeClient:
+    """Async JSON access to the resources the operator manages."""
+
+    def __init__(self, config: kubernetes.client.Configuration, concurrency: int = 16) -> None:
+        config.connection_pool_maxsize = concurrency + 4
+        self.config = config
+        self._rest = RESTClientObject(config)
+        self._pool = ThreadPoolExecutor(max_workers=concurrency + 4, thread_name_prefix="kube")
+        self._limit = asyncio.Semaphore(concurrency)
+        self.instance = socket.gethostname()
+
+    @classmethod
+    def load(cls, kubeconfig: str | None, concurrency: int = 16) -> KubeClient:
+        """A client for the kubeconfig given (or in-cluster / default kubeconfig)."""
+        return cls(load_configuration(kubeconfig), concurrency)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._rest.close()
+
+    def connection_info(self) -> kopf.ConnectionInfo:
+        """The same server and identity for kopf's own watches."""
+        header = self._auth_header()
+        scheme, _, token = header.partition(" ") if header else ("", "", "")
+        return kopf.ConnectionInfo(
+            server=self.config.host,
+            ca_path=self.config.ssl_ca_cert,
+            insecure=not self.config.verify_ssl,
+            scheme=scheme or None,
+            token=token or None,
+            certificate_path=self.config.cert_file,
+            private_key_path=self.config.key_file,
+        )
+
+    def _auth_header(self) -> str | None:
+        # Also runs the loader's refresh hook (rotated service-account tokens, exec plugins).
+        value = self.config.get_api_key_with_prefix("BearerToken", alias="authorization")
+        return str(value) if value else None
+
+    # -- transport ------------------------------------------------------------------------------
+    def _call(
+        self,
+        method: str,
+        path: str,
+        query: dict[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> tuple[int, Any]:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        auth = self._auth_header()
+        if auth:
+            headers["Authorization"] = auth
+        url = self.config.host + path + (f"?{urlencode(query)}" if query else "")
+        response = self._rest.request(
+            method, url, headers=headers, body=body, _request_timeout=(10, 60)
+        )
+        data = response.read()
+        return response.status, json.loads(data) if data else None
+
+    async def _request(
+        self,
+        method: str,
+        kind: Kind,
+        namespace: str,
+        name: str = "",
+        sub: str = "",
+        *,
+        query: dict[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        ok: tuple[int, ...] = (),
+    ) -> tuple[int, Any]:
+        path = kind.path(namespace, name, sub)
+        async with self._limit:
+            loop = asyncio.get_running_loop()
+            status, data = await loop.run_in_executor(
+                self._pool, lambda: self._call(method, path, query, body, content_type)
+            )
+        if 200 <= status < 300 or status in ok:
+            return status, data
+        verb = _VERBS.get(method, "get" if name else "list")
+        message = data.get("message", "") if isinstance(data, dict) else str(data)
+        raise _ERRORS.get(status, ApiError)(status, verb, kind, namespace, sub, message)
+
+    # -- TFJobs ---------------------------------------------------------------------------------
+    async def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The TFJob, or None when it does not exist."""
+        status, data = await self._request("GET", TFJOB, namespace, name, ok=(404,))
+        return None if status == 404 else dict(data)
+
+    async def replace_job_status(
+        self, job: dict[str, Any], status: dict[str, Any]
+    ) -> dict[str, Any]:
+        """PUT the status subresource; raises Conflict when `job` is no longer the latest."""
+        meta = job["metadata"]
+        body = {**job, "status": status}
+        _, data = await self._request(
+            "PUT", TFJOB, meta["namespace"], meta["name"], "status", body=body
+        )
+        return dict(data)
+
+    async def delete_job(self, namespace: str, name: str, uid: str) -> bool:
+        """Delete the TFJob if it is still the incarnation `uid`; False when already gone."""
+        body = {"preconditions": {"uid": uid}, "propagationPolicy": "Background"}
+        status, _ = await self._request("DELETE", TFJOB, namespace, name, body=body, ok=(404,))
+        return status != 404
+
+    # -- owned objects --------------------------------------------------------------------------
+    async def list(self, kind: Kind, namespace: str, labels: dict[str, str]) -> list[dict]:
+        """Objects of `kind` in `namespace` carrying all `labels` (a fresh, consistent read)."""
+        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+        _, data = await self._request("GET", kind, namespace, query={"labelSelector": selector})
+        return list(data.get("items") or [])
+
+    async def create(self, kind: Kind, namespace: str, manifest: dict[str, Any]) -> bool:
+        """Create; False when an object of that name already exists."""
+        status, _ = await self._request("POST", kind, namespace, body=manifest, ok=(409,))
+        return status != 409
+
+    async def delete(self, kind: Kind, namespace: str, name: str) -> bool:
+        """Delete (background propagation); False when it was already gone."""
+        body = {"propagationPolicy": "Background"}
+        status, _ = await self._request("DELETE", kind, namespace, name, body=body, ok=(404,))
+        return status != 404
+
+    async def replace_spec(
+        self, kind: Kind, namespace: str, name: str, spec: dict[str, Any]
+    ) -> None:
+        """Set `.spec` exactly (a JSON patch: needs only the `patch` verb)."""
+        patch = [{"op": "replace", "path": "/spec", "value": spec}]
+        await self._request(
+            "PATCH", kind, namespace, name, body=patch, content_type="application/json-patch+json"
+        )
+
+    # -- events ---------------------------------------------------------------------------------
+    async def post_event(self, job: dict[str, Any], type_: str, reason: str, message: str) -> None:
+        """Record a core/v1 Event on the TFJob (what `kubectl describe tfjob` shows)."""
+        meta = job["metadata"]
+        stamp = now_rfc3339()
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{meta['name']}.{uuid.uuid4().hex[:16]}",
+                "namespace": meta["namespace"],
+            },
+            "involvedObject": {
+                "apiVersion": API_VERSION,
+                "kind": KIND,
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta.get("uid", ""),
+                "resourceVersion": meta.get("resourceVersion", ""),
+            },
+            "type": type_,
+            "reason": reason,
+            "message": message[:_MAX_EVENT_MESSAGE],
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": self.instance[:128],
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        await self._request("POST", EVENT, meta["namespace"], body=body)

@@ -1,0 +1,351 @@
+"""One reconcile pass of one TFJob: read what exists, ask the engine, carry out its Plan.
+
+    controller = Controller(settings: OperatorSettings, kube: KubeClient)
+    controller.job_seen(body)              # a TFJob watch event (ADDED/MODIFIED/listing)
+    controller.job_gone(namespace, name)   # a TFJob DELETED event
+    controller.child_seen(namespace, job)  # a pod/service/NetworkPolicy of the job changed
+    await controller.reconcile((namespace, name)) -> datetime | None      # next wake-up
+    await controller.close()
+
+A pass (level-triggered, idempotent; see `taas_operator.engine.lifecycle` for the rules):
+1. the TFJob from the cache the watch keeps (refreshed by every status write; one GET only when
+   it is missing); managedBy another controller or being deleted -> nothing;
+2. a spec the models refuse (stored while an older CRD was installed) -> condition Failed with
+   the field and fix, a Warning event `InvalidTFJobSpec`, once; never a retry loop;
+3. pods, services (and NetworkPolicies) listed by the job's labels, concurrently, fresh from the
+   apiserver; objects controlled by another incarnation of the same name are ignored;
+4. `engine.reconcile` -> Plan; status written FIRST (PUT with the read resourceVersion: a
+   conflict means the cache was stale, so the job is read again and the pass repeated), then
+   deletions and creations concurrently, then the plan's events, then the TTL deletion;
+5. the NetworkPolicy `<job>` is created or corrected when `settings.network_policy` is on;
+6. the plan's `requeue_at` is returned, so the work queue wakes the job exactly then.
+Failed API calls become Warning events (once per distinct error) and an exception, so the work
+queue retries with backoff; 403s name the missing verb and resource.
+
+Deliberately no finalizer: deleting a TFJob never waits for the operator; its pods, services and
+NetworkPolicy carry a controller ownerReference, so Kubernetes' garbage collector removes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+from collections.abc import Hashable
+from datetime import UTC, datetime
+from typing import Any
+
+from taas_operator.api import TFJobStatus, TFJobValidationError, parse_tfjob
+from taas_operator.api import constants as c
+from taas_operator.api.models import TFJob
+from taas_operator.controller.kube import (
+    POD,
+    POLICY,
+    SERVICE,
+    ApiError,
+    Conflict,
+    Forbidden,
+    Kind,
+    KubeClient,
+    NotFound,
+)
+from taas_operator.controller.workqueue import WorkQueue
+from taas_operator.engine import (
+    BuildOptions,
+    ObservedPod,
+    Plan,
+    desired_network_policy,
+    job_selector,
+    reconcile,
+    set_condition,
+)
+from taas_operator.settings import OperatorSettings
+
+logger = logging.getLogger("taas_operator.controller")
+
+JobKey = tuple[str, str]
+_NAMES = {POD: ("Pod", "pod"), SERVICE: ("Service", "service"), POLICY: ("NetworkPolicy", "policy")}
+
+
+class ReconcileError(RuntimeError):
+    """Some API calls of a pass failed; the work queue retries the job later."""
+
+
+def _rv(body: dict[str, Any]) -> int:
+    try:
+        return int((body.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:  # opaque by contract; etcd-backed servers use integers
+        return 0
+
+
+def _key(body: dict[str, Any]) -> JobKey:
+    meta = body.get("metadata") or {}
+    return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+
+
+def _owned_by(obj: dict[str, Any], uid: str) -> bool:
+    """Ours unless its controller owner is another object (e.g. an older job of the same name)."""
+    refs = [
+        r for r in (obj.get("metadata") or {}).get("ownerReferences") or [] if r.get("controller")
+    ]
+    return not refs or any(r.get("uid") == uid for r in refs)
+
+
+def _names(objs: list[dict[str, Any]]) -> list[str]:
+    return [str(o["metadata"]["name"]) for o in objs]
+
+
+class Controller:
+    """Holds the TFJob cache, the work queue and the API client; one per operator process."""
+
+    def __init__(self, settings: OperatorSettings, kube: KubeClient) -> None:
+        self.settings, self.kube = settings, kube
+        self.options = BuildOptions.from_settings(settings)
+        self.jobs: dict[JobKey, dict[str, Any]] = {}
+        self.queue = WorkQueue(self._reconcile_key)
+        self._reported: dict[JobKey, set[str]] = {}
+
+    # -- triggers (from the kopf handlers) ------------------------------------------------------
+    def job_seen(self, body: dict[str, Any]) -> None:
+        """A TFJob was listed, added or modified: cache the newest version and reconcile it.
+
+        The echo of our own status write (a version already cached) starts no pass.
+        """
+        key = _key(body)
+        cached = self.jobs.get(key)
+        if (
+            cached is not None
+            and cached["metadata"].get("uid") == body["metadata"].get("uid")
+            and 0 < _rv(body) <= _rv(cached)
+        ):
+            return
+        self._remember(body)
+        self.queue.request(key)
+
+    def job_gone(self, namespace: str, name: str) -> None:
+        """A TFJob was deleted: forget it (its children go with their owner reference)."""
+        self.jobs.pop((namespace, name), None)
+        self._reported.pop((namespace, name), None)
+        self.queue.forget((namespace, name))
+
+    def child_seen(self, namespace: str, job_name: str) -> None:
+        """A pod, service or NetworkPolicy of the job changed or vanished."""
+        self.queue.request((namespace, job_name))
+
+    async def close(self) -> None:
+        await self.queue.close()
+
+    def _remember(self, body: dict[str, Any]) -> None:
+        key = _key(body)
+        cached = self.jobs.get(key)
+        same = cached is not None and cached["metadata"].get("uid") == body["metadata"].get("uid")
+        if not same or _rv(body) >= _rv(cached or {}):
+            self.jobs[key] = body
+
+    # -- one pass -------------------------------------------------------------------------------
+    async def _reconcile_key(self, key: Hashable) -> datetime | None:
+        assert isinstance(key, tuple)
+        return await self.reconcile(key)
+
+    async def reconcile(self, key: JobKey) -> datetime | None:
+        """Run one pass for the job; return when it must run again (None: on the next event)."""
+        logger.debug("reconciling %s/%s", *key)
+        body = self.jobs.get(key)
+        if body is None:
+            body = await self.kube.get_job(*key)
+            if body is None:
+                return None
+            self._remember(body)
+        spec = body.get("spec") or {}
+        managed_by = (spec.get("runPolicy") or {}).get("managedBy") or ""
+        if managed_by not in c.OWN_MANAGERS:
+            logger.debug("%s/%s: managedBy %r, left alone", *key, managed_by)
+            return None
+        if (body.get("metadata") or {}).get("deletionTimestamp"):
+            return None
+        try:
+            job = parse_tfjob(body)
+        except TFJobValidationError as err:
+            await self._reject(key, body, err)
+            return None
+        return await self._reconcile_job(key, body, job)
+
+    async def _reconcile_job(
+        self, key: JobKey, body: dict[str, Any], job: TFJob
+    ) -> datetime | None:
+        namespace, uid = job.namespace, job.metadata.uid or ""
+        selector = job_selector(job.name)
+        listings = [
+            self.kube.list(POD, namespace, selector),
+            self.kube.list(SERVICE, namespace, selector),
+        ]
+        if self.settings.network_policy:
+            listings.append(self.kube.list(POLICY, namespace, selector))
+        found = await asyncio.gather(*listings)
+        pods, services = ([o for o in objs if _owned_by(o, uid)] for objs in found[:2])
+        policies = [o for o in found[2] if _owned_by(o, uid)] if len(found) > 2 else []
+        observed = [p for p in map(ObservedPod.from_manifest, pods) if p is not None]
+        now = datetime.now(UTC)
+        plan = reconcile(job, observed, now, services=_names(services), options=self.options)
+        if plan.skipped:
+            return None
+        if plan.status_changed:
+            try:
+                body = await self.kube.replace_job_status(body, plan.status.to_dict())
+            except Conflict:
+                logger.debug("%s/%s: status conflict, reading the job again", *key)
+                fresh = await self.kube.get_job(*key)
+                if fresh is not None:
+                    self.jobs[key] = fresh
+                    self.queue.request(key)
+                return None
+            except NotFound:
+                self.job_gone(*key)
+                return None
+            self._remember(body)
+        errors = await self._apply(body, job, plan, policies)
+        await self._post_events(key, body, [(e.type, e.reason, e.message) for e in plan.events])
+        if plan.delete_job and not errors:
+            await self._delete_job(key, body, job)
+            return None
+        if errors:
+            raise ReconcileError(f"{namespace}/{job.name}: " + "; ".join(errors))
+        self._reported.pop(key, None)
+        return plan.requeue_at
+
+    # -- carrying out a plan --------------------------------------------------------------------
+    async def _apply(
+        self, body: dict[str, Any], job: TFJob, plan: Plan, policies: list[dict[str, Any]]
+    ) -> list[str]:
+        """Deletions and creations, concurrently; returns the error messages."""
+        ns = job.namespace
+        actions = [
+            *(self._act("delete", POD, ns, name) for name in plan.delete_pods),
+            *(self._act("delete", SERVICE, ns, name) for name in plan.delete_services),
+            *(self._act("create", POD, ns, m["metadata"]["name"], m) for m in plan.create_pods),
+            *(
+                self._act("create", SERVICE, ns, m["metadata"]["name"], m)
+                for m in plan.create_services
+            ),
+        ]
+        if self.settings.network_policy and not plan.delete_job:
+            actions.append(self._sync_policy(job, policies))
+        results = await asyncio.gather(*actions)
+        events = [r for r in results if r is not None]
+        await self._post_events(_key(body), body, events)
+        return [message for type_, _, message in events if type_ == "Warning"]
+
+    async def _act(
+        self, verb: str, kind: Kind, ns: str, name: str, manifest: dict[str, Any] | None = None
+    ) -> tuple[str, str, str] | None:
+        """One create/delete; returns the event to record (None when nothing happened)."""
+        title, noun = _NAMES[kind]
+        try:
+            if verb == "create":
+                assert manifest is not None
+                done = await self.kube.create(kind, ns, manifest)
+            else:
+                done = await self.kube.delete(kind, ns, name)
+        except ApiError as err:
+            self._log_api_error(err)
+            failed = "FailedCreate" if verb == "create" else "FailedDelete"
+            return ("Warning", f"{failed}{title}", f"Error {verb[:-1]}ing {noun} {name}: {err}")
+        if not done:
+            return None
+        past = "Created" if verb == "create" else "Deleted"
+        return ("Normal", f"Successful{verb.capitalize()}{title}", f"{past} {noun}: {name}")
+
+    async def _sync_policy(
+        self, job: TFJob, policies: list[dict[str, Any]]
+    ) -> tuple[str, str, str] | None:
+        """Create the job's NetworkPolicy, or put its spec back if someone changed it."""
+        desired = desired_network_policy(job, self.settings.network_policy_extra_namespaces)
+        current = next((p for p in policies if p["metadata"]["name"] == job.name), None)
+        if current is None:
+            return await self._act("create", POLICY, job.namespace, job.name, desired)
+        if current.get("spec") == desired["spec"]:
+            return None
+        try:
+            await self.kube.replace_spec(POLICY, job.namespace, job.name, desired["spec"])
+        except ApiError as err:
+            self._log_api_error(err)
+            return ("Warning", "FailedUpdateNetworkPolicy", f"Error updating policy: {err}")
+        return ("Normal", "SuccessfulUpdateNetworkPolicy", f"Updated policy: {job.name}")
+
+    async def _delete_job(self, key: JobKey, body: dict[str, Any], job: TFJob) -> None:
+        """ttlSecondsAfterFinished has passed: remove the TFJob (and its NetworkPolicy)."""
+        if self.settings.network_policy:
+            await self._act("delete", POLICY, job.namespace, job.name)
+        try:
+            await self.kube.delete_job(job.namespace, job.name, job.metadata.uid or "")
+        except Conflict:  # the uid precondition: a new job of that name; leave it
+            return
+        logger.info("%s/%s: deleted after ttlSecondsAfterFinished", *key)
+        self.job_gone(*key)
+
+    # -- bad input ------------------------------------------------------------------------------
+    async def _reject(self, key: JobKey, body: dict[str, Any], err: TFJobValidationError) -> None:
+        """A stored spec the models refuse: Failed condition + Warning event, written once."""
+        try:
+            status = TFJobStatus.model_validate(body.get("status") or {})
+        except ValueError:
+            status = TFJobStatus()
+        message = f"TFJob {key[0]}/{key[1]} has an invalid spec: " + "; ".join(
+            str(e) for e in err.errors
+        )
+        failed = status.condition(c.COND_FAILED)
+        if failed is not None and failed.status == "True":
+            return
+        now = datetime.now(UTC).replace(microsecond=0)
+        if status.condition(c.COND_CREATED) is None:
+            set_condition(
+                status, c.COND_CREATED, "True", c.REASON_CREATED, f"TFJob {key[1]} is created.", now
+            )
+        set_condition(status, c.COND_FAILED, "True", c.REASON_INVALID_SPEC, message, now)
+        status.completion_time = status.completion_time or now
+        logger.warning("%s", message)
+        try:
+            new = await self.kube.replace_job_status(copy.deepcopy(body), status.to_dict())
+        except Conflict:
+            fresh = await self.kube.get_job(*key)
+            if fresh is not None:
+                self.jobs[key] = fresh
+                self.queue.request(key)
+            return
+        except NotFound:
+            self.job_gone(*key)
+            return
+        self._remember(new)
+        await self._post_events(key, new, [("Warning", c.REASON_INVALID_SPEC, message)])
+
+    # -- events and errors ----------------------------------------------------------------------
+    async def _post_events(
+        self, key: JobKey, body: dict[str, Any], events: list[tuple[str, str, str]]
+    ) -> None:
+        """Post events; a Warning repeated by later retries is posted only once."""
+        reported = self._reported.setdefault(key, set())
+        todo = []
+        for type_, reason, message in events:
+            if type_ == "Warning" and reason.startswith("Failed"):
+                if message in reported:
+                    continue
+                reported.add(message)
+            level = logging.WARNING if type_ == "Warning" else logging.INFO
+            logger.log(level, "%s/%s: %s: %s", *key, reason, message)
+            todo.append(self._post_event(body, type_, reason, message))
+        await asyncio.gather(*todo)
+
+    async def _post_event(
+        self, body: dict[str, Any], type_: str, reason: str, message: str
+    ) -> None:
+        try:
+            await self.kube.post_event(body, type_, reason, message)
+        except ApiError as err:
+            self._log_api_error(err)
+
+    @staticmethod
+    def _log_api_error(err: ApiError) -> None:
+        if isinstance(err, Forbidden):
+            logger.error("%s", err)
+        else:
+            logger.warning("%s", err)

@@ -1,0 +1,114 @@
+"""Per-job work queue: coalesced, serialized reconciles and one wake-up timer per job.
+
+    queue = WorkQueue(reconcile)           # reconcile(key) -> datetime | None (next wake-up)
+    queue.request(key)                     # reconcile soon (many requests -> one pass)
+    queue.forget(key)                      # the job is gone: drop its timer
+    await queue.close()
+
+Events for one job arrive in bursts (its pods and services change together); `request` only
+marks the job dirty, and a single task per job runs passes until nothing new came in, so two
+passes of one job never overlap. After a pass its returned time arms the job's only timer (on
+time: activeDeadlineSeconds, ttlSecondsAfterFinished); a pass that raises is retried with an
+exponential backoff (1 s doubling to 5 min), logged, never crashing the operator.
+No Kubernetes here: keys are opaque, e.g. (namespace, name).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Hashable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+logger = logging.getLogger(__name__)
+
+ReconcileFn = Callable[[Hashable], Awaitable[datetime | None]]
+BACKOFF_START = 1.0
+BACKOFF_MAX = 300.0
+#: Wake a little after the due time: the engine truncates `now` to whole seconds.
+_SLACK = 0.05
+
+
+@dataclass
+class _Slot:
+    dirty: bool = False
+    task: asyncio.Task[None] | None = None
+    timer: asyncio.TimerHandle | None = None
+    failures: int = 0
+
+
+class WorkQueue:
+    """Runs `reconcile(key)` for each requested key, one pass at a time per key."""
+
+    def __init__(self, reconcile: ReconcileFn) -> None:
+        self._reconcile = reconcile
+        self._slots: dict[Hashable, _Slot] = {}
+        self._closed = False
+
+    def request(self, key: Hashable) -> None:
+        """Reconcile `key` soon; a request during a pass causes exactly one more pass."""
+        if self._closed:
+            return
+        slot = self._slots.setdefault(key, _Slot())
+        slot.dirty = True
+        if slot.task is None or slot.task.done():
+            slot.task = asyncio.get_running_loop().create_task(self._run(key, slot))
+
+    def forget(self, key: Hashable) -> None:
+        """Drop the key's timer (its object was deleted); a running pass ends on its own."""
+        slot = self._slots.get(key)
+        if slot is not None and slot.timer is not None:
+            slot.timer.cancel()
+            slot.timer = None
+        if slot is not None and (slot.task is None or slot.task.done()):
+            del self._slots[key]
+
+    def scheduled(self, key: Hashable) -> float | None:
+        """Loop time of the key's pending wake-up, if any (for tests and logs)."""
+        slot = self._slots.get(key)
+        return slot.timer.when() if slot and slot.timer else None
+
+    async def close(self) -> None:
+        """Cancel timers and running passes."""
+        self._closed = True
+        tasks = []
+        for slot in self._slots.values():
+            if slot.timer is not None:
+                slot.timer.cancel()
+            if slot.task is not None and not slot.task.done():
+                slot.task.cancel()
+                tasks.append(slot.task)
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._slots.clear()
+
+    async def _run(self, key: Hashable, slot: _Slot) -> None:
+        while slot.dirty and not self._closed:
+            slot.dirty = False
+            try:
+                wake = await self._reconcile(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:
+                slot.failures += 1
+                delay = min(BACKOFF_START * 2 ** (slot.failures - 1), BACKOFF_MAX)
+                logger.error("reconcile of %s failed (retry in %.0fs): %s", key, delay, err)
+                logger.debug("reconcile of %s failed", key, exc_info=True)
+                self._arm(key, slot, delay)
+                continue
+            slot.failures = 0
+            if wake is None:
+                self._disarm(slot)
+            else:
+                delay = (wake - datetime.now(UTC)).total_seconds()
+                self._arm(key, slot, max(delay, 0.0) + _SLACK)
+
+    def _arm(self, key: Hashable, slot: _Slot, delay: float) -> None:
+        self._disarm(slot)
+        slot.timer = asyncio.get_running_loop().call_later(delay, self.request, key)
+
+    @staticmethod
+    def _disarm(slot: _Slot) -> None:
+        if slot.timer is not None:
+            slot.timer.cancel()
+            slot.timer = None

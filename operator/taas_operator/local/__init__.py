@@ -1,0 +1,19 @@
+"""`taas run`: a TFJob on one machine, one process per replica, no cluster.
+
+The operator's own code decides everything: `taas_operator.api.parse_tfjob` validates,
+`taas_operator.engine` builds the pods (with 127.0.0.1 hosts in TF_CONFIG and the classic env)
+and runs the lifecycle; this package only plays the kubelet and shows what happens.
+
+    documents.py   read YAML (file or stdin) into validated TFJobs; render objects as YAML
+    expansion.py   Kubernetes $(VAR) expansion
+    container.py   pod manifest -> the process a kubelet would start (argv, env, cwd)
+    process.py     start/stop processes in their own groups, dying with the runner
+    kubelet.py     LocalPod: one pod's process, restarts in place, phase, exit code
+    display.py     logs prefixed per replica, the live table
+    runner.py      the loop: kubelet poll -> engine reconcile -> act on the Plan
+"""
+
+from taas_operator.local.documents import InputError, load_tfjobs, render_objects
+from taas_operator.local.runner import RunOptions, run_jobs
+
+__all__ = ["InputError", "RunOptions", "load_tfjobs", "render_objects", "run_jobs"]

@@ -1,0 +1,81 @@
+"""Fixtures for the operator tests: the TFJob CRD installed, an admin client, operators to start.
+
+Real: kube-apiserver + etcd (tests/conftest.py), the operator as a subprocess (`taas operator`),
+RBAC. Not running: kubelet, scheduler, garbage collector. Tests write pod status themselves
+(pods/status subresource) and never rely on owner references cascading.
+Each module starts its own operator(s) watching namespaces made for it, so jobs left behind by
+other test modules (no namespace controller deletes them) are never touched.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from operator_harness import Api, OperatorProcess, wait_for
+
+from taas_controlplane.launcher import ControlPlane
+
+CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
+
+StartOperator = Callable[..., OperatorProcess]
+
+
+@pytest.fixture(scope="session")
+def tfjob_crd(control_plane: ControlPlane) -> Path:
+    """The TFJob CRD applied and Established."""
+    control_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD))
+    control_plane.kubectl(
+        "wait", "--for=condition=Established", "--timeout=60s", "crd/tfjobs.kubeflow.org"
+    )
+    return CRD
+
+
+@pytest.fixture(scope="session")
+def admin(control_plane: ControlPlane, tfjob_crd: Path) -> Api:
+    """JSON client with the admin (system:masters) identity."""
+    return Api(control_plane.kubeconfig)
+
+
+def new_namespace(api: Api, prefix: str = "op") -> str:
+    """A fresh namespace (never deleted: no namespace controller would finish the job)."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    api.create("/api/v1/namespaces", {"metadata": {"name": name}})
+    return name
+
+
+@pytest.fixture(scope="module")
+def start_operator(
+    control_plane: ControlPlane, tfjob_crd: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[StartOperator]:
+    """`start_operator(ns, ..., args=[...], kubeconfig=None)` -> a started OperatorProcess.
+
+    Every operator started through it is stopped (SIGTERM, then SIGKILL) when the module ends.
+    """
+    started: list[OperatorProcess] = []
+    logs = tmp_path_factory.mktemp("operator-logs")
+
+    def start(
+        *namespaces: str,
+        args: tuple[str, ...] = (),
+        kubeconfig: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> OperatorProcess:
+        flags = [f"--namespace={ns}" for ns in namespaces] or ["--all-namespaces"]
+        flags += ["--kubeconfig", kubeconfig or control_plane.kubeconfig, *args]
+        if not any(a.startswith("--health-port") for a in args):
+            flags.append("--health-port=0")
+        proc = OperatorProcess(flags, logs / f"operator-{len(started)}.log", env).start()
+        started.append(proc)
+        wait_for(
+            lambda: "Initial authentication has finished" in proc.log() or not proc.alive(),
+            "the operator to log in",
+        )
+        assert proc.alive(), f"operator exited:\n{proc.log()[-3000:]}"
+        return proc
+
+    yield start
+    for proc in started:
+        proc.stop()

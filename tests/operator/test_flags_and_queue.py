@@ -1,0 +1,150 @@
+"""Pure parts of the operator (no apiserver): `taas operator` flags and env -> settings, exit
+code 2 with the flag named for bad values, and the per-job work queue (coalescing, no overlap,
+on-time wake-ups, backoff after errors) on a real asyncio loop."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Hashable
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from taas_operator.cli import main as taas_main
+from taas_operator.controller import workqueue
+from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
+from taas_operator.controller.workqueue import WorkQueue
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def _parse(*argv: str) -> argparse.Namespace:
+    return add_arguments(argparse.ArgumentParser()).parse_args(list(argv))
+
+
+def test_flags_map_onto_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TAAS_NAMESPACES", raising=False)
+    settings = settings_from_args(
+        _parse(
+            "-n", "a", "--namespace", "b", "--cluster-domain", "cluster.local",
+            "--concurrency", "4", "--log-level", "debug", "--peering", "taas",
+            "--health-port", "0", "--no-network-policy", "--network-policy-namespace", "mon",
+        )
+    )  # fmt: skip
+    assert settings.namespaces == ["a", "b"]
+    assert settings.cluster_domain == "cluster.local"
+    assert (settings.concurrency, settings.log_level, settings.peering) == (4, "DEBUG", "taas")
+    assert (settings.health_port, settings.network_policy) == (0, False)
+    assert settings.network_policy_extra_namespaces == ["mon"]
+
+
+def test_env_is_used_and_flags_win(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TAAS_NAMESPACES", '["x","y"]')
+    monkeypatch.setenv("TAAS_CLUSTER_DOMAIN", "corp.local")
+    settings = settings_from_args(_parse())
+    assert (settings.namespaces, settings.cluster_domain) == (["x", "y"], "corp.local")
+    assert settings.network_policy is True
+    assert settings_from_args(_parse("--all-namespaces")).namespaces == []
+    assert settings_from_args(_parse("-n", "z")).namespaces == ["z"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "named"),
+    [
+        (["--concurrency", "0"], {}, "--concurrency or TAAS_CONCURRENCY"),
+        (["--log-level", "LOUD"], {}, "--log-level or TAAS_LOG_LEVEL"),
+        (["--health-port", "70000"], {}, "--health-port or TAAS_HEALTH_PORT"),
+        ([], {"TAAS_NAMESPACES": "team-a"}, "TAAS_NAMESPACES take JSON"),
+        (["--kubeconfig", "/nonexistent/kubeconfig"], {}, "cannot load Kubernetes credentials"),
+    ],
+)
+def test_bad_settings_exit_2_naming_the_flag(
+    argv: list[str],
+    env: dict[str, str],
+    named: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    assert taas_main(["operator", *argv]) == 2
+    assert named in capsys.readouterr().err
+
+
+def test_namespace_and_all_namespaces_conflict(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        taas_main(["operator", "-n", "a", "--all-namespaces"])
+    assert exit_.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_usage_error_is_a_value_error() -> None:
+    assert issubclass(UsageError, ValueError)
+
+
+def test_requests_coalesce_and_passes_never_overlap() -> None:
+    async def scenario() -> tuple[int, int]:
+        passes = 0
+        running = 0
+        overlap = 0
+        release = asyncio.Event()
+
+        async def reconcile(key: Hashable) -> datetime | None:
+            nonlocal passes, running, overlap
+            passes += 1
+            running += 1
+            overlap = max(overlap, running)
+            if passes == 1:
+                await release.wait()
+            running -= 1
+            return None
+
+        queue = WorkQueue(reconcile)
+        queue.request("job")
+        await asyncio.sleep(0)
+        for _ in range(10):  # a burst while the first pass runs
+            queue.request("job")
+        release.set()
+        for _ in range(20):
+            await asyncio.sleep(0)
+        await queue.close()
+        return passes, overlap
+
+    passes, overlap = asyncio.run(scenario())
+    assert (passes, overlap) == (2, 1)
+
+
+def test_wake_up_time_is_honoured_and_errors_back_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(workqueue, "BACKOFF_START", 0.05)
+
+    async def scenario() -> list[tuple[str, datetime]]:
+        seen: list[tuple[str, datetime]] = []
+        done = asyncio.Event()
+
+        async def reconcile(key: Hashable) -> datetime | None:
+            now = datetime.now(UTC)
+            seen.append((str(key), now))
+            if key == "timed" and len([s for s in seen if s[0] == "timed"]) == 1:
+                return now + timedelta(seconds=0.3)
+            if key == "flaky" and len([s for s in seen if s[0] == "flaky"]) < 3:
+                raise RuntimeError("apiserver said no")
+            if len(seen) >= 5:
+                done.set()
+            return None
+
+        queue = WorkQueue(reconcile)
+        queue.request("timed")
+        queue.request("flaky")
+        await asyncio.wait_for(done.wait(), 5)
+        await queue.close()
+        return seen
+
+    seen = asyncio.run(scenario())
+    timed = [t for k, t in seen if k == "timed"]
+    flaky = [t for k, t in seen if k == "flaky"]
+    assert len(timed) == 2 and (timed[1] - timed[0]).total_seconds() >= 0.3
+    assert len(flaky) == 3
+    # Backoff doubles: at least 0.05 s, then at least 0.1 s (timers never fire early).
+    assert (flaky[1] - flaky[0]).total_seconds() >= 0.05
+    assert (flaky[2] - flaky[1]).total_seconds() >= 0.1

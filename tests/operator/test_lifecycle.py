@@ -1,0 +1,310 @@
+"""Every success / failure / restart rule, driven through the running operator on the real
+apiserver: conditions, replicaStatuses, start/completion times, events, cleanPodPolicy,
+restart policies, backoffLimit, activeDeadlineSeconds (on time), TTL, suspend/resume, scaling,
+managedBy.
+
+No kubelet runs: the tests play its part by writing pod status through the pods/status
+subresource (`Api.set_pod_phase`). One operator watches this module's namespace.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from conftest import StartOperator, new_namespace
+from operator_harness import Api, condition, tfjob, unique, wait_for
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(120)]
+
+
+@pytest.fixture(scope="module")
+def ns(admin: Api, start_operator: StartOperator) -> str:
+    name = new_namespace(admin, "life")
+    start_operator(name)
+    return name
+
+
+def _start(admin: Api, ns: str, manifest: dict[str, Any], pods: int) -> dict[str, dict]:
+    """Create the job and wait for its pods and services."""
+    name = manifest["metadata"]["name"]
+    admin.create_tfjob(ns, manifest)
+    found = wait_for(lambda: len(p := admin.pods(ns, name)) == pods and p, f"{pods} pods")
+    wait_for(lambda: len(admin.services(ns, name)) == pods, f"{pods} services")
+    return found
+
+
+def _run_all(admin: Api, ns: str, pods: dict[str, dict]) -> None:
+    for pod in pods:
+        admin.set_pod_phase(ns, pod, "Running")
+
+
+def _wait_condition(admin: Api, ns: str, name: str, type_: str, timeout: float = 20) -> dict:
+    job = wait_for(
+        lambda: (j := admin.tfjob(ns, name)) and condition(j, type_) and j,
+        f"condition {type_} on {name}",
+        timeout,
+    )
+    return dict(job)
+
+
+def _reasons(admin: Api, ns: str, name: str) -> list[str]:
+    return [e["reason"] for e in admin.events(ns, name)]
+
+
+def _counts(job: dict[str, Any]) -> dict[str, Any]:
+    return dict((job.get("status") or {}).get("replicaStatuses") or {})
+
+
+def _seen_succeeded(admin: Api, ns: str, name: str, rtype: str, count: int) -> dict:
+    """Wait until the operator has counted `count` succeeded `rtype` pods (a barrier: the same
+    pass decides whether the job is finished)."""
+    return dict(
+        wait_for(
+            lambda: (
+                (j := admin.tfjob(ns, name))
+                and _counts(j).get(rtype, {}).get("succeeded") == count
+                and j
+            ),
+            f"{count} succeeded {rtype} counted",
+        )
+    )
+
+
+def _time(value: str) -> datetime:
+    return datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def test_success_without_chief_cleans_running_pods(admin: Api, ns: str) -> None:
+    """Worker 0 succeeds -> Succeeded; default cleanPodPolicy Running stops the PS."""
+    name = unique("ok")
+    pods = _start(admin, ns, tfjob(name, {"PS": {}, "Worker": {"replicas": 2}}), 3)
+    _run_all(admin, ns, pods)
+    counts = {
+        "PS": {"active": 1, "failed": 0, "succeeded": 0},
+        "Worker": {"active": 2, "failed": 0, "succeeded": 0},
+    }
+    job = wait_for(
+        lambda: (j := admin.tfjob(ns, name)) and _counts(j) == counts and j, "3 active replicas"
+    )
+    assert condition(job, "Running")["message"] == f"TFJob {ns}/{name} is running."
+    admin.set_pod_phase(ns, f"{name}-worker-0", "Succeeded", exit_code=0)
+    job = _wait_condition(admin, ns, name, "Succeeded")
+    status = job["status"]
+    assert condition(job, "Succeeded")["message"] == f"TFJob {ns}/{name} successfully completed."
+    assert _time(status["completionTime"]) >= _time(status["startTime"])
+    assert [c["type"] for c in status["conditions"]] == ["Created", "Running", "Succeeded"]
+    assert status["conditions"][1]["status"] == "False"  # Running turned False
+    # Running pods (PS, worker 1) and their services go; the succeeded pod stays.
+    wait_for(lambda: set(admin.pods(ns, name)) == {f"{name}-worker-0"}, "PS and worker 1 gone")
+    assert set(admin.services(ns, name)) == {f"{name}-worker-0"}
+    wait_for(lambda: "TFJobSucceeded" in _reasons(admin, ns, name), "TFJobSucceeded event")
+    reasons = _reasons(admin, ns, name)
+    assert {"TFJobCreated", "SuccessfulCreatePod", "SuccessfulCreateService"} <= set(reasons)
+    assert "SuccessfulDeletePod" in reasons
+
+
+def test_chief_success_and_all_workers_policy(admin: Api, ns: str) -> None:
+    """With a Chief, only the chief decides; AllWorkers waits for every worker."""
+    chief = unique("chief")
+    pods = _start(admin, ns, tfjob(chief, {"Chief": {}, "Worker": {}}), 2)
+    _run_all(admin, ns, pods)
+    admin.set_pod_phase(ns, f"{chief}-worker-0", "Succeeded")
+    assert not condition(_seen_succeeded(admin, ns, chief, "Worker", 1), "Succeeded")
+    admin.set_pod_phase(ns, f"{chief}-chief-0", "Succeeded")
+    _wait_condition(admin, ns, chief, "Succeeded")
+
+    every = unique("all")
+    pods = _start(
+        admin, ns, tfjob(every, {"Worker": {"replicas": 2}}, successPolicy="AllWorkers"), 2
+    )
+    _run_all(admin, ns, pods)
+    admin.set_pod_phase(ns, f"{every}-worker-0", "Succeeded")
+    assert not condition(_seen_succeeded(admin, ns, every, "Worker", 1), "Succeeded")
+    admin.set_pod_phase(ns, f"{every}-worker-1", "Succeeded")
+    job = _wait_condition(admin, ns, every, "Succeeded")
+    assert job["status"]["replicaStatuses"]["Worker"]["succeeded"] == 2
+
+
+def test_never_fails_the_job_naming_pod_container_and_code(admin: Api, ns: str) -> None:
+    name = unique("never")
+    pods = _start(admin, ns, tfjob(name, {"PS": {}, "Worker": {"restartPolicy": "Never"}}), 2)
+    _run_all(admin, ns, pods)
+    admin.set_pod_phase(ns, f"{name}-worker-0", "Failed", exit_code=3)
+    job = _wait_condition(admin, ns, name, "Failed")
+    assert condition(job, "Failed")["message"] == (
+        f"TFJob {ns}/{name} has failed because 1 Worker replica(s) failed "
+        f"(pod {name}-worker-0, container tensorflow, exit code 3, reason Error)."
+    )
+    assert job["status"]["replicaStatuses"]["Worker"]["failed"] == 1
+    assert job["status"].get("completionTime")
+    wait_for(lambda: f"{name}-ps-0" not in admin.pods(ns, name), "the PS pod deleted")
+    wait_for(lambda: "TFJobFailed" in _reasons(admin, ns, name), "TFJobFailed event")
+    failed = [e for e in admin.events(ns, name) if e["reason"] == "TFJobFailed"]
+    assert failed[0]["type"] == "Warning"
+
+
+def test_on_failure_recreates_a_failed_pod(admin: Api, ns: str) -> None:
+    name = unique("onf")
+    pods = _start(admin, ns, tfjob(name, {"Worker": {"restartPolicy": "OnFailure"}}), 1)
+    pod = f"{name}-worker-0"
+    old_uid = pods[pod]["metadata"]["uid"]
+    admin.set_pod_phase(ns, pod, "Running")
+    admin.set_pod_phase(ns, pod, "Failed", exit_code=1, reason="Evicted")
+    new = wait_for(
+        lambda: (p := admin.pods(ns, name).get(pod)) and p["metadata"]["uid"] != old_uid and p,
+        "the failed pod recreated",
+    )
+    assert new["status"]["phase"] == "Pending"
+    job = _wait_condition(admin, ns, name, "Restarting")
+    assert not condition(job, "Failed")
+    assert job["status"]["recreations"][pod]["count"] == 1
+    admin.set_pod_phase(ns, pod, "Running")
+    _wait_condition(admin, ns, name, "Running")  # Running replaces Restarting
+    admin.set_pod_phase(ns, pod, "Succeeded")
+    _wait_condition(admin, ns, name, "Succeeded")
+
+
+def test_exit_code_130_recreates_but_1_fails(admin: Api, ns: str) -> None:
+    name = unique("exit")
+    pods = _start(admin, ns, tfjob(name, {"Worker": {"restartPolicy": "ExitCode"}}), 1)
+    pod = f"{name}-worker-0"
+    uid = pods[pod]["metadata"]["uid"]
+    admin.set_pod_phase(ns, pod, "Running")
+    admin.set_pod_phase(ns, pod, "Failed", exit_code=130)
+    recreated = wait_for(
+        lambda: (p := admin.pods(ns, name).get(pod)) and p["metadata"]["uid"] != uid and p,
+        "pod recreated after exit 130",
+    )
+    job = _wait_condition(admin, ns, name, "Restarting")
+    assert job["status"]["recreations"][pod]["lastExitCode"] == 130
+    wait_for(lambda: "ExitedWithCode" in _reasons(admin, ns, name), "ExitedWithCode event")
+    admin.set_pod_phase(ns, pod, "Running")
+    admin.set_pod_phase(ns, pod, "Failed", exit_code=1)
+    job = _wait_condition(admin, ns, name, "Failed")
+    assert f"pod {pod}, container tensorflow, exit code 1" in condition(job, "Failed")["message"]
+    # Failed under ExitCode 1-127: the pod is not replaced.
+    assert admin.pods(ns, name)[pod]["metadata"]["uid"] == recreated["metadata"]["uid"]
+
+
+def test_backoff_limit_caps_exit_code_recreations(admin: Api, ns: str) -> None:
+    name = unique("backoff")
+    manifest = tfjob(name, {"Worker": {"restartPolicy": "ExitCode"}}, runPolicy={"backoffLimit": 2})
+    _start(admin, ns, manifest, 1)
+    pod = f"{name}-worker-0"
+    uids = set()
+    for attempt in range(2):
+        current = wait_for(
+            lambda: (p := admin.pods(ns, name).get(pod)) and p["metadata"]["uid"] not in uids and p,
+            f"attempt {attempt} pod",
+        )
+        uids.add(current["metadata"]["uid"])
+        admin.set_pod_phase(ns, pod, "Running")
+        admin.set_pod_phase(ns, pod, "Failed", exit_code=137, reason="OOMKilled")
+    job = _wait_condition(admin, ns, name, "Failed")
+    message = condition(job, "Failed")["message"]
+    assert message.startswith(f"Job {name} has failed because it has reached the specified backoff")
+    assert "exit code 137" in message and "OOMKilled" in message
+    assert job["status"]["recreations"][pod]["count"] == 2
+
+
+def test_active_deadline_fires_on_time(admin: Api, ns: str) -> None:
+    """No pod changes after start: only the operator's own timer can fail the job."""
+    name = unique("deadline")
+    manifest = tfjob(name, {"Worker": {}}, runPolicy={"activeDeadlineSeconds": 3})
+    pods = _start(admin, ns, manifest, 1)
+    _run_all(admin, ns, pods)
+    job = _wait_condition(admin, ns, name, "Failed", timeout=15)
+    failed = condition(job, "Failed")
+    assert failed["message"] == (
+        f"Job {name} has failed because it was active longer than specified deadline"
+    )
+    late = (_time(failed["lastTransitionTime"]) - _time(job["status"]["startTime"])).total_seconds()
+    assert 3 <= late <= 5, f"deadline 3s fired after {late}s"
+    wait_for(lambda: not admin.pods(ns, name), "running pod deleted after the deadline")
+
+
+def test_ttl_deletes_the_finished_job(admin: Api, ns: str) -> None:
+    name = unique("ttl")
+    manifest = tfjob(name, {"Worker": {}}, runPolicy={"ttlSecondsAfterFinished": 1})
+    pods = _start(admin, ns, manifest, 1)
+    _run_all(admin, ns, pods)
+    admin.set_pod_phase(ns, f"{name}-worker-0", "Succeeded")
+    _wait_condition(admin, ns, name, "Succeeded")
+    wait_for(lambda: admin.tfjob(ns, name) is None, "TFJob deleted after its TTL", timeout=10)
+    # No garbage collector runs here: the operator removed the children itself.
+    assert not admin.pods(ns, name)
+    assert not admin.services(ns, name)
+    assert not admin.policies(ns, name)
+
+
+@pytest.mark.parametrize(
+    ("policy", "left"),
+    [("None", {"ps-0", "worker-0", "worker-1"}), ("Running", {"worker-0"}), ("All", set())],
+)
+def test_clean_pod_policy(admin: Api, ns: str, policy: str, left: set[str]) -> None:
+    name = unique(f"clean-{policy.lower()}")
+    manifest = tfjob(
+        name, {"PS": {}, "Worker": {"replicas": 2}}, runPolicy={"cleanPodPolicy": policy}
+    )
+    pods = _start(admin, ns, manifest, 3)
+    _run_all(admin, ns, pods)
+    admin.set_pod_phase(ns, f"{name}-worker-0", "Succeeded")
+    _wait_condition(admin, ns, name, "Succeeded")
+    expected = {f"{name}-{p}" for p in left}
+    wait_for(lambda: set(admin.pods(ns, name)) == expected, f"pods left: {sorted(expected)}")
+    wait_for(lambda: set(admin.services(ns, name)) == expected, "services left")
+
+
+def test_suspend_and_resume(admin: Api, ns: str) -> None:
+    name = unique("susp")
+    pods = _start(admin, ns, tfjob(name, {"PS": {}, "Worker": {}}), 2)
+    _run_all(admin, ns, pods)
+    first = _wait_condition(admin, ns, name, "Running")["status"]["startTime"]
+    admin.patch_tfjob(ns, name, {"spec": {"runPolicy": {"suspend": True}}})
+    job = _wait_condition(admin, ns, name, "Suspended")
+    wait_for(lambda: not admin.pods(ns, name) and not admin.services(ns, name), "all deleted")
+    job = admin.tfjob(ns, name)
+    assert condition(job, "Suspended")["reason"] == "TFJobSuspended"
+    assert not condition(job, "Running")
+    assert all(s["active"] == 0 for s in job["status"]["replicaStatuses"].values())
+    time.sleep(1.1)  # so the reset startTime is visibly later (whole seconds)
+    admin.patch_tfjob(ns, name, {"spec": {"runPolicy": {"suspend": False}}})
+    wait_for(lambda: len(admin.pods(ns, name)) == 2, "pods recreated on resume")
+    job = wait_for(
+        lambda: (j := admin.tfjob(ns, name)) and not condition(j, "Suspended") and j, "resumed"
+    )
+    suspended = next(c for c in job["status"]["conditions"] if c["type"] == "Suspended")
+    assert (suspended["status"], suspended["reason"]) == ("False", "TFJobResumed")
+    assert _time(job["status"]["startTime"]) > _time(first)
+    assert {"TFJobSuspended", "TFJobResumed"} <= set(_reasons(admin, ns, name))
+
+
+def test_scale_up_and_down(admin: Api, ns: str) -> None:
+    name = unique("scale")
+    _start(admin, ns, tfjob(name, {"Worker": {"replicas": 2}}), 2)
+    admin.patch_tfjob(ns, name, {"spec": {"tfReplicaSpecs": {"Worker": {"replicas": 4}}}})
+    want = {f"{name}-worker-{i}" for i in range(4)}
+    wait_for(lambda: set(admin.pods(ns, name)) == want, "scaled up to 4 pods")
+    wait_for(lambda: set(admin.services(ns, name)) == want, "scaled up to 4 services")
+    admin.patch_tfjob(ns, name, {"spec": {"tfReplicaSpecs": {"Worker": {"replicas": 1}}}})
+    wait_for(lambda: set(admin.pods(ns, name)) == {f"{name}-worker-0"}, "scaled down to 1 pod")
+    wait_for(lambda: set(admin.services(ns, name)) == {f"{name}-worker-0"}, "1 service")
+
+
+def test_managed_by_other_controller_is_left_alone(admin: Api, ns: str) -> None:
+    name = unique("other")
+    manifest = tfjob(name, {"Worker": {}}, runPolicy={"managedBy": "example.com/other"})
+    admin.create_tfjob(ns, manifest)
+    # A job of ours created after it is handled, so the operator has seen both by then.
+    ours = unique("ours")
+    _start(admin, ns, tfjob(ours, {"Worker": {}}), 1)
+    _wait_condition(admin, ns, ours, "Created")
+    time.sleep(0.5)
+    job = admin.tfjob(ns, name)
+    assert not job.get("status")
+    assert not admin.pods(ns, name)
+    assert not admin.services(ns, name)
+    assert not admin.events(ns, name)
