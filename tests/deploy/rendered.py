@@ -10,15 +10,15 @@ Rule = tuple[str, str, str]  # (apiGroup, resource, verb)
 
 # What the operator does inside a watched namespace (see charts/taas/templates/_rbac_rules.tpl).
 WORKLOAD_RULES: set[Rule] = {
-    *(("kubeflow.org", "tfjobs", v) for v in ("get", "list", "watch", "patch", "update", "delete")),
-    *(("kubeflow.org", "tfjobs/status", v) for v in ("get", "patch", "update")),
-    *(("kubeflow.org", "tfjobs/finalizers", v) for v in ("patch", "update")),
-    *(("", "pods", v) for v in ("get", "list", "watch", "create", "delete", "patch")),
-    *(("", "services", v) for v in ("get", "list", "watch", "create", "delete")),
-    *((group, "events", v) for group in ("", "events.k8s.io") for v in ("create", "patch")),
+    *(("kubeflow.org", "tfjobs", v) for v in ("get", "list", "watch", "delete")),
+    ("kubeflow.org", "tfjobs/status", "update"),
+    ("kubeflow.org", "tfjobs/finalizers", "update"),
+    *(("", "pods", v) for v in ("list", "watch", "create", "delete")),
+    *(("", "services", v) for v in ("list", "watch", "create", "delete")),
+    ("", "events", "create"),
     *(
         ("networking.k8s.io", "networkpolicies", v)
-        for v in ("get", "list", "watch", "create", "delete", "patch")
+        for v in ("list", "watch", "create", "delete", "patch")
     ),
 }
 CLUSTER_RULES: set[Rule] = {

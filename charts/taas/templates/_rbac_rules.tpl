@@ -4,40 +4,38 @@ cluster-wide ClusterRole and the per-namespace Roles. Argument: dict "ha" (bool)
 namespaced kopf peering objects (leader election when watching a list of namespaces).
 */}}
 {{- define "taas.workloadRules" -}}
-# TFJobs: kopf lists and watches them, patches its bookkeeping annotations and finalizer, and
-# the operator deletes a finished job after spec.runPolicy.ttlSecondsAfterFinished.
+# TFJobs: kopf lists and watches them (watch-event handlers only: kopf writes nothing on them);
+# the operator GETs one on a cache miss and deletes a finished job after ttlSecondsAfterFinished.
 - apiGroups: ["kubeflow.org"]
   resources: ["tfjobs"]
-  verbs: ["get", "list", "watch", "patch", "update", "delete"]
-# TFJob status (conditions, replicaStatuses) is written through the status subresource.
+  verbs: ["get", "list", "watch", "delete"]
+# TFJob status (conditions, replicaStatuses) is replaced through the status subresource.
 - apiGroups: ["kubeflow.org"]
   resources: ["tfjobs/status"]
-  verbs: ["get", "patch", "update"]
+  verbs: ["update"]
 # Owner references with blockOwnerDeletion on pods/services need update on the owner's
-# finalizers subresource (OwnerReferencesPermissionEnforcement admission).
+# finalizers subresource where OwnerReferencesPermissionEnforcement admission is on.
 - apiGroups: ["kubeflow.org"]
   resources: ["tfjobs/finalizers"]
-  verbs: ["patch", "update"]
-# One pod per replica: created, watched for phase and exit codes, deleted on restart/cleanup,
-# patched to adopt orphans.
+  verbs: ["update"]
+# One pod per replica: listed and watched for phase and exit codes, created, deleted on
+# restart/cleanup.
 - apiGroups: [""]
   resources: ["pods"]
-  verbs: ["get", "list", "watch", "create", "delete", "patch"]
+  verbs: ["list", "watch", "create", "delete"]
 # One headless Service per replica, giving TF_CONFIG its stable host names.
 - apiGroups: [""]
   resources: ["services"]
-  verbs: ["get", "list", "watch", "create", "delete"]
-# Events on TFJobs (kopf posts through the core API; the operator may use events.k8s.io).
+  verbs: ["list", "watch", "create", "delete"]
+# Events on TFJobs for every transition and every refused input (core API).
 - apiGroups: [""]
   resources: ["events"]
-  verbs: ["create", "patch"]
-- apiGroups: ["events.k8s.io"]
-  resources: ["events"]
-  verbs: ["create", "patch"]
-# One NetworkPolicy per TFJob: TensorFlow's gRPC ports admit only pods of the same job.
+  verbs: ["create"]
+# One NetworkPolicy per TFJob: TensorFlow's gRPC ports admit only pods of the same job;
+# patch puts back a hand-edited policy.
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
-  verbs: ["get", "list", "watch", "create", "delete", "patch"]
+  verbs: ["list", "watch", "create", "delete", "patch"]
 {{- if .ha }}
 # Leader election between replicas: kopf reads and patches the KopfPeering object here.
 - apiGroups: ["kopf.dev"]
