@@ -221,3 +221,49 @@ def test_caicloud_port_runs_unchanged_and_exports(tmp_path: Path) -> None:
     accuracy = float(re.search(r"Accuracy for Test Data: ([0-9.]+)", result.stdout).group(1))
     assert accuracy > ACCURACY
     assert (export / "saved_model.pb").exists()
+
+
+@pytest.mark.timeout(150)
+def test_rerun_on_finished_model_dir_says_nothing_to_train(tmp_path: Path) -> None:
+    """Re-running a job whose model dir is already at max_steps (``taas run`` twice): every
+    trainer prints one "nothing to train" line naming the dir and the fix, trains no step, and
+    every task, the PS included, exits 0. The finished checkpoint comes from a one-process run."""
+    max_steps = 20
+    model_dir = tmp_path / "model"
+    first = _run(PACED, {"TAAS_MODEL_DIR": str(model_dir), "TF_MAX_STEPS": str(max_steps)})
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "nothing to train" not in first.stdout
+    cluster = _cluster(tmp_path, PACED, {"ps": 1, "worker": 2}, TF_MAX_STEPS=str(max_steps))
+    try:
+        cluster.start_all()
+        codes = cluster.wait(120)
+        assert codes == {"ps:0": 0, "worker:0": 0, "worker:1": 0}, cluster.logs()
+        line = (
+            f"model dir {model_dir} already at global step {max_steps} >= max_steps {max_steps}: "
+            "nothing to train (resumed from checkpoint). Delete the directory or raise "
+            "TF_MAX_STEPS"
+        )
+        for name in ("worker:0", "worker:1"):
+            text = cluster.tasks[name].text()
+            assert text.count(line) == 1, text
+            assert _local_steps(text) == 0 and _final_global(text) == max_steps, text
+        assert "resuming from checkpoint" in cluster.tasks["worker:0"].text()
+        assert "all trainer tasks done" in cluster.tasks["ps:0"].text()
+    finally:
+        cluster.close()
+
+
+@pytest.mark.timeout(100)
+def test_misspelled_flags_exit_2_with_close_matches(tmp_path: Path) -> None:
+    """A near miss of a TaaS setting or of the program's own absl flag is rejected, naming the
+    flag, the close match and --help; before any training (no model dir written)."""
+    result = _run(
+        [*MNIST, "--max_step=5", "--hiden_units=8", "--sycn"], {"TAAS_MODEL_DIR": str(tmp_path)}
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    err = result.stderr
+    assert "unknown flag --max_step: did you mean --max_steps?" in err
+    assert "unknown flag --hiden_units: did you mean --hidden_units?" in err
+    assert "unknown flag --sycn: did you mean --sync?" in err
+    assert "--help" in err and "Traceback" not in err
+    assert not any(tmp_path.iterdir())

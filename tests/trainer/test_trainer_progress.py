@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from taas.progress import ProgressReporter
+from taas.progress import ProgressReporter, checkpoint_step, nothing_to_train
 
 
 def test_progress_line_has_rates_and_eta() -> None:
@@ -31,3 +31,19 @@ def test_progress_every_seconds() -> None:
         reporter.step(step)
     assert len(out.getvalue().splitlines()) == 2
     assert reporter.pending
+
+
+def test_nothing_to_train_line_chief_and_workers() -> None:
+    chief = nothing_to_train("worker:0", 300, 300, "/tmp/m", True, "/tmp/m/model.ckpt-300")
+    assert chief == (
+        "[worker:0] model dir /tmp/m already at global step 300 >= max_steps 300: nothing to "
+        "train (resumed from checkpoint). Delete the directory or raise TF_MAX_STEPS (max_steps) "
+        "to train again."
+    )
+    # A worker seeing the finished checkpoint (shared model dir) says the same.
+    worker = nothing_to_train("worker:1", 300, 300, "/tmp/m", False, "/tmp/m/model.ckpt-300")
+    assert worker == chief.replace("worker:0", "worker:1")
+    # Without it (own file system, or the others just finished first) it does not claim a resume.
+    late = nothing_to_train("worker:1", 300, 300, "/tmp/m", False, "/tmp/m/model.ckpt-120")
+    assert "when this task joined: nothing to train" in late and "TF_MAX_STEPS" in late
+    assert checkpoint_step(None) is None and checkpoint_step("/a/model.ckpt-7") == 7

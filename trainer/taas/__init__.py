@@ -84,6 +84,16 @@ num_towers                                               GPUs to use (all); CPU 
 =========================  ============================  =====================================
 
 A bad value exits 2 with ``setting 'max_steps' (TAAS_MAX_STEPS / TF_MAX_STEPS): ...``.
+``--help`` lists the settings and the program's own absl flags. Flags the settings do not take
+go to the program's absl flags (``tf.compat.v1.app.flags``, defined at import); one left over
+that is a near miss of a known flag (``--max_step``, ``--sycn``) exits 2 with ``unknown flag
+--max_step: did you mean --max_steps?``. Other unknown flags may be for the program's own
+parser (argparse reading ``sys.argv``), so they only get a note (``taas.cli_flags``).
+
+Re-running a job on a model dir already at ``max_steps`` trains nothing: each trainer prints
+``model dir ... already at global step 300 >= max_steps 300: nothing to train (resumed from
+checkpoint)``, with the fix (delete the directory or raise ``TF_MAX_STEPS``), and every task
+exits 0. A restart below ``max_steps`` resumes from the checkpoint as before.
 
 Progress, every N steps or seconds, from every task::
 

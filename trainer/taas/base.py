@@ -12,7 +12,7 @@ from taas import coordination
 from taas.cluster import ClusterInfo
 from taas.devices import session_config, tower_devices
 from taas.exporter import ModelExporter, raw_session
-from taas.progress import ProgressReporter
+from taas.progress import ProgressReporter, nothing_to_train
 from taas.session import ChiefSessionCreator, WorkerSessionCreator
 from taas.settings import SettingsError, TrainerSettings
 from taas.towers import build_towers
@@ -38,6 +38,8 @@ class DistributedTrainer:
         loop     while global step < max_steps:
                      stop = train(session, global_step, is_chief)   one step; True ends early
                      progress line every N steps/secs; chief: checkpoints, summaries
+                 (already at max_steps, e.g. a re-run on a finished model dir: one line
+                 "nothing to train", no steps; after_train still runs, every task exits 0)
         end      after_train(session, is_chief)                    evaluate, export_model()
                  session closed (chief: final checkpoint); every PS told "done"; exit 0
 
@@ -340,8 +342,8 @@ class DistributedTrainer:
         )
         timeout = settings.startup_timeout_secs
         creator: Any
+        checkpoint = v1.train.latest_checkpoint(settings.model_dir)  # workers: if shared
         if cluster.is_chief:
-            checkpoint = v1.train.latest_checkpoint(settings.model_dir)
             print(
                 f"[{task}] chief; resuming from checkpoint {checkpoint}"
                 if checkpoint
@@ -372,6 +374,11 @@ class DistributedTrainer:
         )
         if parts["barrier"] is not None:
             parts["barrier"].wait(raw, timeout, task)
+        if step >= settings.max_steps:
+            line = nothing_to_train(
+                task, step, settings.max_steps, settings.model_dir, cluster.is_chief, checkpoint
+            )
+            print(line, flush=True)
         progress = ProgressReporter(
             task,
             settings.max_steps,

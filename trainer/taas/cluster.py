@@ -26,7 +26,7 @@ from taas.settings import SettingsError
 TASK_TYPES = ("ps", "worker", "chief", "master", "evaluator")
 # Tasks that run training steps (the "replicas"), in chief-first order.
 TRAINER_TYPES = ("chief", "master", "worker")
-_CLUSTER_FLAGS = ("ps_hosts", "worker_hosts", "chief_hosts", "job_name", "task_index")
+CLUSTER_FLAGS = ("ps_hosts", "worker_hosts", "chief_hosts", "job_name", "task_index")
 
 
 class ClusterInfo(BaseModel):
@@ -104,7 +104,7 @@ def resolve_cluster(env: Mapping[str, str], argv: Sequence[str] = ()) -> Cluster
     """Find the cluster from ``env`` and ``argv`` (see the module docstring)."""
     if env.get("TF_CONFIG", "").strip():
         return _from_tf_config(env["TF_CONFIG"])
-    classic = {k: env[k.upper()] for k in _CLUSTER_FLAGS if env.get(k.upper(), "").strip()}
+    classic = {k: env[k.upper()] for k in CLUSTER_FLAGS if env.get(k.upper(), "").strip()}
     if classic:
         return _from_classic(classic, "env")
     flags = _cluster_flags(argv)
@@ -122,7 +122,7 @@ def strip_cluster_flags(argv: Sequence[str]) -> list[str]:
             skip = False
             continue
         key, eq, _ = arg.lstrip("-").partition("=")
-        if arg.startswith("--") and key.replace("-", "_") in _CLUSTER_FLAGS:
+        if arg.startswith("--") and key.replace("-", "_") in CLUSTER_FLAGS:
             skip = not eq
             continue
         out.append(arg)
@@ -134,7 +134,7 @@ def _cluster_flags(argv: Sequence[str]) -> dict[str, str]:
     for i, arg in enumerate(argv):
         key, eq, value = arg.lstrip("-").partition("=")
         key = key.replace("-", "_")
-        if arg.startswith("--") and key in _CLUSTER_FLAGS:
+        if arg.startswith("--") and key in CLUSTER_FLAGS:
             if not eq:
                 if i + 1 >= len(argv):
                     raise SettingsError(f"flag --{key} needs a value, e.g. --{key}=VALUE")

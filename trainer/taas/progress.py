@@ -4,10 +4,15 @@ One line every ``log_every_steps`` local steps or ``log_every_secs`` seconds, wh
 first (0 turns a trigger off), e.g.::
 
     [worker:1] step 200 global 410/1000 loss 0.3124 | 2450.1 ex/s 0.041 s/batch | ETA 24s
+
+and, when a task starts with the global step already at ``max_steps`` (a re-run on a finished
+model dir), one line saying so (:func:`nothing_to_train`).
 """
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -98,3 +103,31 @@ def _eta(seconds: float) -> str:
     if seconds >= 60:
         return f"{seconds // 60}m{seconds % 60:02d}s"
     return f"{seconds}s"
+
+
+def checkpoint_step(checkpoint: str | None) -> int | None:
+    """The global step in a checkpoint path like ``.../model.ckpt-300`` (None if absent)."""
+    match = re.search(r"-(\d+)$", os.path.basename(checkpoint or ""))
+    return int(match.group(1)) if match else None
+
+
+def nothing_to_train(
+    task: str, step: int, max_steps: int, model_dir: str, is_chief: bool, checkpoint: str | None
+) -> str:
+    """The line a task prints when the global step is already at ``max_steps`` at its start.
+
+    The chief restored it from ``model_dir``; a worker says the same when it sees that
+    checkpoint (``checkpoint``, found before its session), else that the others got there first.
+    """
+    fix = "Delete the directory or raise TF_MAX_STEPS (max_steps) to train again."
+    saved = checkpoint_step(checkpoint)
+    if is_chief or (saved is not None and saved >= max_steps):
+        return (
+            f"[{task}] model dir {model_dir} already at global step {step} >= max_steps "
+            f"{max_steps}: nothing to train (resumed from checkpoint). {fix}"
+        )
+    return (
+        f"[{task}] global step {step} >= max_steps {max_steps} when this task joined: nothing "
+        f"to train (the chief resumed a finished model dir {model_dir}, or the other tasks "
+        f"reached max_steps first). {fix}"
+    )

@@ -1,5 +1,8 @@
 """Run a trainer class as a program: settings, cluster, user flags, exit code.
 
+``--help`` prints the settings and the program's flags (exit 0); a flag that is a near miss of a
+known one exits 2 (see ``taas.cli_flags``).
+
 Always ends the process with ``os._exit`` after flushing output, so lingering gRPC server
 threads can never hang the shutdown. See ``taas.exit_codes`` for the codes.
 """
@@ -12,6 +15,7 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
+from taas import cli_flags
 from taas.cluster import ClusterInfo, resolve_cluster, strip_cluster_flags
 from taas.exit_codes import ExitCode, classify
 from taas.settings import load_settings
@@ -23,14 +27,17 @@ def run(trainer_cls: type, argv: Sequence[str] | None = None) -> NoReturn:
     cluster = ClusterInfo()
     code: int = ExitCode.OK
     try:
-        settings, rest = load_settings(args)
+        if cli_flags.wants_help(args):
+            print(cli_flags.help_text(sys.argv[0] if sys.argv else trainer_cls.__name__))
+            raise SystemExit(ExitCode.OK)
+        settings, _ = load_settings(args)
         cluster = resolve_cluster(os.environ, args)
         from taas.devices import apply_visible_devices
 
         apply_visible_devices(settings)
         _quiet_tensorflow()
         _quiet_closing_queue_runners()
-        _parse_user_flags(strip_cluster_flags(rest))
+        cli_flags.parse_program_flags(strip_cluster_flags(args), cluster.task_name)
         trainer = trainer_cls()
         trainer.configure(settings, cluster)
         trainer.run()
@@ -59,14 +66,6 @@ def _report(task: str, code: int, exc: BaseException) -> None:
             "from the latest checkpoint)",
             file=sys.stderr,
         )
-
-
-def _parse_user_flags(rest: list[str]) -> None:
-    """Let absl flags the user defined (``tf.compat.v1.app.flags``) see their values."""
-    from absl import flags
-
-    if not flags.FLAGS.is_parsed():
-        flags.FLAGS([sys.argv[0] if sys.argv else "trainer", *rest], known_only=True)
 
 
 def _quiet_tensorflow() -> None:

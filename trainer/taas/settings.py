@@ -18,7 +18,7 @@ from pydantic import AliasChoices, Field, ValidationError, field_validator, mode
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 # Extra env names per field (besides TAAS_<FIELD>), first one wins.
-_LEGACY_ENV: dict[str, tuple[str, ...]] = {
+LEGACY_ENV: dict[str, tuple[str, ...]] = {
     "max_steps": ("TF_MAX_STEPS",),
     "model_dir": ("TF_LOGDIR", "TF_MODEL_DIR"),
     "save_checkpoints_secs": ("TF_SAVE_CHECKPOINTS_SECS",),
@@ -28,11 +28,11 @@ _LEGACY_ENV: dict[str, tuple[str, ...]] = {
     "sync": ("TF_SYNC",),
 }
 # Extra flag names per field (the seeds' and Caicloud's flags).
-_FLAG_ALIASES: dict[str, str] = {"logdir": "model_dir", "train_dir": "model_dir"}
+FLAG_ALIASES: dict[str, str] = {"logdir": "model_dir", "train_dir": "model_dir"}
 
 
 def _aliases(field: str) -> AliasChoices:
-    return AliasChoices(f"TAAS_{field.upper()}", *_LEGACY_ENV.get(field, ()))
+    return AliasChoices(f"TAAS_{field.upper()}", *LEGACY_ENV.get(field, ()))
 
 
 class SettingsError(ValueError):
@@ -126,7 +126,7 @@ def parse_flags(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:
         key, eq, value = arg[2:].partition("=")
         key = key.replace("-", "_")
         negated = key.startswith("no") and key[2:] in _FIELDS and _is_bool(key[2:])
-        name = _FLAG_ALIASES.get(key, key[2:] if negated else key)
+        name = FLAG_ALIASES.get(key, key[2:] if negated else key)
         if name not in _FIELDS:
             rest.append(arg)
             continue
@@ -166,8 +166,7 @@ def _describe(exc: ValidationError, flags: dict[str, str]) -> str:
             source = (
                 f"--{field}"
                 if field in flags
-                else f"TAAS_{field.upper()}"
-                + "".join(f" / {n}" for n in _LEGACY_ENV.get(field, ()))
+                else f"TAAS_{field.upper()}" + "".join(f" / {n}" for n in LEGACY_ENV.get(field, ()))
             )
             lines.append(
                 f"  setting '{field}' ({source}): {err['msg']} (got {err.get('input')!r}); "
@@ -183,6 +182,6 @@ def _field_of(loc: str) -> str:
         return loc
     upper = loc.upper()
     for field in _FIELDS:
-        if upper == f"TAAS_{field.upper()}" or upper in _LEGACY_ENV.get(field, ()):
+        if upper == f"TAAS_{field.upper()}" or upper in LEGACY_ENV.get(field, ()):
             return field
     return ""
