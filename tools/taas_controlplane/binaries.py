@@ -5,12 +5,15 @@ modules under `go/` (their go.mod pins the upstream versions), Helm and Kubeflow
 training-operator with `go install module@version`. Each binary lands in
 `$TAAS_CACHE_DIR/bin/<name>-<version>-<key>/<name>` (default `~/.cache/taas`), where `key` hashes
 the inputs of the build, so a version bump or an edited wrapper rebuilds and nothing else does.
+`module_source(module, version)` gives the source tree of any Go module from the module cache
+(e.g. Kubeflow's TFJob CRD for the migration tests).
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -221,6 +224,39 @@ def ensure(name: str) -> Path:
         shutil.rmtree(target.parent, ignore_errors=True)
         staging.rename(target.parent)
     return target
+
+
+def module_source(module: str, version: str) -> Path:
+    """The source tree of Go module `module@version` in the module cache (downloaded if absent).
+
+    Runs `go mod download -json module@version`; the files under the returned directory are
+    read-only. Raises BuildError when Go is missing or the download fails.
+    """
+    go = check_go()
+    target = f"{module}@{version}"
+    cwd = cache_root()
+    cwd.mkdir(parents=True, exist_ok=True)  # outside any go.mod, so no module context applies
+    done = subprocess.run(
+        [go, "mod", "download", "-json", target],
+        cwd=cwd,
+        env=_go_env(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    try:
+        info = json.loads(done.stdout) if done.stdout.strip() else {}
+    except json.JSONDecodeError:
+        info = {}
+    directory = info.get("Dir")
+    if done.returncode != 0 or info.get("Error") or not directory:
+        why = info.get("Error") or done.stderr.strip()[-2000:] or f"exit {done.returncode}"
+        raise BuildError(
+            f"`go mod download {target}` failed: {why}\n"
+            "Check the module path and version, and that the Go module proxy is reachable "
+            "(`go env GOPROXY`)."
+        )
+    return Path(directory)
 
 
 def main(names: list[str]) -> int:

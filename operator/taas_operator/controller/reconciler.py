@@ -19,6 +19,12 @@ A pass (level-triggered, idempotent; see `taas_operator.engine.lifecycle` for th
    deletions and creations concurrently, then the plan's events, then the TTL deletion;
 5. the NetworkPolicy `<job>` is created or corrected when `settings.network_policy` is on;
 6. the plan's `requeue_at` is returned, so the work queue wakes the job exactly then.
+Kubeflow's own TFJob CRD (a migration with `crds.install=false`) has a structural status schema
+without TaaS's `status.recreations`, so the apiserver prunes it from every status write. The
+Controller notices (one warning in the log) and keeps the recreations it wrote in memory, putting
+them back into the job before each pass, so backoffLimit still counts recreations while the
+process lives; a restarted operator starts those counts at 0 (container restarts, Kubeflow's
+own measure, are still counted from the pods).
 Failed API calls become Warning events (once per distinct error) and an exception, so the work
 queue retries with backoff; 403s name the missing verb and resource.
 
@@ -104,6 +110,9 @@ class Controller:
         self.jobs: dict[JobKey, dict[str, Any]] = {}
         self.queue = WorkQueue(self._reconcile_key)
         self._reported: dict[JobKey, set[str]] = {}
+        # job -> (uid, status.recreations as written) where the CRD's schema pruned them
+        self._pruned: dict[JobKey, tuple[str, dict[str, Any]]] = {}
+        self._warned_pruning = False
 
     # -- triggers (from the kopf handlers) ------------------------------------------------------
     def job_seen(self, body: dict[str, Any]) -> None:
@@ -126,6 +135,7 @@ class Controller:
         """A TFJob was deleted: forget it (its children go with their owner reference)."""
         self.jobs.pop((namespace, name), None)
         self._reported.pop((namespace, name), None)
+        self._pruned.pop((namespace, name), None)
         self.queue.forget((namespace, name))
 
     def child_seen(self, namespace: str, job_name: str) -> None:
@@ -164,7 +174,7 @@ class Controller:
         if (body.get("metadata") or {}).get("deletionTimestamp"):
             return None
         try:
-            job = parse_tfjob(body)
+            job = parse_tfjob(self._restore_pruned(key, body))
         except TFJobValidationError as err:
             await self._reject(key, body, err)
             return None
@@ -203,6 +213,7 @@ class Controller:
                 self.job_gone(*key)
                 return None
             self._remember(body)
+            self._check_pruned(key, uid, plan.status.to_dict(), body)
         errors = await self._apply(body, job, plan, policies)
         await self._post_events(key, body, [(e.type, e.reason, e.message) for e in plan.events])
         if plan.delete_job and not errors:
@@ -212,6 +223,35 @@ class Controller:
             raise ReconcileError(f"{namespace}/{job.name}: " + "; ".join(errors))
         self._reported.pop(key, None)
         return plan.requeue_at
+
+    # -- a CRD schema that prunes status.recreations (Kubeflow's) --------------------------------
+    def _restore_pruned(self, key: JobKey, body: dict[str, Any]) -> dict[str, Any]:
+        """The job with the recreations we wrote put back, where the stored status lost them."""
+        kept = self._pruned.get(key)
+        status = body.get("status") or {}
+        if kept is None or "recreations" in status:
+            return body
+        uid, recreations = kept
+        if (body.get("metadata") or {}).get("uid") != uid:
+            return body
+        return {**body, "status": {**status, "recreations": copy.deepcopy(recreations)}}
+
+    def _check_pruned(
+        self, key: JobKey, uid: str, written: dict[str, Any], stored: dict[str, Any]
+    ) -> None:
+        """After a status write: keep `recreations` in memory if the apiserver dropped them."""
+        recreations = written.get("recreations") or {}
+        if not recreations or "recreations" in (stored.get("status") or {}):
+            self._pruned.pop(key, None)
+            return
+        self._pruned[key] = (uid, copy.deepcopy(recreations))
+        if not self._warned_pruning:
+            self._warned_pruning = True
+            logger.warning(
+                "the installed TFJob CRD prunes status.recreations (Kubeflow's CRD?): "
+                "backoffLimit counts pod recreations only while this operator process runs; "
+                "apply manifests/crd/tfjobs.kubeflow.org.yaml to keep them in the job's status"
+            )
 
     # -- carrying out a plan --------------------------------------------------------------------
     async def _apply(
