@@ -308,3 +308,25 @@ def test_managed_by_other_controller_is_left_alone(admin: Api, ns: str) -> None:
     assert not admin.pods(ns, name)
     assert not admin.services(ns, name)
     assert not admin.events(ns, name)
+
+
+def test_pod_template_the_apiserver_refuses_fails_the_job_once(admin: Api, ns: str) -> None:
+    """The CRD keeps pod templates open, so a containerPort out of range reaches the operator;
+    the apiserver refuses the pod (422) and the job ends Failed naming replica and field,
+    instead of retrying forever."""
+    name = unique("badpod")
+    container = {
+        "name": "tensorflow",
+        "image": "example.com/trainer:1",
+        "ports": [{"name": "tfjob-port", "containerPort": 70000}],
+    }
+    admin.create_tfjob(ns, tfjob(name, {"Worker": {"containers": [container]}}))
+    job = _wait_condition(admin, ns, name, "Failed")
+    message = condition(job, "Failed")["message"]
+    assert message.startswith(f"TFJob {ns}/{name} has an invalid spec: ")
+    assert f"pod {name}-worker-0" in message and "containerPort" in message
+    assert "fix spec.tfReplicaSpecs.Worker.template" in message
+    assert admin.pods(ns, name) == {}
+    wait_for(lambda: "InvalidTFJobSpec" in _reasons(admin, ns, name), "InvalidTFJobSpec event")
+    time.sleep(2)  # later passes must not post it again
+    assert _reasons(admin, ns, name).count("InvalidTFJobSpec") == 1

@@ -14,8 +14,8 @@
 Everything is plain JSON dicts (camelCase), exactly as the API serves them. Authentication comes
 from the official client's config loaders (kubeconfig, or in-cluster service account), the HTTP
 calls are made on its urllib3 pool in worker threads, at most `concurrency` at a time.
-Non-2xx answers raise `ApiError` (`Conflict` for 409, `Forbidden` for 403), whose message names
-the verb and resource, so a missing RBAC verb is obvious in the log.
+Non-2xx answers raise `ApiError` (`Conflict` for 409, `Forbidden` for 403, `Invalid` for 400/422),
+whose message names the verb and resource, so a missing RBAC verb is obvious in the log.
 """
 
 from __future__ import annotations
@@ -101,7 +101,18 @@ class NotFound(ApiError):
     """404."""
 
 
-_ERRORS: dict[int, type[ApiError]] = {403: Forbidden, 404: NotFound, 409: Conflict}
+class Invalid(ApiError):
+    """400/422: the apiserver refused the object itself (e.g. a pod built from a bad template:
+    a quantity it cannot parse is a 400, a field out of range a 422)."""
+
+
+_ERRORS: dict[int, type[ApiError]] = {
+    400: Invalid,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    422: Invalid,
+}
 
 
 def now_rfc3339() -> str:

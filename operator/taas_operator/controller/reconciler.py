@@ -11,7 +11,9 @@ A pass (level-triggered, idempotent; see `taas_operator.engine.lifecycle` for th
 1. the TFJob from the cache the watch keeps (refreshed by every status write; one GET only when
    it is missing); managedBy another controller or being deleted -> nothing;
 2. a spec the models refuse (stored while an older CRD was installed) -> condition Failed with
-   the field and fix, a Warning event `InvalidTFJobSpec`, once; never a retry loop;
+   the field and fix, a Warning event `InvalidTFJobSpec`, once; never a retry loop; the same
+   for a pod template the apiserver refuses when the pod is created (422: the CRD keeps pod
+   templates open, so e.g. a containerPort of 70000 is only caught there);
 3. pods, services (and NetworkPolicies) listed by the job's labels, concurrently, fresh from the
    apiserver; objects controlled by another incarnation of the same name are ignored;
 4. `engine.reconcile` -> Plan; status written FIRST (PUT with the read resourceVersion: a
@@ -51,6 +53,7 @@ from taas_operator.controller.kube import (
     ApiError,
     Conflict,
     Forbidden,
+    Invalid,
     Kind,
     KubeClient,
     NotFound,
@@ -71,6 +74,8 @@ logger = logging.getLogger("taas_operator.controller")
 
 JobKey = tuple[str, str]
 _NAMES = {POD: ("Pod", "pod"), SERVICE: ("Service", "service"), POLICY: ("NetworkPolicy", "policy")}
+# replica-type label value (lowercase) -> the tfReplicaSpecs key, for messages
+_REPLICA_KEYS = {kind.lower(): kind for kind in c.REPLICA_TYPES}
 
 
 class ReconcileError(RuntimeError):
@@ -176,7 +181,7 @@ class Controller:
         try:
             job = parse_tfjob(self._restore_pruned(key, body))
         except TFJobValidationError as err:
-            await self._reject(key, body, err)
+            await self._reject(key, body, "; ".join(str(e) for e in err.errors))
             return None
         return await self._reconcile_job(key, body, job)
 
@@ -214,8 +219,11 @@ class Controller:
                 return None
             self._remember(body)
             self._check_pruned(key, uid, plan.status.to_dict(), body)
-        errors = await self._apply(body, job, plan, policies)
+        errors, invalid = await self._apply(body, job, plan, policies)
         await self._post_events(key, body, [(e.type, e.reason, e.message) for e in plan.events])
+        if invalid:  # a permanent error: retrying would fail the same way forever
+            await self._reject(key, self.jobs.get(key, body), "; ".join(invalid))
+            return None
         if plan.delete_job and not errors:
             await self._delete_job(key, body, job)
             return None
@@ -256,8 +264,9 @@ class Controller:
     # -- carrying out a plan --------------------------------------------------------------------
     async def _apply(
         self, body: dict[str, Any], job: TFJob, plan: Plan, policies: list[dict[str, Any]]
-    ) -> list[str]:
-        """Deletions and creations, concurrently; returns the error messages."""
+    ) -> tuple[list[str], list[str]]:
+        """Deletions and creations, concurrently; returns (error messages, the refusals of
+        objects the apiserver found invalid, each naming the replica and the field)."""
         ns = job.namespace
         actions = [
             *(self._act("delete", POD, ns, name) for name in plan.delete_pods),
@@ -273,7 +282,9 @@ class Controller:
         results = await asyncio.gather(*actions)
         events = [r for r in results if r is not None]
         await self._post_events(_key(body), body, events)
-        return [message for type_, _, message in events if type_ == "Warning"]
+        warnings = [message for type_, _, message in events if type_ == "Warning"]
+        invalid = [message for _, reason, message in events if reason.startswith("Invalid")]
+        return warnings, invalid
 
     async def _act(
         self, verb: str, kind: Kind, ns: str, name: str, manifest: dict[str, Any] | None = None
@@ -286,6 +297,15 @@ class Controller:
                 done = await self.kube.create(kind, ns, manifest)
             else:
                 done = await self.kube.delete(kind, ns, name)
+        except Invalid as err:
+            replica = ((manifest or {}).get("metadata") or {}).get("labels", {})
+            kind_of = _REPLICA_KEYS.get(replica.get(c.LABEL_REPLICA_TYPE, ""), "<type>")
+            return (
+                "Warning",
+                f"Invalid{title}",
+                f"the apiserver refused {noun} {name}: {err.server_message}; fix "
+                f"spec.tfReplicaSpecs.{kind_of}.template",
+            )
         except ApiError as err:
             self._log_api_error(err)
             failed = "FailedCreate" if verb == "create" else "FailedDelete"
@@ -324,15 +344,13 @@ class Controller:
         self.job_gone(*key)
 
     # -- bad input ------------------------------------------------------------------------------
-    async def _reject(self, key: JobKey, body: dict[str, Any], err: TFJobValidationError) -> None:
-        """A stored spec the models refuse: Failed condition + Warning event, written once."""
+    async def _reject(self, key: JobKey, body: dict[str, Any], problem: str) -> None:
+        """A spec the models or the apiserver refuse: Failed condition + Warning event, once."""
         try:
             status = TFJobStatus.model_validate(body.get("status") or {})
         except ValueError:
             status = TFJobStatus()
-        message = f"TFJob {key[0]}/{key[1]} has an invalid spec: " + "; ".join(
-            str(e) for e in err.errors
-        )
+        message = f"TFJob {key[0]}/{key[1]} has an invalid spec: {problem}"
         failed = status.condition(c.COND_FAILED)
         if failed is not None and failed.status == "True":
             return
