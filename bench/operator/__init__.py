@@ -1,0 +1,10 @@
+"""Operator benchmark: TaaS's operator, Kubeflow's training-operator v1.8.1 and a plain-client
+floor, each on its own fresh kube-apiserver + etcd, on the same TFJob workloads.
+
+    python -m bench.operator [--quick] [--workloads a,b,c] [--controllers taas,kubeflow,floor]
+
+Modules: `workloads` (the TFJobs), `controllers` (how each controller is installed and started),
+`floor` (the no-controller client), `observer` (watches pods and services appear), `procstats`
+(RSS and CPU of a process tree), `apimetrics` (apiserver `/metrics` and audit log counts),
+`runner` (one controller x one workload on a fresh control plane), `report` (the table).
+"""

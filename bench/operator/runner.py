@@ -1,0 +1,235 @@
+"""One controller on one workload, on a fresh control plane, measured.
+
+    run_one(controller, workload, workdir, keep_files=False) -> RunResult
+
+Steps: start etcd + kube-apiserver (audit log on); install the controller's CRD; start the
+controller as `CONTROLLER_USER`; create a warm-up TFJob in another namespace and wait for its pod
+and service (so start-up is not measured); snapshot `/metrics`, the audit log offset and the
+controller's CPU; create every TFJob of the workload at once (16 client threads) while watching
+pods and services appear; wait for all of them; let the controller settle (CPU quiet for 2 s, at
+most `SETTLE_MAX_S`); snapshot again. A run that times out is reported as incomplete, not broken;
+a run whose controller or control plane dies is broken.
+"""
+
+from __future__ import annotations
+
+import shutil
+import statistics
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+from pydantic import BaseModel
+
+from bench.operator.apimetrics import (
+    AuditCounter,
+    RequestCounts,
+    diff,
+    parse_request_totals,
+    reads,
+    total,
+    writes,
+)
+from bench.operator.controllers import (
+    CONTROLLER_GROUPS,
+    CONTROLLER_USER,
+    Controller,
+    RunningController,
+    wait_alive,
+)
+from bench.operator.observer import Observer
+from bench.operator.procstats import PeakSampler
+from bench.operator.workloads import Workload, tfjob_manifest
+from taas_controlplane.launcher import ControlPlane
+
+NAMESPACE = "bench"
+WARMUP_NAMESPACE = "bench-warmup"
+CREATE_THREADS = 16
+SETTLE_QUIET_CPU_S = 0.05
+SETTLE_WINDOW_S = 2.0
+SETTLE_MAX_S = 60.0
+MIB = 1024 * 1024
+
+
+class RunResult(BaseModel):
+    """Figures of one controller on one workload."""
+
+    controller: str
+    workload: str
+    jobs: int
+    replicas: int
+    broken: str | None = None
+    complete_jobs: int = 0
+    total_s: float | None = None
+    p50_s: float | None = None
+    p99_s: float | None = None
+    create_s: float | None = None
+    settle_s: float | None = None
+    api_writes_per_job: float | None = None
+    api_writes: dict[str, float] = {}
+    controller_writes_per_job: float | None = None
+    controller_reads_per_job: float | None = None
+    controller_requests: dict[str, float] = {}
+    cpu_s: float | None = None
+    peak_rss_mib: float | None = None
+    end_rss_mib: float | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.broken is None and self.complete_jobs == self.jobs
+
+
+def _api(kubeconfig: str) -> client.ApiClient:
+    configuration = client.Configuration()
+    config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)
+    configuration.connection_pool_maxsize = CREATE_THREADS
+    return client.ApiClient(configuration)
+
+
+def _namespace(name: str) -> client.V1Namespace:
+    return client.V1Namespace(metadata=client.V1ObjectMeta(name=name))
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    index = max(0, min(len(ordered) - 1, round(q * len(ordered) + 0.5) - 1))
+    return ordered[index]
+
+
+def _flat(counts: RequestCounts, per: float) -> dict[str, float]:
+    return {f"{verb} {res}": round(n / per, 3) for (verb, res), n in sorted(counts.items())}
+
+
+def create_jobs(api: client.ApiClient, namespace: str, workload: Workload) -> dict[str, float]:
+    """Create every TFJob of the workload at once; return job -> time its POST was sent."""
+    custom = client.CustomObjectsApi(api)
+    sent: dict[str, float] = {}
+
+    def create(name: str) -> None:
+        body = tfjob_manifest(name, namespace, workload.ps, workload.workers)
+        sent[name] = time.monotonic()
+        custom.create_namespaced_custom_object("kubeflow.org", "v1", namespace, "tfjobs", body)
+
+    with ThreadPoolExecutor(CREATE_THREADS) as pool:
+        for future in [pool.submit(create, name) for name in workload.job_names()]:
+            future.result()
+    return sent
+
+
+def warm_up(api: client.ApiClient, running: RunningController, timeout_s: float = 240) -> None:
+    """One small TFJob in its own namespace; returns when its pod and service exist."""
+    core = client.CoreV1Api(api)
+    core.create_namespace(_namespace(WARMUP_NAMESPACE))
+    observer = Observer(api, WARMUP_NAMESPACE).start()
+    try:
+        warm = Workload(key="warm", title="warm-up", jobs=1, ps=0, workers=1)
+        create_jobs(api, WARMUP_NAMESPACE, warm)
+        deadline = time.monotonic() + timeout_s
+        expected = dict.fromkeys(warm.job_names(), warm.replicas)
+        while not observer.wait_for(expected, 1.0):
+            wait_alive(running, 0)
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{running.name} did not create the warm-up job's pod and service in "
+                    f"{timeout_s:.0f}s; log tail:\n{running.log_tail()}"
+                )
+    finally:
+        observer.stop()
+
+
+def settle(sampler: PeakSampler, running: RunningController, max_s: float) -> float:
+    """Wait until the controller's CPU is quiet for a window; return seconds waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < max_s:
+        before = sampler.sample().cpu_s
+        time.sleep(SETTLE_WINDOW_S)
+        wait_alive(running, 0)
+        if sampler.sample().cpu_s - before < SETTLE_QUIET_CPU_S:
+            break
+    return time.monotonic() - started
+
+
+def run_one(
+    controller: Controller, workload: Workload, workdir: Path, keep_files: bool = False
+) -> RunResult:
+    """Measure `controller` on `workload` with its own fresh control plane."""
+    result = RunResult(
+        controller=controller.name,
+        workload=workload.key,
+        jobs=workload.jobs,
+        replicas=workload.replicas,
+    )
+    workdir.mkdir(parents=True, exist_ok=True)
+    plane = ControlPlane(directory=workdir / "controlplane", audit_log=True)
+    running: RunningController | None = None
+    sampler: PeakSampler | None = None
+    observer: Observer | None = None
+    try:
+        plane.start()
+        controller.install(plane)
+        kubeconfig = plane.kubeconfig_for(CONTROLLER_USER, CONTROLLER_GROUPS)
+        running = controller.start(kubeconfig, workdir)
+        sampler = PeakSampler(running.pid).start()
+        api = _api(plane.kubeconfig)
+        wait_alive(running, 1.0)
+        warm_up(api, running)
+        client.CoreV1Api(api).create_namespace(_namespace(NAMESPACE))
+        audit = AuditCounter(plane.directory / "audit.log")
+        settle(sampler, running, 10.0)
+        metrics_before = parse_request_totals(plane.get("/metrics").decode())
+        audit_from = audit.offset()
+        cpu_before = sampler.sample().cpu_s
+
+        observer = Observer(api, NAMESPACE).start()
+        started = time.monotonic()
+        sent = create_jobs(api, NAMESPACE, workload)
+        result.create_s = time.monotonic() - started
+        expected = dict.fromkeys(workload.job_names(), workload.replicas)
+        deadline = started + workload.timeout_s
+        while not observer.wait_for(expected, 2.0):
+            wait_alive(running, 0)
+            if time.monotonic() > deadline:
+                break
+        done = observer.done_times(expected)
+        result.complete_jobs = len(done)
+        if done:
+            latencies = [done[job] - sent[job] for job in done]
+            result.p50_s = statistics.median(latencies)
+            result.p99_s = _percentile(latencies, 0.99)
+        if len(done) == workload.jobs:
+            result.total_s = max(done.values()) - min(sent.values())
+        result.settle_s = settle(sampler, running, SETTLE_MAX_S)
+
+        metrics = diff(parse_request_totals(plane.get("/metrics").decode()), metrics_before)
+        api_writes = writes(metrics)
+        result.api_writes_per_job = total(api_writes) / workload.jobs
+        result.api_writes = _flat(api_writes, workload.jobs)
+        own = audit.counts(CONTROLLER_USER, audit_from)
+        result.controller_writes_per_job = total(writes(own, exclude=())) / workload.jobs
+        result.controller_reads_per_job = total(reads(own)) / workload.jobs
+        result.controller_requests = _flat(
+            {k: v for k, v in own.items() if k[0] != "WATCH"}, workload.jobs
+        )
+        end = sampler.sample()
+        result.cpu_s = end.cpu_s - cpu_before
+        result.end_rss_mib = end.rss_bytes / MIB
+        result.peak_rss_mib = sampler.peak_rss_bytes / MIB
+        wait_alive(running, 0)
+    except Exception as err:
+        detail: Any = traceback.format_exc(limit=3)
+        result.broken = f"{type(err).__name__}: {err}\n{detail}"
+    finally:
+        if observer is not None:
+            observer.stop()
+        if sampler is not None:
+            sampler.stop()
+        if running is not None:
+            running.stop()
+        plane.stop(remove=False)
+        if not keep_files:
+            shutil.rmtree(plane.directory / "etcd-data", ignore_errors=True)
+            (plane.directory / "audit.log").unlink(missing_ok=True)
+    return result
