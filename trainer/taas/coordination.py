@@ -15,6 +15,8 @@ forever); past ``startup_timeout_secs`` it raises :class:`PeerUnreachableError` 
 
 from __future__ import annotations
 
+import os
+import signal
 import socket
 import sys
 import time
@@ -94,6 +96,12 @@ def wait_for_ps(cluster: ClusterInfo, timeout: float) -> None:
                 time.sleep(_POLL_SECS * 2)
 
 
+def _exit_cleanly(signum: int, frame: Any) -> None:
+    """SIGTERM after every trainer task said it is done: the PS's work is finished, exit 0."""
+    print("[ps] stop requested after training ended; exiting 0", flush=True)
+    os._exit(0)
+
+
 def serve_ps(cluster: ClusterInfo, server: Any, config: Any) -> None:
     """Serve variables until every known trainer task has said it is done."""
     import tensorflow as tf
@@ -113,6 +121,9 @@ def serve_ps(cluster: ClusterInfo, server: Any, config: Any) -> None:
     with tf.compat.v1.Session(server.target, graph=graph, config=config) as session:
         while not expected <= seen:
             seen.add(int(session.run(dequeue)))
+        # Training is over: from here a stop request (the operator's cleanPodPolicy deleting
+        # this pod as soon as the chief succeeds) is a clean end, not a kill.
+        signal.signal(signal.SIGTERM, _exit_cleanly)
         # Let the last trainer's enqueue call get its reply before this server goes away.
         time.sleep(_LINGER_SECS)
     print(f"[{cluster.task_name}] all trainer tasks done; exiting", file=sys.stdout, flush=True)
