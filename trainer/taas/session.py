@@ -29,41 +29,37 @@ def _manager(scaffold: Any) -> Any:
     )
 
 
-class ChiefSessionCreator(tf.compat.v1.train.ChiefSessionCreator):
-    """Chief: restore from the model dir, else initialise (and run the init_fn)."""
+class _FastPolling:
+    """What both creators add: a fast-polling SessionManager and a PS reachability check."""
 
     _session_manager: Any
+    _scaffold: Any
+    _cluster: ClusterInfo
+    _timeout: float
+
+    def _get_session_manager(self) -> Any:
+        if not self._session_manager:
+            self._session_manager = _manager(self._scaffold)
+        return self._session_manager
+
+    def create_session(self) -> Any:
+        wait_for_ps(self._cluster, self._timeout)
+        return super().create_session()  # type: ignore[misc]
+
+
+class ChiefSessionCreator(_FastPolling, tf.compat.v1.train.ChiefSessionCreator):
+    """Chief: restore from the model dir, else initialise (and run the init_fn)."""
 
     def __init__(self, cluster: ClusterInfo, timeout: float, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._cluster = cluster
         self._timeout = timeout
 
-    def _get_session_manager(self) -> Any:
-        if not self._session_manager:
-            self._session_manager = _manager(self._scaffold)
-        return self._session_manager
 
-    def create_session(self) -> Any:
-        wait_for_ps(self._cluster, self._timeout)
-        return super().create_session()
-
-
-class WorkerSessionCreator(tf.compat.v1.train.WorkerSessionCreator):
+class WorkerSessionCreator(_FastPolling, tf.compat.v1.train.WorkerSessionCreator):
     """Non-chief: wait (polling fast, at most ``timeout``) until the chief has initialised."""
-
-    _session_manager: Any
 
     def __init__(self, cluster: ClusterInfo, timeout: float, **kwargs: Any) -> None:
         super().__init__(max_wait_secs=timeout, **kwargs)
         self._cluster = cluster
         self._timeout = timeout
-
-    def _get_session_manager(self) -> Any:
-        if not self._session_manager:
-            self._session_manager = _manager(self._scaffold)
-        return self._session_manager
-
-    def create_session(self) -> Any:
-        wait_for_ps(self._cluster, self._timeout)
-        return super().create_session()
