@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import ssl
 import subprocess
@@ -186,6 +187,14 @@ def condition(job: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
         if cond["type"] == type_ and cond["status"] == "True":
             return dict(cond)
     return None
+
+
+def named_in_event(message: str) -> list[str]:
+    """The object names of a grouped event: "Created pod: a" or "Created 3 pods: a, b, c"
+    (a long list ends with "(and N more)"; those are not returned)."""
+    _, _, names = message.partition(": ")
+    names = re.sub(r" \(and \d+ more\)$", "", names)
+    return names.split(", ") if names else []
 
 
 def env_of(pod: dict[str, Any]) -> dict[str, str]:

@@ -9,12 +9,15 @@ import asyncio
 from collections.abc import Hashable
 from datetime import UTC, datetime, timedelta
 
+import kopf
 import pytest
 
 from taas_operator.cli import main as taas_main
 from taas_operator.controller import workqueue
 from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
+from taas_operator.controller.handlers import CHILD_SELECTOR, kopf_settings
 from taas_operator.controller.workqueue import WorkQueue
+from taas_operator.settings import OperatorSettings
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -148,3 +151,60 @@ def test_wake_up_time_is_honoured_and_errors_back_off(monkeypatch: pytest.Monkey
     # Backoff doubles: at least 0.05 s, then at least 0.1 s (timers never fire early).
     assert (flaky[1] - flaky[0]).total_seconds() >= 0.05
     assert (flaky[2] - flaky[1]).total_seconds() >= 0.1
+
+
+def _resource(group: str, plural: str, kind: str) -> kopf.Resource:
+    return kopf.Resource(group, "v1", plural, kind=kind, namespaced=True, preferred=True)
+
+
+def test_child_watches_are_filtered_by_the_apiserver() -> None:
+    """kopf puts `labelSelector` on the pod/service/NetworkPolicy watches, not on TFJobs'."""
+    selectors = kopf_settings(OperatorSettings()).watching.label_selectors
+    assert CHILD_SELECTOR == (
+        "training.kubeflow.org/operator-name=tfjob-controller,training.kubeflow.org/job-name"
+    )
+    for child in (
+        _resource("", "pods", "Pod"),
+        _resource("", "services", "Service"),
+        _resource("networking.k8s.io", "networkpolicies", "NetworkPolicy"),
+    ):
+        assert selectors.collect(child) == [CHILD_SELECTOR], child
+    tfjobs = kopf.Resource("kubeflow.org", "v1", "tfjobs", kind="TFJob", namespaced=True)
+    assert selectors.collect(tfjobs) == []
+    assert selectors.collect(_resource("kopf.dev", "kopfpeerings", "KopfPeering")) == []
+
+
+def test_running_passes_are_capped_and_served_in_request_order() -> None:
+    """With max_running=2, ten jobs requested together run two at a time, first come first."""
+
+    async def scenario() -> tuple[list[int], int]:
+        started: list[int] = []
+        running = 0
+        most = 0
+        gate = asyncio.Event()
+
+        async def reconcile(key: Hashable) -> datetime | None:
+            nonlocal running, most
+            assert isinstance(key, int)
+            started.append(key)
+            running += 1
+            most = max(most, running)
+            await gate.wait()
+            running -= 1
+            return None
+
+        queue = WorkQueue(reconcile, max_running=2)
+        for key in range(10):
+            queue.request(key)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert started == [0, 1], "only two passes may run"
+        gate.set()
+        for _ in range(50):
+            await asyncio.sleep(0)
+        await queue.close()
+        return started, most
+
+    started, most = asyncio.run(scenario())
+    assert started == list(range(10))
+    assert most == 2

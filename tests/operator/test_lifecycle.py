@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from conftest import StartOperator, new_namespace
-from operator_harness import Api, condition, tfjob, unique, wait_for
+from operator_harness import Api, condition, named_in_event, tfjob, unique, wait_for
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(120)]
 
@@ -104,6 +104,11 @@ def test_success_without_chief_cleans_running_pods(admin: Api, ns: str) -> None:
     reasons = _reasons(admin, ns, name)
     assert {"TFJobCreated", "SuccessfulCreatePod", "SuccessfulCreateService"} <= set(reasons)
     assert "SuccessfulDeletePod" in reasons
+    # One event per kind and pass, naming every object it created.
+    created = [e for e in admin.events(ns, name) if e["reason"] == "SuccessfulCreatePod"]
+    assert len(created) == 1, created
+    assert created[0]["message"].startswith("Created 3 pods: ")
+    assert sorted(named_in_event(created[0]["message"])) == sorted(pods)
 
 
 def test_chief_success_and_all_workers_policy(admin: Api, ns: str) -> None:

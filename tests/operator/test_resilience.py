@@ -19,7 +19,16 @@ from typing import Any
 import pytest
 import yaml
 from conftest import StartOperator, new_namespace
-from operator_harness import SERVICES, Api, OperatorProcess, condition, tfjob, unique, wait_for
+from operator_harness import (
+    SERVICES,
+    Api,
+    OperatorProcess,
+    condition,
+    named_in_event,
+    tfjob,
+    unique,
+    wait_for,
+)
 
 from taas_controlplane.launcher import ControlPlane
 
@@ -35,9 +44,10 @@ def watched(admin: Api, start_operator: StartOperator) -> tuple[str, OperatorPro
 def _created(admin: Api, ns: str, name: str) -> collections.Counter[str]:
     """How often the operator reported creating each pod of the job."""
     return collections.Counter(
-        e["message"].removeprefix("Created pod: ")
+        pod
         for e in admin.events(ns, name)
         if e["reason"] == "SuccessfulCreatePod"
+        for pod in named_in_event(e["message"])
     )
 
 

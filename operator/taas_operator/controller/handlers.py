@@ -3,12 +3,14 @@
     build_registry(controller) -> kopf.OperatorRegistry
     kopf_settings(settings: OperatorSettings) -> kopf.OperatorSettings
     on_tfjob_event(controller, event)      # plain functions, callable from tests
-    on_child_event(controller, event)
+    on_child_event(controller, event, plural)
 
 Only `@kopf.on.event` handlers are used: they see every watch event (initial listing, ADDED,
 MODIFIED, DELETED) and make kopf store nothing on the objects -- no finalizer (deleting a TFJob
 never waits for the operator), no progress or last-handled annotations, no status fields of its
-own. The TFJob's status subresource belongs to TaaS alone. Should a change handler ever be
+own. The pod, service and NetworkPolicy watches carry a server-side label selector
+(`settings.watching.label_selectors`), so only the jobs' children are streamed to the operator.
+The TFJob's status subresource belongs to TaaS alone. Should a change handler ever be
 added, kopf's bookkeeping is configured to live in `taas.dev/...` annotations, never in status.
 Kopf's event posting is off: the Controller records its own events. With `peering` set, kopf's
 peering keeps one replica active (random priority per process; the others pause).
@@ -35,6 +37,9 @@ _CHILD_LABELS: Mapping[str, Any] = {
 }
 _CHILDREN = (("", "v1", "pods"), ("", "v1", "services"))
 _POLICIES = ("networking.k8s.io", "v1", "networkpolicies")
+#: The same filter as `_CHILD_LABELS`, applied by the apiserver to kopf's child watches (a
+#: handler's `labels=` alone filters client-side: every pod in the cluster would be streamed).
+CHILD_SELECTOR = f"{c.LABEL_OPERATOR_NAME}={c.CONTROLLER_NAME},{c.LABEL_JOB_NAME}"
 
 
 def on_tfjob_event(controller: Controller, event: Mapping[str, Any]) -> None:
@@ -44,15 +49,22 @@ def on_tfjob_event(controller: Controller, event: Mapping[str, Any]) -> None:
     if event.get("type") == "DELETED":
         controller.job_gone(meta.get("namespace", ""), meta.get("name", ""))
     else:
-        controller.job_seen(body)
+        controller.job_seen(body, event.get("type"))
 
 
-def on_child_event(controller: Controller, event: Mapping[str, Any]) -> None:
-    """A pod/service/NetworkPolicy of a job changed or was deleted: reconcile its job."""
+def on_child_event(controller: Controller, event: Mapping[str, Any], plural: str = "") -> None:
+    """A pod/service/NetworkPolicy (`plural`) of a job changed or was deleted: reconcile its job
+    (unless the event only echoes the operator's own creation of it)."""
     meta = (event.get("object") or {}).get("metadata") or {}
     job_name = (meta.get("labels") or {}).get(c.LABEL_JOB_NAME)
     if job_name:
-        controller.child_seen(meta.get("namespace", ""), job_name)
+        controller.child_seen(
+            meta.get("namespace", ""),
+            job_name,
+            event.get("type"),
+            (plural, str(meta.get("name", ""))),
+            str(meta.get("resourceVersion", "")),
+        )
 
 
 def build_registry(controller: Controller) -> kopf.OperatorRegistry:
@@ -73,8 +85,8 @@ def build_registry(controller: Controller) -> kopf.OperatorRegistry:
         @kopf.on.event(
             group, version, plural, id=f"{plural}-event", labels=_CHILD_LABELS, registry=registry
         )
-        async def child_event(event: kopf.RawEvent, **_: Any) -> None:
-            on_child_event(controller, event)
+        async def child_event(event: kopf.RawEvent, resource: kopf.Resource, **_: Any) -> None:
+            on_child_event(controller, event, resource.plural)
 
     @kopf.on.probe(id="jobs", registry=registry)
     def cached_jobs(**_: Any) -> int:
@@ -88,7 +100,8 @@ def build_registry(controller: Controller) -> kopf.OperatorRegistry:
 
 
 def kopf_settings(settings: OperatorSettings) -> kopf.OperatorSettings:
-    """kopf's settings for TaaS: no events from kopf, bookkeeping (if any) in annotations."""
+    """kopf's settings for TaaS: no events from kopf, bookkeeping (if any) in annotations,
+    child watches filtered by the apiserver."""
     ks = kopf.OperatorSettings()
     ks.posting.enabled = False
     ks.persistence.finalizer = "taas.dev/finalizer"
@@ -96,6 +109,8 @@ def kopf_settings(settings: OperatorSettings) -> kopf.OperatorSettings:
     ks.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
         prefix="taas.dev", key="last-handled-configuration"
     )
+    for child in (*_CHILDREN, _POLICIES):
+        ks.watching.label_selectors[child] = CHILD_SELECTOR
     ks.peering.standalone = not settings.peering
     if settings.peering:
         ks.peering.name = settings.peering

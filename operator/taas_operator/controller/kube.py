@@ -6,7 +6,7 @@
     await client.replace_job_status(job, status) -> dict     # PUT, resourceVersion-checked
     await client.delete_job(ns, name, uid)
     await client.list(kind, ns, labels) -> list[dict]                 # kind: POD, SERVICE, POLICY
-    await client.create(kind, ns, manifest) -> bool                   # False: it already existed
+    await client.create(kind, ns, manifest) -> dict | None            # None: it already existed
     await client.delete(kind, ns, name) -> bool                       # False: it was already gone
     await client.replace_spec(kind, ns, name, spec)                   # JSON patch of /spec
     await client.post_event(job: dict, type_, reason, message)
@@ -247,10 +247,12 @@ class KubeClient:
         _, data = await self._request("GET", kind, namespace, query={"labelSelector": selector})
         return list(data.get("items") or [])
 
-    async def create(self, kind: Kind, namespace: str, manifest: dict[str, Any]) -> bool:
-        """Create; False when an object of that name already exists."""
-        status, _ = await self._request("POST", kind, namespace, body=manifest, ok=(409,))
-        return status != 409
+    async def create(
+        self, kind: Kind, namespace: str, manifest: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """Create; the object as stored, or None when an object of that name already exists."""
+        status, data = await self._request("POST", kind, namespace, body=manifest, ok=(409,))
+        return None if status == 409 else dict(data or {})
 
     async def delete(self, kind: Kind, namespace: str, name: str) -> bool:
         """Delete (background propagation); False when it was already gone."""

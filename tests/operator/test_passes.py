@@ -1,0 +1,137 @@
+"""What a job costs the operator: the watch events of a pass's own writes (the objects it
+created, the job's status) start no further pass, and a job's first pass (no status yet) lists
+nothing -- yet a real change still starts a pass, and objects that already exist under the
+job's names are found, not recreated.
+
+The Echoes state machine is tested on its own (pure); the rest against the real apiserver. No
+kubelet runs: the test writes pod status through the pods/status subresource.
+"""
+
+from __future__ import annotations
+
+import pytest
+from conftest import StartOperator, new_namespace
+from operator_harness import PODS, Api, condition, tfjob, unique, wait_for
+
+from taas_operator.controller.echoes import Echoes
+from taas_operator.engine import replica_labels
+
+POD = ("pods", "job-worker-0")
+
+
+def test_echo_of_own_creation_is_dropped_once() -> None:
+    echoes = Echoes()
+    echoes.expect("job", POD)
+    assert echoes.created("job", POD, "100") is False
+    assert echoes.seen("job", POD, "ADDED", "100") is False  # the echo
+    assert echoes.seen("job", POD, "ADDED", "100") is True  # a second one is news
+    assert echoes.seen("job", POD, "MODIFIED", "101") is True
+    assert len(echoes) == 0
+
+
+def test_echo_arriving_before_the_post_returns() -> None:
+    echoes = Echoes()
+    echoes.expect("job", POD)
+    assert echoes.seen("job", POD, "ADDED", "100") is False  # held until the POST ends
+    assert echoes.created("job", POD, "100") is False  # it was ours
+    echoes.expect("job", POD)
+    assert echoes.seen("job", POD, "ADDED", "200") is False
+    assert echoes.created("job", POD, None) is True  # the name was taken: someone else's
+    echoes.expect("job", POD)
+    assert echoes.seen("job", POD, "ADDED", "300") is False
+    assert echoes.created("job", POD, "301") is True  # another version than ours
+
+
+def test_other_events_and_other_jobs_always_need_a_pass() -> None:
+    echoes = Echoes()
+    echoes.expect("job", POD)
+    assert echoes.seen("job", POD, "DELETED", "90") is True
+    assert echoes.seen("other", POD, "ADDED", "100") is True
+    assert echoes.seen("job", ("services", "job-worker-0"), "ADDED", "100") is True
+    assert echoes.seen("job", POD, None, "100") is True  # a (re)listing is not an echo
+    assert echoes.created("job", POD, "100") is False
+    echoes.forget("job")
+    assert echoes.seen("job", POD, "ADDED", "100") is True
+    assert len(echoes) == 0
+
+
+def test_status_write_echo_is_a_modified_event() -> None:
+    echoes = Echoes()
+    job = ("tfjobs", "job")
+    echoes.expect("job", job, "MODIFIED")
+    assert echoes.seen("job", job, "ADDED", "5") is True  # not the type a status write makes
+    assert echoes.seen("job", job, "MODIFIED", "6") is False
+    assert echoes.created("job", job, "6") is False
+    echoes.expect("job", job, "MODIFIED")
+    assert echoes.seen("job", job, "MODIFIED", "7") is False
+    assert echoes.created("job", job, None) is True  # the write failed: that was someone else
+
+
+def _count(log: str, text: str) -> int:
+    return log.count(text)
+
+
+@pytest.mark.controlplane
+@pytest.mark.timeout(120)
+def test_one_pass_creates_a_job_and_real_changes_still_count(
+    admin: Api, start_operator: StartOperator
+) -> None:
+    ns = new_namespace(admin, "pass")
+    operator = start_operator(ns, args=("--log-level", "DEBUG"))
+    name = unique("one")
+    admin.create_tfjob(ns, tfjob(name, {"PS": {}, "Worker": {"replicas": 2}}))
+    pods = wait_for(lambda: len(p := admin.pods(ns, name)) == 3 and p, "3 pods")
+    wait_for(lambda: len(admin.services(ns, name)) == 3, "3 services")
+    # 3 pods + 3 services + the NetworkPolicy: 7 echoes, all dropped.
+    echo = f"{ns}/{name}: echo of our creation of "
+    wait_for(lambda: _count(operator.log(), echo) == 7, "7 echoes dropped", timeout=10)
+    log = operator.log()
+    assert _count(log, f"reconciling {ns}/{name}\n") == 1, log[-3000:]
+    assert f"{ns}/{name}: listing its children" not in log  # no status yet: nothing to list
+    # A real change (a pod's phase) still starts a pass, which lists and counts the pod.
+    admin.set_pod_phase(ns, f"{name}-worker-1", "Running")
+    wait_for(
+        lambda: (
+            (j := admin.tfjob(ns, name))
+            and j["status"]["replicaStatuses"].get("Worker", {}).get("active") == 1
+        ),
+        "the running worker counted",
+    )
+    assert f"{ns}/{name}: listing its children" in operator.log()
+    assert {p["metadata"]["uid"] for p in admin.pods(ns, name).values()} == {
+        p["metadata"]["uid"] for p in pods.values()
+    }
+
+
+@pytest.mark.controlplane
+@pytest.mark.timeout(120)
+def test_children_made_before_the_first_status_are_found_not_recreated(
+    admin: Api, start_operator: StartOperator
+) -> None:
+    """A pod under the job's name already exists when the job has no status (e.g. another
+    controller made it and died before writing status): the name is found taken, the next
+    pass lists it and counts it."""
+    ns = new_namespace(admin, "taken")
+    start_operator(ns)
+    name = unique("taken")
+    pod_name = f"{name}-worker-0"
+    pod = {
+        "metadata": {"name": pod_name, "labels": replica_labels(name, "Worker", 0)},
+        "spec": {"containers": [{"name": "tensorflow", "image": "example.com/trainer:1"}]},
+    }
+    uid = admin.create(PODS.format(ns=ns), pod)["metadata"]["uid"]
+    admin.set_pod_phase(ns, pod_name, "Running")
+    admin.create_tfjob(ns, tfjob(name, {"Worker": {}}))
+    job = wait_for(
+        lambda: (
+            (j := admin.tfjob(ns, name))
+            and (j.get("status") or {}).get("replicaStatuses", {}).get("Worker", {}).get("active")
+            == 1
+            and j
+        ),
+        "the existing running pod counted",
+    )
+    assert condition(job, "Running"), job["status"]
+    assert admin.pods(ns, name)[pod_name]["metadata"]["uid"] == uid
+    created = [e for e in admin.events(ns, name) if e["reason"] == "SuccessfulCreatePod"]
+    assert created == []
