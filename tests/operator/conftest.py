@@ -9,18 +9,15 @@ other test modules (no namespace controller deletes them) are never touched.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from operator_harness import Api, OperatorProcess, wait_for
+from operator_harness import Api, OperatorProcess, StartOperator, wait_for
 
 from taas_controlplane.launcher import ControlPlane
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
-
-StartOperator = Callable[..., OperatorProcess]
 
 
 @pytest.fixture(scope="session")
@@ -37,13 +34,6 @@ def tfjob_crd(control_plane: ControlPlane) -> Path:
 def admin(control_plane: ControlPlane, tfjob_crd: Path) -> Api:
     """JSON client with the admin (system:masters) identity."""
     return Api(control_plane.kubeconfig)
-
-
-def new_namespace(api: Api, prefix: str = "op") -> str:
-    """A fresh namespace (never deleted: no namespace controller would finish the job)."""
-    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
-    api.create("/api/v1/namespaces", {"metadata": {"name": name}})
-    return name
 
 
 @pytest.fixture(scope="module")

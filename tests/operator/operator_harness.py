@@ -270,3 +270,13 @@ class OperatorProcess:
 def python_operator_cmd() -> list[str]:
     """The `python -m` form of the operator command (same code as the console script)."""
     return [sys.executable, "-m", "taas_operator.controller"]
+
+
+StartOperator = Callable[..., OperatorProcess]
+
+
+def new_namespace(api: Api, prefix: str = "op") -> str:
+    """A fresh namespace (never deleted: no namespace controller would finish the job)."""
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    api.create("/api/v1/namespaces", {"metadata": {"name": name}})
+    return name

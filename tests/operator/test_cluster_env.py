@@ -10,8 +10,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import StartOperator, new_namespace
-from operator_harness import Api, env_of, tfjob, wait_for
+from operator_harness import Api, StartOperator, env_of, new_namespace, tfjob, wait_for
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(120)]
 

@@ -14,8 +14,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from conftest import StartOperator, new_namespace
-from operator_harness import Api, condition, named_in_event, tfjob, unique, wait_for
+from operator_harness import (
+    Api,
+    StartOperator,
+    condition,
+    named_in_event,
+    new_namespace,
+    tfjob,
+    unique,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(120)]
 

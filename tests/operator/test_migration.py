@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import new_namespace
 from operator_harness import (
     POLICIES,
     Api,
     OperatorProcess,
     condition,
+    new_namespace,
     unique,
     wait_for,
 )

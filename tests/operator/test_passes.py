@@ -10,8 +10,16 @@ kubelet runs: the test writes pod status through the pods/status subresource.
 from __future__ import annotations
 
 import pytest
-from conftest import StartOperator, new_namespace
-from operator_harness import PODS, Api, condition, tfjob, unique, wait_for
+from operator_harness import (
+    PODS,
+    Api,
+    StartOperator,
+    condition,
+    new_namespace,
+    tfjob,
+    unique,
+    wait_for,
+)
 
 from taas_operator.controller.echoes import Echoes
 from taas_operator.engine import replica_labels

@@ -18,13 +18,14 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import StartOperator, new_namespace
 from operator_harness import (
     SERVICES,
     Api,
     OperatorProcess,
+    StartOperator,
     condition,
     named_in_event,
+    new_namespace,
     tfjob,
     unique,
     wait_for,

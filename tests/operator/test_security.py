@@ -18,8 +18,16 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import StartOperator, new_namespace
-from operator_harness import POLICIES, Api, condition, tfjob, unique, wait_for
+from operator_harness import (
+    POLICIES,
+    Api,
+    StartOperator,
+    condition,
+    new_namespace,
+    tfjob,
+    unique,
+    wait_for,
+)
 
 from taas_controlplane.launcher import ControlPlane
 
