@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from operator_harness import Api, OperatorProcess, StartOperator, wait_for
+from operator_harness import Api, OperatorProcess, StartOperator, launch_operator
 
 from taas_controlplane.launcher import ControlPlane
 
@@ -57,13 +57,8 @@ def start_operator(
         flags += ["--kubeconfig", kubeconfig or control_plane.kubeconfig, *args]
         if not any(a.startswith("--health-port") for a in args):
             flags.append("--health-port=0")
-        proc = OperatorProcess(flags, logs / f"operator-{len(started)}.log", env).start()
+        proc = launch_operator(flags, logs / f"operator-{len(started)}.log", env)
         started.append(proc)
-        wait_for(
-            lambda: "Initial authentication has finished" in proc.log() or not proc.alive(),
-            "the operator to log in",
-        )
-        assert proc.alive(), f"operator exited:\n{proc.log()[-3000:]}"
         return proc
 
     yield start

@@ -280,3 +280,16 @@ def new_namespace(api: Api, prefix: str = "op") -> str:
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     api.create("/api/v1/namespaces", {"metadata": {"name": name}})
     return name
+
+
+def launch_operator(
+    args: list[str], log: Path, env: dict[str, str] | None = None
+) -> OperatorProcess:
+    """Start `taas operator ARGS` and wait until kopf has logged in (or the process died)."""
+    proc = OperatorProcess(args, log, env).start()
+    wait_for(
+        lambda: "Initial authentication has finished" in proc.log() or not proc.alive(),
+        "the operator to log in",
+    )
+    assert proc.alive(), f"operator exited:\n{proc.log()[-3000:]}"
+    return proc

@@ -32,6 +32,7 @@ from operator_harness import (
     Api,
     OperatorProcess,
     condition,
+    launch_operator,
     new_namespace,
     unique,
     wait_for,
@@ -95,13 +96,8 @@ def start_taas(
 
     def start(ns: str) -> OperatorProcess:
         args = [f"--namespace={ns}", "--kubeconfig", plane.kubeconfig, "--health-port=0"]
-        proc = OperatorProcess(args, logs / f"operator-{len(started)}.log").start()
+        proc = launch_operator(args, logs / f"operator-{len(started)}.log")
         started.append(proc)
-        wait_for(
-            lambda: "Initial authentication has finished" in proc.log() or not proc.alive(),
-            "the operator to log in",
-        )
-        assert proc.alive(), f"operator exited:\n{proc.log()[-3000:]}"
         return proc
 
     yield start
