@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import socket
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from operator_harness import (
     wait_for,
 )
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.launcher import ControlPlane, free_port
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
 
@@ -39,12 +38,6 @@ SA_GROUPS = ["system:serviceaccounts", f"system:serviceaccounts:{SA_NAMESPACE}"]
 RBAC_KINDS = ("Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role")
 JOB_NAME = "training.kubeflow.org/job-name"
 OPERATOR_LABEL = {"training.kubeflow.org/operator-name": "tfjob-controller"}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _install_docs() -> list[dict[str, Any]]:
@@ -142,7 +135,7 @@ def test_lifecycle_under_the_chart_service_account(
     # The identity really is limited: it may not read secrets.
     with pytest.raises(RuntimeError, match="HTTP 403"):
         Api(kubeconfig).get(f"/api/v1/namespaces/{ns}/secrets")
-    port = _free_port()
+    port = free_port()
     operator = start_operator(ns, kubeconfig=kubeconfig, args=(f"--health-port={port}",))
     name = unique("sa")
     manifest = tfjob(name, {"PS": {}, "Worker": {}}, runPolicy={"ttlSecondsAfterFinished": 1})

@@ -11,26 +11,15 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from taas_operator.local.runner import free_ports  # the port picker `taas run` uses
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports nobody listens on right now (bound then released)."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 @dataclass
