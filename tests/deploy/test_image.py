@@ -12,6 +12,7 @@ What cannot run here is the image build itself (base image pulls, the layer file
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -162,11 +163,22 @@ def test_operator_stage_entrypoint_starts_without_tensorflow(wheel: Path, tmp_pa
 
 
 def test_trainer_stage_entrypoint_imports_taas_from_the_wheel(wheel: Path, tmp_path: Path) -> None:
-    """venv over the installed TensorFlow + the wheel: the stage's `python` imports `taas` from
-    the wheel (not the repository) together with TensorFlow."""
+    """Fresh venv + the wheel, TensorFlow next to it: the stage's `python` imports `taas` from
+    the wheel (not the repository) together with TensorFlow.
+
+    TensorFlow comes from this test's own environment through a `.pth` line (its site-packages
+    directory, nothing else), as the trainer image has it installed beside the wheel. Not
+    `--system-site-packages`: that reaches the *base* interpreter's packages, which hold no
+    TensorFlow on a fresh machine."""
     venv = tmp_path / "trainer"
-    _run(sys.executable, "-m", "venv", "--system-site-packages", venv, cwd=tmp_path)
+    _run(sys.executable, "-m", "venv", venv, cwd=tmp_path)
     python = venv / "bin" / _exec_form("trainer", "ENTRYPOINT")[0]
+    tf_spec = importlib.util.find_spec("tensorflow")
+    assert tf_spec is not None and tf_spec.origin, "TensorFlow is not installed in this environment"
+    tf_site = Path(tf_spec.origin).parents[1]
+    venv_site = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                     cwd=tmp_path).stdout.strip()
+    (Path(venv_site) / "tensorflow-beside.pth").write_text(f"{tf_site}\n")
     install: list[str | Path] = [
         "-m",
         "pip",
