@@ -60,8 +60,10 @@ def _crd(fetch: bool) -> int:
         return 1
     for path in changed:
         print(f"wrote {path}")
-    if not changed:
-        print("the CRD and its copies are up to date")
+    if changed:
+        print("now run `python tests/deploy/sync_chart.py` (the chart's copy, install.yaml)")
+    else:
+        print("the CRD and the schema of `taas validate` are up to date")
     return 0
 
 
@@ -75,9 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("names", nargs="*", help="etcd, kube-apiserver, helm, training-operator")
     up = sub.add_parser("up", help="start a control plane and wait for Ctrl-C")
     up.add_argument("--dir", type=Path, default=None, help="keep certs, logs, kubeconfig here")
-    crd = sub.add_parser(
-        "crd", help="regenerate the TFJob CRD, its chart copy and the schema `taas validate` uses"
-    )
+    crd = sub.add_parser("crd", help="regenerate the TFJob CRD and the schema `taas validate` uses")
     crd.add_argument(
         "--fetch",
         action="store_true",

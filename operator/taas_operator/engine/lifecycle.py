@@ -39,6 +39,10 @@ Rules (Kubeflow's unless marked TaaS):
   (TFJobSuspended). Resume: Suspended False (TFJobResumed), startTime reset, pods recreated.
 - scaling: pods at an index >= replicas (and their services) are deleted, missing ones created.
 - TaaS: failure and restart messages name the pod, container and exit code.
+- TaaS: a pod template the pod builder cannot read (a type the CRD's schema refuses, e.g. `env`
+  as a map; a job stored before that schema existed can hold one) fails the job at once,
+  condition Failed with reason InvalidTFJobSpec and one Warning event naming the replica and
+  the field; so `reconcile` returns a plan, never raises, whatever the template holds.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from taas_operator.api import FieldError, messages, template_errors
 from taas_operator.api import constants as c
 from taas_operator.api.models import Recreation, ReplicaStatus, TFJob, TFJobStatus
 from taas_operator.engine.conditions import set_condition
@@ -182,6 +187,11 @@ class _Reconciler:
             )
         if self.status.finished:
             self.cleanup()
+            return self.finish()
+        problems = [str(e) for t in self.job.replica_types() for e in self.template_problems(t)]
+        if problems:
+            invalid = messages.invalid_spec(self.ns, self.name, "; ".join(problems))
+            self.fail(invalid, reason=c.REASON_INVALID_SPEC)
             return self.finish()
         if self.job.spec.run_policy.suspend:
             self.suspend()
@@ -393,9 +403,13 @@ class _Reconciler:
             return any(counts[t].active > 0 for t in counts if t in c.CHIEF_TYPES)
         return "Worker" in counts and counts["Worker"].active > 0
 
-    def fail(self, message: str) -> None:
+    def template_problems(self, replica_type: str) -> list[FieldError]:
+        """What in this replica's pod template the pod builder cannot read (wrong types)."""
+        return template_errors(replica_type, self.specs[replica_type].template)  # type: ignore[index]
+
+    def fail(self, message: str, reason: str = c.REASON_FAILED) -> None:
         self.status.completion_time = self.status.completion_time or self.now
-        self.condition(c.COND_FAILED, "True", c.REASON_FAILED, message, event="Warning")
+        self.condition(c.COND_FAILED, "True", reason, message, event="Warning")
         self.cleanup()
 
     def succeed(self, counts: dict[str, ReplicaStatus]) -> None:
