@@ -54,7 +54,7 @@ class WorkQueue:
         self._closed = False
 
     def request(self, key: Hashable) -> None:
-        """Reconcile `key` soon; a request during a pass causes exactly one more pass."""
+        """A pass over `key` soon; a request during a pass causes exactly one more pass."""
         if self._closed:
             return
         slot = self._slots.setdefault(key, _Slot())
