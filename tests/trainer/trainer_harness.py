@@ -7,7 +7,6 @@ alive, so a failing test never leaves processes behind.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -17,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from taas_operator.local.runner import free_ports  # the port picker `taas run` uses
+from taas_operator.local.process import free_ports, spawn, stop
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -73,13 +72,8 @@ class LocalCluster:
         env = {**os.environ, **self.env, "TF_CONFIG": self.tf_config(kind, index)}
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         with open(log, "ab") as out:
-            proc = subprocess.Popen(
-                [sys.executable, *self.script, *(extra_args or [])],
-                cwd=REPO,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+            proc = spawn(
+                [sys.executable, *self.script, *(extra_args or [])], env=env, cwd=REPO, stdout=out
             )
         task = Task(kind, index, log, proc)
         self.tasks[task.name] = task
@@ -114,20 +108,11 @@ class LocalCluster:
 
     def kill(self, name: str) -> None:
         """SIGKILL one task's process group (a crash, as a node loss would look)."""
-        task = self.tasks[name]
-        _kill_group(task.proc)
-        task.proc.wait(10)
+        stop(self.tasks[name].proc, signal.SIGKILL, grace=0)
 
     def logs(self) -> str:
         return "\n".join(f"===== {n}\n{t.text()[-4000:]}" for n, t in self.tasks.items())
 
     def close(self) -> None:
         for task in self.tasks.values():
-            if task.proc.poll() is None:
-                _kill_group(task.proc)
-                task.proc.wait(10)
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
+            stop(task.proc, signal.SIGKILL, grace=0)

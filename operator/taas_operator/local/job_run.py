@@ -1,11 +1,10 @@
 """One TFJob under `taas run`: its local pods, its status, and the plan loop.
 
-    JobRun(job, display, ports)        # ports: one free 127.0.0.1 port per replica_slots(job)
+    JobRun(job, display)               # one free 127.0.0.1 port per replica
         .preflight()                   # InputError when a pod cannot start here
         .step(now) -> bool             # poll pods, plan and act when needed; True: table changed
         .stop(now)  .kill()  .alive  .done  .skipped
         .condition() -> str  .table_rows() -> list[list[str]]
-    replica_slots(job) -> list[(lowercase type, index)]
 
 `BuildOptions(hosts=...)` points every replica at `127.0.0.1:<its port>`, so TF_CONFIG and
 PS_HOSTS/WORKER_HOSTS/... come from the operator's own builder. `step`:
@@ -23,7 +22,6 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -33,24 +31,21 @@ from taas_operator.engine import BuildOptions, desired_pods, plan_job
 from taas_operator.local.container import LOCAL_IP, launch_spec
 from taas_operator.local.display import Display
 from taas_operator.local.kubelet import LocalPod
+from taas_operator.local.process import free_ports
 from taas_operator.tfjob import replica_name
-
-
-def replica_slots(job: TFJob) -> list[tuple[str, int]]:
-    """(lowercase replica type, index) of every replica, in Kubeflow's type order."""
-    return [
-        (t.lower(), i)
-        for t in job.replica_types()
-        for i in range(job.spec.tf_replica_specs[t].replicas)
-    ]
 
 
 class JobRun:
     """One TFJob: its local pods, its status, and the plan loop."""
 
-    def __init__(self, job: TFJob, display: Display, ports: Sequence[int]) -> None:
+    def __init__(self, job: TFJob, display: Display) -> None:
         self.job, self.display = job, display
-        self.ports = dict(zip(replica_slots(job), ports, strict=True))
+        slots = [
+            (t.lower(), i)
+            for t in job.replica_types()
+            for i in range(job.spec.tf_replica_specs[t].replicas)
+        ]
+        self.ports = dict(zip(slots, free_ports(len(slots)), strict=True))
         self.options = BuildOptions(hosts=self._host)
         self.pods: dict[str, LocalPod] = {}
         self.ended: dict[str, LocalPod] = {}  # deleted pods, for the table

@@ -79,7 +79,7 @@ class LocalPod:
 
     def start(self) -> None:
         """Start the container process (main thread only: the death signal follows it)."""
-        self.proc = spawn(self.launch)
+        self.proc = spawn(self.launch.argv, env=self.launch.env, cwd=self.launch.cwd)
         self.phase, self.restart_at = "Running", None
         reader = threading.Thread(target=self._pump, args=(self.proc,), daemon=True)
         reader.start()

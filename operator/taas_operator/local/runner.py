@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 import signal
-import socket
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -30,9 +29,8 @@ import yaml
 from pydantic import BaseModel
 
 from taas_operator.api import TFJob
-from taas_operator.local.container import LOCAL_IP
 from taas_operator.local.display import Display, format_table
-from taas_operator.local.job_run import JobRun, replica_slots
+from taas_operator.local.job_run import JobRun
 
 TICK_SECONDS = 0.1
 EXIT_SUCCEEDED, EXIT_FAILED = 0, 1
@@ -45,20 +43,6 @@ class RunOptions(BaseModel):
     logs_dir: str | None = None
     color: bool = True
     table: bool = True
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct free TCP ports on 127.0.0.1 (bound together, then released)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((LOCAL_IP, 0))
-            sockets.append(sock)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def _table(runs: Sequence[JobRun]) -> list[str]:
@@ -124,7 +108,7 @@ def run_jobs(jobs: Sequence[TFJob], options: RunOptions, stream: Any = None) -> 
         logs_dir=options.logs_dir,
         prefix_job=len(jobs) > 1,
     )
-    runs = [JobRun(job, display, free_ports(len(replica_slots(job)))) for job in jobs]
+    runs = [JobRun(job, display) for job in jobs]
     for run in runs:
         run.preflight()  # InputError here: nothing has started yet
     width = shutil.get_terminal_size().columns
