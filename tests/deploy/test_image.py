@@ -23,12 +23,14 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from taas_controlplane.__main__ import main as controlplane_main
 from taas_controlplane.baseimage import BaseImage
-from taas_controlplane.containers import Store
+from taas_controlplane.containers import ImageBuildError, Store, require_tools
 from taas_controlplane.images import (
     ImageArchive,
     build_key,
@@ -155,6 +157,24 @@ def test_build_key_follows_the_build_context(tmp_path: Path) -> None:
     assert build_key("trainer", tmp_path, base, args) != first
 
 
+def test_missing_image_tools_are_named_with_the_install_command(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Without buildah on PATH, the error says which Debian packages to install."""
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(ImageBuildError, match=r"buildah not found.*apt-get install .*buildah"):
+        require_tools("buildah")
+
+
+def test_an_unknown_image_name_exits_2_naming_the_choices(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        controlplane_main(["images", "trainr"])
+    assert exited.value.code == 2
+    assert "unknown image trainr: choose from operator, trainer" in capsys.readouterr().err
+
+
 @pytest.fixture(scope="module")
 def store() -> Store:
     return Store()
@@ -162,17 +182,19 @@ def store() -> Store:
 
 @pytest.fixture(scope="module")
 def operator_image(store: Store) -> ImageArchive:
-    """The operator image (built on first use, then cached), in the store for podman."""
-    image = ensure_image("operator", store=store)
-    ensure_loaded(image, store)
-    return image
+    """The operator image (built on first use, then cached)."""
+    return ensure_image("operator", store=store)
 
 
 @pytest.fixture(scope="module")
 def trainer_image(store: Store) -> ImageArchive:
-    image = ensure_image("trainer", store=store)
-    ensure_loaded(image, store)
-    return image
+    return ensure_image("trainer", store=store)
+
+
+def _run(store: Store, image: ImageArchive, argv: list[str], **options: Any) -> str:
+    """Run this exact build (by image ID: another checkout sharing the cache may have moved
+    the name to its own build), expecting exit 0; its stdout."""
+    return _ok(store.run_container(ensure_loaded(image, store), argv, **options))
 
 
 def _ok(done: subprocess.CompletedProcess[str]) -> str:
@@ -184,7 +206,7 @@ def test_operator_image_config_is_the_dockerfiles(
     store: Store, operator_image: ImageArchive
 ) -> None:
     """The built image starts `taas operator` as 65532:65532, as the Dockerfile says."""
-    config = store.image_config(operator_image.reference)
+    config = store.image_config(ensure_loaded(operator_image, store))
     assert config["Entrypoint"] == _exec_form("operator", "ENTRYPOINT") == ["taas"]
     assert config["Cmd"] == _exec_form("operator", "CMD") == ["operator"]
     assert config["User"] == "65532:65532"
@@ -208,11 +230,9 @@ def test_operator_image_runs_non_root_read_only_without_tensorflow(
     """`taas operator --help` runs in the image (its ENTRYPOINT + CMD) with a read-only root
     file system, as uid 65532, with no TensorFlow installed. Writing to / fails with EROFS, not
     EACCES: the file system is read-only, not merely root's."""
-    help_text = _ok(store.run_container(operator_image.reference, ["operator", "--help"]))
+    help_text = _run(store, operator_image, ["operator", "--help"])
     assert "--namespace" in help_text, help_text
-    seen = json.loads(
-        _ok(store.run_container(operator_image.reference, ["-c", PROBE], entrypoint=["python"]))
-    )
+    seen = json.loads(_run(store, operator_image, ["-c", PROBE], entrypoint=["python"]))
     assert seen == {"uid": 65532, "gid": 65532, "root_fs": "EROFS", "tensorflow": False}
 
 
@@ -226,7 +246,7 @@ def test_trainer_image_imports_taas_from_the_wheel_and_runs_tensorflow(
         "'cwd': os.getcwd(), 'taas': taas.__file__, 'tf': tf.__version__, "
         "'sum': int(tf.reduce_sum(tf.constant([1, 2, 3])))}))"
     )
-    out = _ok(store.run_container(trainer_image.reference, ["-c", code]))
+    out = _run(store, trainer_image, ["-c", code])
     seen = json.loads(out.strip().splitlines()[-1])
     assert seen["uid"] == 1000 and seen["cwd"] == "/app", seen
     assert re.fullmatch(r"/opt/venv/lib/python3\.\d+/site-packages/taas/__init__\.py", seen["taas"])
@@ -240,7 +260,7 @@ def trainer_app_files(store: Store, trainer_image: ImageArchive) -> dict[str, in
         "import json, os, pathlib; print(json.dumps({str(p): p.stat().st_uid "
         "for p in pathlib.Path('.').rglob('*') if p.is_file()}))"
     )
-    return dict(json.loads(_ok(store.run_container(trainer_image.reference, ["-c", code]))))
+    return dict(json.loads(_run(store, trainer_image, ["-c", code])))
 
 
 def test_trainer_image_has_examples_in_app(trainer_app_files: dict[str, int]) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from taas_controlplane.binaries import BuildError
 from taas_controlplane.binaries import main as build_main
+from taas_controlplane.images import TARGETS
 from taas_controlplane.images import main as images_main
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 
@@ -75,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "build":
         return build_main(args.names)
     if args.command == "images":
+        unknown = sorted(set(args.names) - set(TARGETS))
+        if unknown:
+            parser.error(f"unknown image {', '.join(unknown)}: choose from {', '.join(TARGETS)}")
         return images_main(args.names, args.context)
     return _up(args.dir)
 

@@ -10,7 +10,7 @@ with pip from python3-venv's bundled wheel: Debian's own interpreter refuses `pi
 into /usr (PEP 668, "externally managed"), and a venv is the way Debian documents around that,
 with no `--break-system-packages` and nothing of pip's mixed into Debian's files.
 
-debootstrap is the slow part (about 1.5 min), so the image is cached twice: as an OCI archive
+debootstrap is the slow part (about a minute), so the image is cached twice: as an OCI archive
 `images/base/taas-python-<tag>-<key>.tar` (survives a wiped store) and in the private store as
 `localhost/taas-python:<tag>-<key>`; the key hashes the recipe below.
 """
@@ -110,7 +110,7 @@ def _build(store: Store, reference: str, log: Path) -> None:
     mount = Path(store.output(store.buildah("mount", name), "buildah mount"))
     try:
         mirror = debian_mirror()
-        _say(f"{label}: debootstrap {SUITE} from {mirror} (about 1.5 min)")
+        _say(f"{label}: debootstrap {SUITE} from {mirror} (about a minute)")
         debootstrap = [
             "debootstrap",
             "--variant=minbase",
@@ -164,7 +164,7 @@ def ensure_base(store: Store | None = None) -> BaseImage:
                 if not store.has_image(reference):
                     _build(store, reference, log)
                 partial = archive.with_name(archive.name + ".partial")
-                store.save(reference, partial)
+                store.save(reference, partial, reference)
                 partial.rename(archive)
                 elapsed = time.monotonic() - started
                 _say(f"base image {reference} built in {elapsed:.0f}s, saved to {archive}")

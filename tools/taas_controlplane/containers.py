@@ -119,17 +119,18 @@ class Store:
         assert isinstance(config, dict)
         return config
 
-    def load(self, archive: Path, reference: str) -> None:
-        """Put the image of an OCI archive into the store (no network) unless it is there."""
-        if not self.has_image(reference):
+    def load(self, archive: Path, image: str) -> None:
+        """Put an OCI archive's image into the store (no network) unless `image` (its name or
+        ID) is there already."""
+        if not self.has_image(image):
             self.output(self.buildah("pull", "-q", f"oci-archive:{archive}"), f"loading {archive}")
 
-    def save(self, reference: str, archive: Path) -> None:
-        """Write `reference` as an OCI archive whose index names it (`ctr images import` tags
-        the image with that name)."""
+    def save(self, image: str, archive: Path, reference: str) -> None:
+        """Write `image` (a name or ID) as an OCI archive whose index names it `reference`
+        (`ctr images import` tags the image with that name)."""
         archive.unlink(missing_ok=True)
         target = f"oci-archive:{archive}:{reference}"
-        self.output(self.buildah("push", "-q", reference, target), f"saving {reference}")
+        self.output(self.buildah("push", "-q", image, target), f"saving {reference}")
 
     def run_logged(
         self,
@@ -190,7 +191,9 @@ class Store:
         root file system unless `read_only=False`); stdout and stderr are captured."""
         require_tools("podman", "runc")
         nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-        nproc = min(resource.getrlimit(resource.RLIMIT_NPROC)[1], _PODMAN_NPROC)
+        nproc = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+        if nproc == resource.RLIM_INFINITY or nproc > _PODMAN_NPROC:
+            nproc = _PODMAN_NPROC
         options = [
             "--rm",
             "--pull=never",
@@ -206,15 +209,20 @@ class Store:
             options.append(f"--entrypoint={json.dumps(list(entrypoint))}")
         # podman (cgroupfs driver) leaves its parent cgroup and conmon's behind in every v1
         # hierarchy; a parent of this call's own is removed afterwards.
-        parent = f"taas-image-run-{uuid.uuid4().hex[:10]}"
-        options.append(f"--cgroup-parent=/{parent}")
+        name = f"taas-image-run-{uuid.uuid4().hex[:10]}"
+        options += [f"--name={name}", f"--cgroup-parent=/{name}"]
         cmd = self.podman("run", *options, reference, *argv)
         try:
             return subprocess.run(
                 cmd, env=self.env(), capture_output=True, text=True, timeout=timeout, check=False
             )
+        except subprocess.TimeoutExpired:
+            # podman is killed, but not its container: stop and remove that too
+            rm = self.podman("rm", "--force", "--time", "0", name)
+            subprocess.run(rm, env=self.env(), capture_output=True, check=False)
+            raise
         finally:
-            _remove_cgroup(parent)
+            _remove_cgroup(name)
 
 
 def _remove_cgroup(name: str) -> None:

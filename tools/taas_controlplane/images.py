@@ -18,7 +18,8 @@ filled once from PyPI (`wheelhouse.py`); the image build itself runs with `--net
 Cache (outside the repository, like the Go binaries; `TAAS_CACHE_DIR`, default ~/.cache/taas):
 `images/<target>-<version>-<key>/{image.tar,image.json,build.log}`, where `key` hashes the
 Dockerfile, the build context as .dockerignore admits it, the base image and the build
-arguments. A key already built returns at once; a new one replaces the target's older builds.
+arguments. A key already built returns at once; the newest three builds per target are kept
+(worktrees sharing the cache each keep theirs).
 The images are tagged `ghcr.io/taas-dev/taas-{operator,trainer}:<version>`: the chart's default
 operator image and the image the example TFJobs name, so the same YAML runs unchanged.
 """
@@ -29,6 +30,7 @@ import fnmatch
 import hashlib
 import json
 import shutil
+import subprocess
 import tarfile
 import time
 import tomllib
@@ -49,6 +51,7 @@ REPOSITORIES: dict[Target, str] = {
     "trainer": "ghcr.io/taas-dev/taas-trainer",  # examples/*.yaml
 }
 RECIPE = 1  # bump when the way images are built changes, so cached ones are rebuilt
+KEEP = 3  # builds kept per target (about 0.5 GB each for the trainer)
 
 
 class ImageArchive(BaseModel):
@@ -196,39 +199,56 @@ def _build(
     started = time.monotonic()
     bud = ["bud", "--isolation", "oci", "--network", "none", "--pull=never", "--layers=false"]
     bud += ["--target", target, "--tag", reference, "--file", str(context / "Dockerfile")]
+    bud += ["--iidfile", str(staging / "iid")]
     for name, value in build_args.items():
         bud += ["--build-arg", f"{name}={value}"]
     bud += ["--volume", f"{wheels}:{MOUNT}:ro", str(context)]
     store.run_logged(store.buildah(*bud), label, staging / "build.log")
+    # By ID from here on: another checkout sharing this cache may retag the name meanwhile.
+    image_id = "sha256:" + (staging / "iid").read_text().strip().removeprefix("sha256:")
     _say(f"{label}: saving {reference} as an OCI archive")
-    store.save(reference, staging / "image.tar")
+    store.save(image_id, staging / "image.tar", reference)
     image = ImageArchive(
         target=target,
         reference=reference,
         archive=directory / "image.tar",
         digest=_manifest_digest(staging / "image.tar"),
-        image_id=store.image_id(reference),
+        image_id=image_id,
         size=(staging / "image.tar").stat().st_size,
         base=base.reference,
     )
     (staging / "image.json").write_text(image.model_dump_json(indent=2) + "\n")
     shutil.rmtree(directory, ignore_errors=True)
     staging.rename(directory)
-    for old in directory.parent.glob(f"{target}-*"):
-        if old != directory and not old.name.endswith(".partial"):
-            shutil.rmtree(old, ignore_errors=True)
-    if previous is not None and previous != image.image_id:
-        store.output(store.buildah("rmi", "--force", previous), f"removing old {target} image")
+    _prune(target, directory, store, previous if previous != image_id else None)
     elapsed = time.monotonic() - started
     _say(f"{label}: {reference} built in {elapsed:.0f}s ({image.size / 2**20:.0f} MiB archive)")
     return image
 
 
-def ensure_loaded(image: ImageArchive, store: Store | None = None) -> Store:
-    """Make sure the store holds `image` (from its archive if need be) so podman can run it."""
+def _prune(target: Target, current: Path, store: Store, previous: str | None) -> None:
+    """Keep the newest KEEP builds of `target` (several checkouts may share this cache, each
+    with its own sources), and drop the image the name pointed to before this build from the
+    store unless a container uses it: its archive, if still kept, reloads it on demand."""
+    builds = sorted(
+        (d for d in current.parent.glob(f"{target}-*") if (d / "image.json").exists()),
+        key=lambda d: (d / "image.json").stat().st_mtime,
+        reverse=True,
+    )
+    for old in builds[KEEP:]:
+        if old != current:
+            shutil.rmtree(old, ignore_errors=True)
+    if previous is not None:
+        rmi = store.buildah("rmi", previous)
+        subprocess.run(rmi, env=store.env(), capture_output=True, check=False)
+
+
+def ensure_loaded(image: ImageArchive, store: Store | None = None) -> str:
+    """Make sure the store holds `image` (from its archive if need be); return its ID for
+    podman (`store.run_container(ensure_loaded(image), ...)`)."""
     store = store or Store()
-    store.load(image.archive, image.reference)
-    return store
+    store.load(image.archive, image.image_id)
+    return image.image_id.removeprefix("sha256:")
 
 
 def main(targets: list[str], context: Path | None = None) -> int:

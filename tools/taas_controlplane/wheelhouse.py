@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import time
 import tomllib
@@ -79,7 +80,12 @@ def ensure_wheels(store: Store, base: BaseImage, context: Path, target: Target) 
             return directory
         wheels = directory / "wheels"
         wheels.mkdir(parents=True, exist_ok=True)
-        (directory / "pip.conf").write_text(PIP_CONF)
+        _write_atomically(directory / "pip.conf", PIP_CONF)
+        # pip writes into a directory of its own; finished wheels are then renamed into
+        # wheels/, so a build of the other image reading wheels/ meanwhile never sees half a file
+        incoming = directory / f"incoming-{target}"
+        shutil.rmtree(incoming, ignore_errors=True)
+        incoming.mkdir()
         label = f"downloading wheels for the {target} image"
         _say(f"{label}: {len(wanted)} requirements into {wheels}")
         name = f"taas-wheels-{target}"
@@ -88,12 +94,12 @@ def ensure_wheels(store: Store, base: BaseImage, context: Path, target: Target) 
             store.buildah("from", "--pull=never", "--name", name, base.reference), "buildah from"
         )
         run = ["run", "--isolation", "chroot", "--network", "host"]
-        run += ["-v", f"{wheels}:{MOUNT}/wheels"]
+        run += ["-v", f"{wheels}:{MOUNT}/wheels:ro", "-v", f"{incoming}:{MOUNT}/incoming"]
         ca = host_ca_bundle()
         if ca is not None:
             run += ["-v", f"{ca}:{DEFAULT_CA}:ro"]
         pip = ["python", "-m", "pip", "wheel", "--progress-bar", "off", "--wheel-dir"]
-        pip += [f"{MOUNT}/wheels", "--find-links", f"{MOUNT}/wheels", *wanted]
+        pip += [f"{MOUNT}/incoming", "--find-links", f"{MOUNT}/wheels", *wanted]
         log = directory / f"{target}.log"
         log.unlink(missing_ok=True)
         started = time.monotonic()
@@ -101,7 +107,16 @@ def ensure_wheels(store: Store, base: BaseImage, context: Path, target: Target) 
             store.run_logged(store.buildah(*run, name, "--", *pip), label, log)
         finally:
             subprocess.run(store.buildah("rm", name), env=store.env(), capture_output=True)
+        for wheel in incoming.glob("*.whl"):
+            os.replace(wheel, wheels / wheel.name)
+        shutil.rmtree(incoming)
         stamp.write_text(key)
         count = sum(1 for _ in wheels.glob("*.whl"))
         _say(f"{label}: done in {time.monotonic() - started:.0f}s ({count} wheels cached)")
     return directory
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
