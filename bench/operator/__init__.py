@@ -6,5 +6,6 @@ floor, each on its own fresh kube-apiserver + etcd, on the same TFJob workloads.
 Modules: `workloads` (the TFJobs), `controllers` (how each controller is installed and started),
 `floor` (the no-controller client), `observer` (watches pods and services appear), `procstats`
 (RSS and CPU of a process tree), `apimetrics` (apiserver `/metrics` and audit log counts),
-`runner` (one controller x one workload on a fresh control plane), `report` (the table).
+`measure` (one controller x one workload on a fresh control plane, measured), `report` (the
+table).
 """

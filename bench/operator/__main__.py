@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from bench.operator.controllers import CONTROLLERS
+from bench.operator.measure import RunResult, run_one
 from bench.operator.report import breakdown, table
-from bench.operator.runner import RunResult, run_one
 from bench.operator.workloads import WORKLOADS_FULL, WORKLOADS_QUICK
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from bench.operator.runner import RunResult
+from bench.operator.measure import RunResult
 from bench.operator.workloads import Workload
 
 ORDER = ("taas", "kubeflow", "floor")

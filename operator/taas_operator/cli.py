@@ -3,6 +3,7 @@
     taas run JOB.yaml        run a TFJob on this machine, one process per replica
     taas validate JOB.yaml   the checks `kubectl apply` makes, offline
     taas render JOB.yaml     the pods, services and NetworkPolicy the operator would create
+    taas operator [FLAGS]    run the TFJob operator against a cluster (flags: controller.flags)
 
 Each subcommand is registered by an `add_<verb>(subparsers)` function that adds its parser and
 sets `handler` (a function `Namespace -> int`, the exit code). To add a subcommand, write such a

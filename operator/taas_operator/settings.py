@@ -1,13 +1,27 @@
 """Operator settings: one pydantic-settings model, read from flags (`taas operator --help`) and env.
 
 Every setting has an environment variable `TAAS_<NAME>` (e.g. `TAAS_CLUSTER_DOMAIN`), so the Helm
-chart can set them on the Deployment, and a flag of the same name for people at a terminal.
+chart can set them on the Deployment, and a flag for people at a terminal. This model is the one
+place a setting is spelled: `controller.flags` builds the flags from its fields (name, type,
+description, default and the `flag` extra below), and a test checks that every field reaches
+the chart (values.yaml, values.schema.json, the Deployment's env).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _flag(
+    flag: str, metavar: str = "", *, short: str = "", every: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """How the setting is written on the command line (read by `controller.flags`): its flag,
+    its metavar and short form, and for a list whose empty value means "all" the flag (and
+    short form) that asks for that instead."""
+    return {"flag": flag, "metavar": metavar, "short": short, "every": list(every or ())}
 
 
 class OperatorSettings(BaseSettings):
@@ -18,33 +32,56 @@ class OperatorSettings(BaseSettings):
     namespaces: list[str] = Field(
         default_factory=list,
         description="Namespaces to watch; empty means every namespace (cluster-wide).",
+        json_schema_extra=_flag("--namespace", "NS", short="-n", every=("--all-namespaces", "-A")),
     )
     cluster_domain: str = Field(
         default="",
         description="Cluster DNS domain appended after `.svc` in TF_CONFIG hosts, e.g. "
         "`cluster.local`; empty leaves hosts as `<svc>.<ns>.svc:<port>` (Kubeflow's default).",
+        json_schema_extra=_flag("--cluster-domain", "D"),
     )
     concurrency: int = Field(
-        default=16, ge=1, le=256, description="Pods and services created in parallel per job."
+        default=16,
+        ge=1,
+        le=256,
+        description="Kubernetes API calls the operator has in flight at once, over all jobs "
+        "together; a quarter of it (at least 2) is how many jobs it works on at once.",
+        json_schema_extra=_flag("--concurrency", "N"),
     )
     log_level: str = Field(
-        default="INFO", pattern="^(DEBUG|INFO|WARNING|ERROR)$", description="Log level."
+        default="INFO",
+        pattern="^(DEBUG|INFO|WARNING|ERROR)$",
+        description="Log level: DEBUG, INFO, WARNING or ERROR.",
+        json_schema_extra=_flag("--log-level", "L"),
     )
     peering: str = Field(
         default="",
         description="kopf peering name for leader election between operator replicas; empty "
         "runs standalone (one replica).",
+        json_schema_extra=_flag("--peering", "NAME"),
     )
     health_port: int = Field(
-        default=8080, ge=0, le=65535, description="Port of /healthz (liveness); 0 turns it off."
+        default=8080,
+        ge=0,
+        le=65535,
+        description="Port of /healthz (liveness); 0 turns it off.",
+        json_schema_extra=_flag("--health-port", "P"),
     )
     network_policy: bool = Field(
         default=True,
         description="Create a NetworkPolicy per TFJob that admits traffic to its TensorFlow "
         "ports only from pods of the same job (TensorFlow's gRPC servers are unauthenticated).",
+        json_schema_extra=_flag("--no-network-policy"),
     )
     network_policy_extra_namespaces: list[str] = Field(
         default_factory=list,
         description="Namespace names also admitted to every job's TensorFlow ports (e.g. "
         "monitoring, TensorBoard).",
+        json_schema_extra=_flag("--network-policy-namespace", "NS"),
     )
+
+    @property
+    def passes_at_once(self) -> int:
+        """How many jobs the work queue passes over at once: a quarter of `concurrency` (at
+        least 2), since one pass alone issues many API calls at once."""
+        return max(2, self.concurrency // 4)

@@ -17,7 +17,7 @@ from crds import install_crd
 from api.cases import BAD, DIST_MNIST, KUBEFLOW_GUIDE, good
 from taas_controlplane.crd.generate import INPUT, fetch_input
 from taas_operator.api import TFJobValidationError, parse_tfjob
-from taas_operator.engine import ObservedPod, reconcile
+from taas_operator.engine import ObservedPod, plan_job
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 
@@ -83,7 +83,7 @@ def test_status_from_engine_is_accepted_and_shown_in_columns(crd, namespace):
         ObservedPod(name="cols-ps-0", replica_type="PS", index=0, phase="Running"),
         ObservedPod(name="cols-worker-0", replica_type="Worker", index=0, phase="Running"),
     ]
-    plan = reconcile(job, pods, datetime.now(UTC))
+    plan = plan_job(job, pods, datetime.now(UTC))
     stored["status"] = plan.status.to_dict()
     result = crd.kubectl(
         "replace", "--subresource=status", "-n", namespace, "-f", "-", "-o", "json",

@@ -1,4 +1,4 @@
-"""`engine.reconcile` on arbitrary pod templates (hypothesis): whatever a template holds (a job
+"""`engine.plan_job` on arbitrary pod templates (hypothesis): whatever a template holds (a job
 stored before the CRD carried the pod template's schema can hold anything), the engine returns
 a plan and never raises. A template the pod builder cannot read fails the job once: condition
 Failed, reason InvalidTFJobSpec, one Warning event naming the replica and the field, no pods;
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from taas_operator.api import template_errors
 from taas_operator.api.constants import COND_FAILED, REASON_INVALID_SPEC
-from taas_operator.engine import reconcile
+from taas_operator.engine import plan_job
 
 from .helpers import job
 
@@ -96,7 +96,7 @@ TEMPLATE = templates()
 def _check(template: dict[str, Any], replicas: int) -> None:
     tfjob = job({"PS": 1, "Worker": replicas})
     tfjob.spec.tf_replica_specs["Worker"].template = template
-    plan = reconcile(tfjob, [], NOW, services=set())
+    plan = plan_job(tfjob, [], NOW, services=set())
     problems = template_errors("Worker", template)
     failed = plan.status.condition(COND_FAILED)
     if problems:
@@ -109,7 +109,7 @@ def _check(template: dict[str, Any], replicas: int) -> None:
         assert not plan.create_pods and not plan.create_services
         # once: the next pass, from the status just written, says nothing more
         tfjob.status = plan.status
-        again = reconcile(tfjob, [], NOW, services=set())
+        again = plan_job(tfjob, [], NOW, services=set())
         assert not again.events and not again.status_changed and not again.create_pods
     else:
         assert failed is None
@@ -122,7 +122,7 @@ def _check(template: dict[str, Any], replicas: int) -> None:
     "examples",
     [pytest.param(200, id="200"), pytest.param(2000, id="2000", marks=pytest.mark.slow)],
 )
-def test_reconcile_returns_a_plan_for_any_template(examples: int) -> None:
+def test_plan_job_returns_a_plan_for_any_template(examples: int) -> None:
     @settings(
         max_examples=examples,
         deadline=None,
@@ -163,7 +163,7 @@ def test_known_bad_templates(template: dict[str, Any], named: str | None) -> Non
     """The issue's cases: the replica and field named in the failure; a null is no failure."""
     tfjob = job({"Worker": 1})
     tfjob.spec.tf_replica_specs["Worker"].template = template
-    plan = reconcile(tfjob, [], NOW, services=set())
+    plan = plan_job(tfjob, [], NOW, services=set())
     failed = plan.status.condition(COND_FAILED)
     if named is None:
         assert failed is None and len(plan.create_pods) == 1

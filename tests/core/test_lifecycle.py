@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from taas_operator.api import TFJob, TFJobStatus
-from taas_operator.engine import ObservedPod, Plan, reconcile, status_changed
+from taas_operator.engine import ObservedPod, Plan, plan_job, status_changed
 
 from .helpers import job, pod
 
@@ -15,8 +15,8 @@ T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
 def step(tfjob: TFJob, pods: list[ObservedPod], now: datetime = T0, **kw) -> Plan:
-    """Reconcile and store the new status on the job, like the operator would."""
-    plan = reconcile(tfjob, pods, now, **kw)
+    """Plan and store the new status on the job, like the operator would."""
+    plan = plan_job(tfjob, pods, now, **kw)
     tfjob.status = TFJobStatus.model_validate(plan.status.to_dict())  # a round trip via JSON
     return plan
 
@@ -351,7 +351,7 @@ def test_scale_down_and_up():
 )
 def test_managed_by(managed_by, skipped):
     tfjob = job({"Worker": 1}, run_policy={"managedBy": managed_by} if managed_by else {})
-    plan = reconcile(tfjob, [], T0)
+    plan = plan_job(tfjob, [], T0)
     assert (plan.skipped is not None) is skipped
     assert (plan.create_pods == []) is skipped
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from rendered import (
     rules,
 )
 from sync_chart import (
+    CHART,
     CRD_COPY,
     CRD_SOURCE,
     INSTALL_YAML,
@@ -31,6 +33,8 @@ from sync_chart import (
     expected_install_yaml,
     render,
 )
+
+from taas_operator.settings import OperatorSettings
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -134,6 +138,62 @@ def test_env_values_parse_as_operator_settings(render_docs: Render) -> None:
         settings = OperatorSettings()
     assert settings.namespaces == ["a", "b"] and settings.peering == "taas"
     assert settings.network_policy is True and settings.health_port == 8080
+
+
+#: Every operator setting -> (its chart value, a `--set` that changes it, the setting it gives).
+#: `peering` has no value of its own: more than one replica turns it on (named after the release).
+CHART_VALUES: dict[str, tuple[str, str, object]] = {
+    "namespaces": ("watchNamespaces", "watchNamespaces={team-a}", ["team-a"]),
+    "cluster_domain": ("clusterDomain", "clusterDomain=cluster.local", "cluster.local"),
+    "concurrency": ("concurrency", "concurrency=4", 4),
+    "log_level": ("logLevel", "logLevel=DEBUG", "DEBUG"),
+    "peering": ("replicaCount", "replicaCount=2", "taas"),
+    "health_port": ("healthPort", "healthPort=9090", 9090),
+    "network_policy": ("networkPolicy.enabled", "networkPolicy.enabled=false", False),
+    "network_policy_extra_namespaces": (
+        "networkPolicy.extraNamespaces",
+        "networkPolicy.extraNamespaces={mon}",
+        ["mon"],
+    ),
+}
+
+
+def _settings_from(env: dict[str, str]) -> OperatorSettings:
+    """OperatorSettings from exactly the rendered TAAS_* variables."""
+    with pytest.MonkeyPatch.context() as patch:
+        for key in [k for k in os.environ if k.startswith("TAAS_")]:
+            patch.delenv(key)
+        for key, value in env.items():
+            if key.startswith("TAAS_"):
+                patch.setenv(key, value)
+        return OperatorSettings()
+
+
+def test_every_setting_reaches_the_chart(render_docs: Render) -> None:
+    """Each OperatorSettings field has a value in values.yaml and values.schema.json and a
+    TAAS_* variable in the Deployment; the chart's defaults are the operator's defaults, and
+    changing each value changes that setting."""
+    assert set(CHART_VALUES) == set(OperatorSettings.model_fields), (
+        "a setting without chart wiring: add it to charts/taas (values.yaml, "
+        "values.schema.json, templates/deployment.yaml) and to CHART_VALUES"
+    )
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    template = (CHART / "templates" / "deployment.yaml").read_text()
+    for name, (path, _, _) in CHART_VALUES.items():
+        node, properties = values, schema["properties"]
+        for part in path.split("."):
+            assert part in node, f"{name}: {path} missing in values.yaml"
+            assert part in properties, f"{name}: {path} missing in values.schema.json"
+            node, prop = node[part], properties[part]
+            properties = prop.get("properties", {})
+        assert "type" in prop, f"{name}: {path} has no type in values.schema.json"
+        assert f"- name: TAAS_{name.upper()}\n" in template, f"{name}: not in deployment.yaml"
+
+    assert _settings_from(container_env(render_docs())) == OperatorSettings()
+    changed = _settings_from(container_env(render_docs(*(s for _, s, _ in CHART_VALUES.values()))))
+    for name, (_, assignment, expected) in CHART_VALUES.items():
+        assert getattr(changed, name) == expected, f"{assignment} did not reach {name}"
 
 
 def test_cluster_wide_rbac_is_exactly_what_the_operator_uses(render_docs: Render) -> None:

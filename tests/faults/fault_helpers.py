@@ -22,7 +22,7 @@ from typing import Any
 from kubernetes import client, config
 from pydantic import BaseModel
 
-from bench.operator.runner import create_jobs
+from bench.operator.measure import create_jobs
 from bench.operator.workloads import IMAGE, Workload
 from taas_controlplane.launcher import ControlPlane
 

@@ -1,6 +1,7 @@
 """Pure parts of the operator (no apiserver): `taas operator` flags and env -> settings, exit
-code 2 with the flag named for bad values, and the per-job work queue (coalescing, no overlap,
-on-time wake-ups, backoff after errors) on a real asyncio loop."""
+code 2 with the flag named for bad values, the per-job work queue (coalescing, no overlap,
+on-time wake-ups, backoff after errors) on a real asyncio loop, and how a pass's creations
+become events."""
 
 from __future__ import annotations
 
@@ -14,9 +15,12 @@ import pytest
 
 from taas_operator.cli import main as taas_main
 from taas_operator.controller import workqueue
+from taas_operator.controller.events import CREATE, DELETE, Done, grouped
 from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
 from taas_operator.controller.handlers import CHILD_SELECTOR, kopf_settings
+from taas_operator.controller.kube import POD, SERVICE
 from taas_operator.controller.workqueue import WorkQueue
+from taas_operator.engine import Event, backoff_delay
 from taas_operator.settings import OperatorSettings
 
 pytestmark = pytest.mark.timeout(30)
@@ -82,6 +86,19 @@ def test_namespace_and_all_namespaces_conflict(capsys: pytest.CaptureFixture[str
     assert "not allowed with argument" in capsys.readouterr().err
 
 
+def test_every_setting_is_a_flag_with_its_model_help() -> None:
+    """The flags are built from OperatorSettings: one per field, its help the field's
+    description followed by the model's default and the TAAS_* variable."""
+    parser = add_arguments(argparse.ArgumentParser())
+    helps = {a.dest: " ".join((a.help or "").split()) for a in parser._actions}
+    for name, field in OperatorSettings.model_fields.items():
+        assert name in helps, f"no flag for {name}"
+        assert f"env TAAS_{name.upper()}." in helps[name]
+        assert " ".join((field.description or "").split())[1:] in helps[name]
+    assert "Default: 16;" in helps["concurrency"] and "Default: 8080;" in helps["health_port"]
+    assert "Default: on;" in helps["network_policy"]
+
+
 def test_usage_error_is_a_value_error() -> None:
     assert issubclass(UsageError, ValueError)
 
@@ -93,7 +110,7 @@ def test_requests_coalesce_and_passes_never_overlap() -> None:
         overlap = 0
         release = asyncio.Event()
 
-        async def reconcile(key: Hashable) -> datetime | None:
+        async def run_pass(key: Hashable) -> datetime | None:
             nonlocal passes, running, overlap
             passes += 1
             running += 1
@@ -103,7 +120,7 @@ def test_requests_coalesce_and_passes_never_overlap() -> None:
             running -= 1
             return None
 
-        queue = WorkQueue(reconcile)
+        queue = WorkQueue(run_pass)
         queue.request("job")
         await asyncio.sleep(0)
         for _ in range(10):  # a burst while the first pass runs
@@ -125,7 +142,7 @@ def test_wake_up_time_is_honoured_and_errors_back_off(monkeypatch: pytest.Monkey
         seen: list[tuple[str, datetime]] = []
         done = asyncio.Event()
 
-        async def reconcile(key: Hashable) -> datetime | None:
+        async def run_pass(key: Hashable) -> datetime | None:
             now = datetime.now(UTC)
             seen.append((str(key), now))
             if key == "timed" and len([s for s in seen if s[0] == "timed"]) == 1:
@@ -136,7 +153,7 @@ def test_wake_up_time_is_honoured_and_errors_back_off(monkeypatch: pytest.Monkey
                 done.set()
             return None
 
-        queue = WorkQueue(reconcile)
+        queue = WorkQueue(run_pass)
         queue.request("timed")
         queue.request("flaky")
         await asyncio.wait_for(done.wait(), 5)
@@ -183,7 +200,7 @@ def test_running_passes_are_capped_and_served_in_request_order() -> None:
         most = 0
         gate = asyncio.Event()
 
-        async def reconcile(key: Hashable) -> datetime | None:
+        async def run_pass(key: Hashable) -> datetime | None:
             nonlocal running, most
             assert isinstance(key, int)
             started.append(key)
@@ -193,7 +210,7 @@ def test_running_passes_are_capped_and_served_in_request_order() -> None:
             running -= 1
             return None
 
-        queue = WorkQueue(reconcile, max_running=2)
+        queue = WorkQueue(run_pass, max_running=2)
         for key in range(10):
             queue.request(key)
         for _ in range(5):
@@ -208,3 +225,36 @@ def test_running_passes_are_capped_and_served_in_request_order() -> None:
     started, most = asyncio.run(scenario())
     assert started == list(range(10))
     assert most == 2
+
+
+def test_creations_of_one_kind_make_one_event_naming_them() -> None:
+    """Per pass: one Normal event per verb and kind, capped under Kubernetes' 1024 characters;
+    the engine's and the failed calls' events pass through as they are."""
+    names = [f"job-worker-{i}" for i in range(200)]
+    restart = Event(type="Warning", reason="TFJobRestarting", message="restarting")
+    events = grouped(
+        [
+            *(Done(CREATE, POD, name) for name in names),
+            Done(DELETE, SERVICE, "job-ps-0"),
+            restart,
+            Done(CREATE, POD, "job-ps-0"),
+        ]
+    )
+    assert [e.reason for e in events] == [
+        "SuccessfulCreatePod",
+        "SuccessfulDeleteService",
+        "TFJobRestarting",
+    ]
+    created = events[0].message
+    assert created.startswith("Created 201 pods: job-worker-0, job-worker-1, ")
+    assert len(created) <= 1000 and created.endswith(" more)")
+    shown = created.split(": ", 1)[1].split(" (and ")[0].split(", ")
+    assert created.endswith(f"(and {201 - len(shown)} more)")
+    assert events[1].message == "Deleted service: job-ps-0"
+    assert events[2] is restart
+
+
+def test_backoff_doubles_up_to_its_cap() -> None:
+    """One formula for the work queue (1 s to 5 min) and the local kubelet (1 s to 10 s)."""
+    assert [backoff_delay(n, 1.0, 10.0) for n in range(1, 7)] == [1, 2, 4, 8, 10, 10]
+    assert backoff_delay(10, workqueue.BACKOFF_START, workqueue.BACKOFF_MAX) == 300

@@ -48,12 +48,6 @@ RULES_NOT_CHECKED: Final = (
 )
 
 
-def invalid_spec(namespace: str, name: str, problems: str) -> str:
-    """The Failed condition's message for a spec the operator cannot run (reason
-    InvalidTFJobSpec); `problems` are the field errors, `; `-separated."""
-    return f"TFJob {namespace}/{name} has an invalid spec: {problems}"
-
-
 def unsupported_value(value: object, allowed: tuple[str, ...]) -> str:
     """The apiserver's enum message, e.g. `Unsupported value: "X": supported values: "A", "B"`."""
     shown = f'"{value}"' if isinstance(value, str) else str(value)

@@ -28,7 +28,6 @@ from taas_operator.api.constants import (
     DEFAULT_REPLICAS,
     DEFAULT_RESTART_POLICY,
     KIND,
-    OWN_MANAGERS,
     REPLICA_TYPES,
     CleanPodPolicy,
     ReplicaType,
@@ -204,7 +203,3 @@ class TFJob(_Wire):
     def has_chief(self) -> bool:
         """Whether a Chief or Master replica type is present."""
         return any(t in CHIEF_TYPES for t in self.spec.tf_replica_specs)
-
-    def managed_by_us(self) -> bool:
-        """False when spec.runPolicy.managedBy names another controller."""
-        return (self.spec.run_policy.managed_by or "") in OWN_MANAGERS

@@ -7,6 +7,8 @@
                                                # True: a watch event seen meanwhile needs a pass
     echoes.seen(job, ref, type_, rv) -> bool   # a watch event; True: it needs a pass
     echoes.forget(job)                         # a pass of the job starts, or the job is gone
+    await expecting_echo(echoes, request, job, ref, type_, write) -> dict | None
+                                               # expect, await the write, then `created`
 
 A pass that creates objects (or writes the job's status) already knows the result, so the
 watch events of exactly those writes (same object, event type and resourceVersion) start no
@@ -15,11 +17,13 @@ does: another event type, another resourceVersion (someone else wrote), a write 
 found the name taken after such an event arrived. The design
 stays level-triggered: at worst one pass more than needed, never one less than a change needs.
 No Kubernetes here: job keys are opaque, resourceVersions compared for equality only.
+`expecting_echo` is the one way the operator wraps a write: every status write and creation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Any
 
 Ref = tuple[str, str]
 # The state of one expected write: (_PENDING, "", type) in flight and no event came;
@@ -70,3 +74,24 @@ class Echoes:
 
     def __len__(self) -> int:
         return sum(len(expected) for expected in self._jobs.values())
+
+
+async def expecting_echo(
+    echoes: Echoes,
+    request: Callable[[Any], None],
+    job: Hashable,
+    ref: Ref,
+    type_: str,
+    write: Awaitable[dict[str, Any] | None],
+) -> dict[str, Any] | None:
+    """Await `write` (returning the object as stored, or None), its `type_` watch event expected
+    meanwhile; `request(job)` when an event that came during it still needs a pass."""
+    echoes.expect(job, ref, type_)
+    written: dict[str, Any] | None = None
+    try:
+        written = await write
+        return written
+    finally:
+        rv = str(((written or {}).get("metadata") or {}).get("resourceVersion") or "")
+        if echoes.created(job, ref, rv or None):
+            request(job)

@@ -1,87 +1,93 @@
-"""The `taas operator` flags and how they become OperatorSettings (light: no kopf import).
+"""The `taas operator` flags, built from OperatorSettings, and how they become settings
+(light: no kopf import).
 
     add_arguments(parser) -> parser        # the flags, for `taas operator` and `python -m`
     settings_from_args(args) -> OperatorSettings     # raises UsageError naming flag and env var
     UsageError(ValueError)
 
-Flags override the environment (`TAAS_NAMESPACES='["a","b"]'`, `TAAS_CLUSTER_DOMAIN=...`), which
-overrides the defaults in `taas_operator.settings`. `--kubeconfig` is not a setting: it only
-says where the credentials are.
+One flag per field of `taas_operator.settings.OperatorSettings`, written from the field: its
+`flag` extra (name, metavar, short form), its type (a list: a repeatable flag; a bool that
+defaults to true: a `--no-...` switch; an int: a number), its description and its default,
+so help text never repeats a default by hand. Flags override the environment
+(`TAAS_NAMESPACES='["a","b"]'`, `TAAS_CLUSTER_DOMAIN=...`), which overrides the defaults.
+`--kubeconfig` is not a setting: it only says where the credentials are.
 """
 
 from __future__ import annotations
 
 import argparse
+import typing
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic.fields import FieldInfo
 from pydantic_settings import SettingsError
 
 from taas_operator.settings import OperatorSettings
-
-_FLAGS = {
-    "namespaces": "--namespace / --all-namespaces",
-    "cluster_domain": "--cluster-domain",
-    "concurrency": "--concurrency",
-    "log_level": "--log-level",
-    "peering": "--peering",
-    "health_port": "--health-port",
-    "network_policy": "--no-network-policy",
-    "network_policy_extra_namespaces": "--network-policy-namespace",
-}
 
 
 class UsageError(ValueError):
     """A flag or TAAS_* variable has a bad value; the message names both and the fix."""
 
 
+def _cli(field: FieldInfo) -> dict[str, Any]:
+    """The field's `flag` extra (`taas_operator.settings._flag`)."""
+    extra = field.json_schema_extra
+    assert isinstance(extra, dict) and "flag" in extra, "every setting needs a _flag(...) extra"
+    return extra
+
+
+def _is_list(field: FieldInfo) -> bool:
+    return typing.get_origin(field.annotation) is list
+
+
+def _help(name: str, field: FieldInfo) -> str:
+    """The description, then the default and the variable, all from the model."""
+    text = (field.description or "").replace("%", "%%")
+    value = field.get_default(call_default_factory=True)
+    if field.annotation is bool:
+        text = f"Turn off: {text[:1].lower()}{text[1:]}"
+        default = "on" if value else "off"
+    else:
+        default = "none" if value in ("", []) else str(value)
+    repeat = " Repeatable." if _is_list(field) else ""
+    return f"{text}{repeat} Default: {default}; env TAAS_{name.upper()}."
+
+
+def flag_names() -> dict[str, str]:
+    """Setting name -> its flags as help shows them, e.g. '--namespace / --all-namespaces'."""
+    names = {}
+    for name, field in OperatorSettings.model_fields.items():
+        cli = _cli(field)
+        names[name] = " / ".join([cli["flag"], *cli["every"][:1]])
+    return names
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the operator's flags to `parser` (defaults come from env / OperatorSettings)."""
-    scope = parser.add_mutually_exclusive_group()
-    scope.add_argument(
-        "--namespace",
-        "-n",
-        dest="namespaces",
-        action="append",
-        metavar="NS",
-        help="watch this namespace (repeatable); default: TAAS_NAMESPACES, else all namespaces",
-    )
-    scope.add_argument(
-        "--all-namespaces", "-A", action="store_true", help="watch every namespace (cluster-wide)"
-    )
-    parser.add_argument(
-        "--cluster-domain",
-        metavar="D",
-        help="DNS domain after `.svc` in TF_CONFIG hosts, e.g. cluster.local (default: none)",
-    )
-    parser.add_argument(
-        "--concurrency", type=int, metavar="N", help="API calls in flight at once (default 16)"
-    )
-    parser.add_argument(
-        "--log-level", metavar="L", help="DEBUG, INFO, WARNING or ERROR (default INFO)"
-    )
-    parser.add_argument(
-        "--peering",
-        metavar="NAME",
-        help="kopf peering object for leader election between replicas (default: standalone)",
-    )
-    parser.add_argument(
-        "--health-port", type=int, metavar="P", help="port of /healthz; 0 turns it off (8080)"
-    )
-    parser.add_argument(
-        "--no-network-policy",
-        dest="network_policy",
-        action="store_false",
-        default=None,
-        help="do not create a NetworkPolicy per TFJob",
-    )
-    parser.add_argument(
-        "--network-policy-namespace",
-        dest="network_policy_extra_namespaces",
-        action="append",
-        metavar="NS",
-        help="namespace also admitted to every job's TensorFlow ports (repeatable)",
-    )
+    for name, field in OperatorSettings.model_fields.items():
+        cli = _cli(field)
+        flags = [cli["flag"], *([cli["short"]] if cli["short"] else [])]
+        options: dict[str, Any] = {"dest": name, "help": _help(name, field)}
+        if field.annotation is bool:
+            # A switch that turns off a setting on by default; absent: the env or the default.
+            assert field.default is True, f"{name}: a bool setting must default to on"
+            options.update(action="store_false", default=None)
+        else:
+            options["metavar"] = cli["metavar"] or None
+            if _is_list(field):
+                options["action"] = "append"
+            elif field.annotation is int:
+                options["type"] = int
+        group: Any = parser.add_mutually_exclusive_group() if cli["every"] else parser
+        group.add_argument(*flags, **options)
+        if cli["every"]:
+            group.add_argument(
+                *cli["every"],
+                dest=f"every_{name}",
+                action="store_true",
+                help=f"Set {name} to all (an empty list), whatever TAAS_{name.upper()} says.",
+            )
     parser.add_argument(
         "--kubeconfig",
         metavar="PATH",
@@ -97,17 +103,18 @@ def settings_from_args(args: argparse.Namespace) -> OperatorSettings:
         value = getattr(args, name, None)
         if value is not None:
             overrides[name] = value
-    if getattr(args, "all_namespaces", False):
-        overrides["namespaces"] = []
+        if getattr(args, f"every_{name}", False):
+            overrides[name] = []
     if isinstance(overrides.get("log_level"), str):
         overrides["log_level"] = overrides["log_level"].upper()
     try:
         return OperatorSettings(**overrides)
     except ValidationError as err:
+        flags = flag_names()
         problems = []
         for error in err.errors():
             field = str(error["loc"][0]) if error["loc"] else "?"
-            where = f"{_FLAGS.get(field, '--' + field)} or TAAS_{field.upper()}"
+            where = f"{flags.get(field, '--' + field)} or TAAS_{field.upper()}"
             problems.append(f"{field} ({where}): {error['msg']} (got {error.get('input')!r})")
         raise UsageError("invalid operator setting: " + "; ".join(problems)) from None
     except SettingsError as err:

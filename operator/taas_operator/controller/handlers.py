@@ -26,7 +26,7 @@ from typing import Any
 import kopf
 
 from taas_operator.api import constants as c
-from taas_operator.controller.reconciler import Controller
+from taas_operator.controller.triggers import Controller
 from taas_operator.settings import OperatorSettings
 
 logger = logging.getLogger("taas_operator.controller")
@@ -43,7 +43,7 @@ CHILD_SELECTOR = f"{c.LABEL_OPERATOR_NAME}={c.CONTROLLER_NAME},{c.LABEL_JOB_NAME
 
 
 def on_tfjob_event(controller: Controller, event: Mapping[str, Any]) -> None:
-    """A TFJob watch event: DELETED forgets the job, anything else reconciles it."""
+    """A TFJob watch event: DELETED forgets the job, anything else requests a pass over it."""
     body = event.get("object") or {}
     meta = body.get("metadata") or {}
     if event.get("type") == "DELETED":
@@ -53,7 +53,7 @@ def on_tfjob_event(controller: Controller, event: Mapping[str, Any]) -> None:
 
 
 def on_child_event(controller: Controller, event: Mapping[str, Any], plural: str = "") -> None:
-    """A pod/service/NetworkPolicy (`plural`) of a job changed or was deleted: reconcile its job
+    """A pod/service/NetworkPolicy (`plural`) of a job changed or was deleted: a pass over its job
     (unless the event only echoes the operator's own creation of it)."""
     meta = (event.get("object") or {}).get("metadata") or {}
     job_name = (meta.get("labels") or {}).get(c.LABEL_JOB_NAME)

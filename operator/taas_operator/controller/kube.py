@@ -13,7 +13,8 @@
 
 Everything is plain JSON dicts (camelCase), exactly as the API serves them. Authentication comes
 from the official client's config loaders (kubeconfig, or in-cluster service account), the HTTP
-calls are made on its urllib3 pool in worker threads, at most `concurrency` at a time.
+calls are made on its urllib3 pool in worker threads, at most `concurrency` in flight at once
+across the whole process (the `concurrency` setting).
 Non-2xx answers raise `ApiError` (`Conflict` for 409, `Forbidden` for 403, `Invalid` for 400/422),
 whose message names the verb and resource, so a missing RBAC verb is obvious in the log.
 """
@@ -36,6 +37,7 @@ import kubernetes.config
 from kubernetes.client.rest import RESTClientObject
 
 from taas_operator.api.constants import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from taas_operator.api.models import format_time
 
 COMPONENT = "taas-operator"
 _MAX_EVENT_MESSAGE = 1024
@@ -113,11 +115,6 @@ _ERRORS: dict[int, type[ApiError]] = {
     409: Conflict,
     422: Invalid,
 }
-
-
-def now_rfc3339() -> str:
-    """The current time as Kubernetes writes it (whole seconds, UTC)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def load_configuration(kubeconfig: str | None) -> kubernetes.client.Configuration:
@@ -273,7 +270,7 @@ class KubeClient:
     async def post_event(self, job: dict[str, Any], type_: str, reason: str, message: str) -> None:
         """Record a core/v1 Event on the TFJob (what `kubectl describe tfjob` shows)."""
         meta = job["metadata"]
-        stamp = now_rfc3339()
+        stamp = format_time(datetime.now(UTC))
         body = {
             "apiVersion": "v1",
             "kind": "Event",

@@ -20,7 +20,7 @@ import kopf
 from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
 from taas_operator.controller.handlers import build_registry, kopf_settings
 from taas_operator.controller.kube import KubeClient
-from taas_operator.controller.reconciler import Controller
+from taas_operator.controller.triggers import Controller
 from taas_operator.settings import OperatorSettings
 
 

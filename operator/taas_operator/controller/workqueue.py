@@ -1,7 +1,7 @@
-"""Per-job work queue: coalesced, serialized reconciles and one wake-up timer per job.
+"""Per-job work queue: coalesced, serialized passes and one wake-up timer per job.
 
-    queue = WorkQueue(reconcile, max_running=4)  # reconcile(key) -> datetime | None (wake-up)
-    queue.request(key)                     # reconcile soon (many requests -> one pass)
+    queue = WorkQueue(run_pass, max_running=4)  # run_pass(key) -> datetime | None (wake-up)
+    queue.request(key)                     # a pass soon (many requests -> one pass)
     queue.forget(key)                      # the job is gone: drop its timer
     await queue.close()
 
@@ -9,7 +9,8 @@ Events for one job arrive in bursts (its pods and services change together); `re
 marks the job dirty, and a single task per job runs passes until nothing new came in, so two
 passes of one job never overlap. After a pass its returned time arms the job's only timer (on
 time: activeDeadlineSeconds, ttlSecondsAfterFinished); a pass that raises is retried with an
-exponential backoff (1 s doubling to 5 min), logged, never crashing the operator.
+exponential backoff (`engine.backoff_delay`: 1 s doubling to 5 min), logged, never crashing
+the operator.
 At most `max_running` passes (of different keys) run at once; the others wait their turn in the
 order they were requested (asyncio's semaphore is FIFO), so when many jobs arrive together the
 first ones finish first instead of all advancing slowly side by side.
@@ -24,9 +25,11 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from taas_operator.engine import backoff_delay
+
 logger = logging.getLogger(__name__)
 
-ReconcileFn = Callable[[Hashable], Awaitable[datetime | None]]
+PassFn = Callable[[Hashable], Awaitable[datetime | None]]
 BACKOFF_START = 1.0
 BACKOFF_MAX = 300.0
 #: Wake a little after the due time: the engine truncates `now` to whole seconds.
@@ -42,16 +45,16 @@ class _Slot:
 
 
 class WorkQueue:
-    """Runs `reconcile(key)` for each requested key, one pass at a time per key."""
+    """Runs `run_pass(key)` for each requested key, one pass at a time per key."""
 
-    def __init__(self, reconcile: ReconcileFn, max_running: int | None = None) -> None:
-        self._reconcile = reconcile
+    def __init__(self, run_pass: PassFn, max_running: int | None = None) -> None:
+        self._run_pass = run_pass
         self._running = asyncio.Semaphore(max_running) if max_running else None
         self._slots: dict[Hashable, _Slot] = {}
         self._closed = False
 
     def request(self, key: Hashable) -> None:
-        """Reconcile `key` soon; a request during a pass causes exactly one more pass."""
+        """A pass over `key` soon; a request during a pass causes exactly one more pass."""
         if self._closed:
             return
         slot = self._slots.setdefault(key, _Slot())
@@ -67,11 +70,6 @@ class WorkQueue:
             slot.timer = None
         if slot is not None and (slot.task is None or slot.task.done()):
             del self._slots[key]
-
-    def scheduled(self, key: Hashable) -> float | None:
-        """Loop time of the key's pending wake-up, if any (for tests and logs)."""
-        slot = self._slots.get(key)
-        return slot.timer.when() if slot and slot.timer else None
 
     async def close(self) -> None:
         """Cancel timers and running passes."""
@@ -95,9 +93,9 @@ class WorkQueue:
                 raise
             except Exception as err:
                 slot.failures += 1
-                delay = min(BACKOFF_START * 2 ** (slot.failures - 1), BACKOFF_MAX)
-                logger.error("reconcile of %s failed (retry in %.0fs): %s", key, delay, err)
-                logger.debug("reconcile of %s failed", key, exc_info=True)
+                delay = backoff_delay(slot.failures, BACKOFF_START, BACKOFF_MAX)
+                logger.error("pass over %s failed (retry in %.0fs): %s", key, delay, err)
+                logger.debug("pass over %s failed", key, exc_info=True)
                 self._arm(key, slot, delay)
                 continue
             slot.failures = 0
@@ -109,9 +107,9 @@ class WorkQueue:
 
     async def _pass(self, key: Hashable) -> datetime | None:
         if self._running is None:
-            return await self._reconcile(key)
+            return await self._run_pass(key)
         async with self._running:
-            return await self._reconcile(key)
+            return await self._run_pass(key)
 
     def _arm(self, key: Hashable, slot: _Slot, delay: float) -> None:
         self._disarm(slot)

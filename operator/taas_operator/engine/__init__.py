@@ -1,17 +1,24 @@
 """The generic job engine: desired objects and the lifecycle, both pure (no I/O).
 
+Generic as Kubeflow's common engine is: conditions, restart policies, backoffLimit, deadlines,
+cleanup, TTL, suspend and scaling hold for any job kind; what only a TFJob knows (which replicas
+decide running and success, the master role, the cluster spec) comes from `taas_operator.tfjob`.
+Every input is an argument: the operator's settings reach it as plain `BuildOptions`.
+
 Public surface:
-    reconcile(job, pods, now, *, services=None, options=None) -> Plan     (lifecycle.py)
-    status_changed(old, new) -> bool
-    Plan, Event, ObservedPod (ObservedPod.from_manifest(pod_dict))
-    BuildOptions(cluster_domain="", hosts=None), BuildOptions.from_settings(settings)
+    plan_job(job, pods, now, *, services=None, options=None) -> Plan     (lifecycle.py)
+    Plan, Event, status_changed(old, new), skip_reason(managed_by, ...)  (plan.py)
+    ObservedPod (ObservedPod.from_manifest(pod_dict))                    (observed.py)
+    BuildOptions(cluster_domain="", hosts=None)
     desired_pod(s), desired_service(s), desired_network_policy, owner_reference,
-    replica_labels, job_selector                                           (objects.py)
-    set_condition                                                          (conditions.py)
+    replica_labels, job_selector                                          (objects.py)
+    set_condition, fail_invalid_spec                                      (conditions.py)
+    backoff_delay(attempt, start, cap)                                    (backoff.py)
 """
 
-from taas_operator.engine.conditions import set_condition
-from taas_operator.engine.lifecycle import Event, Plan, reconcile, status_changed
+from taas_operator.engine.backoff import backoff_delay
+from taas_operator.engine.conditions import fail_invalid_spec, set_condition
+from taas_operator.engine.lifecycle import plan_job
 from taas_operator.engine.objects import (
     BuildOptions,
     desired_network_policy,
@@ -24,21 +31,25 @@ from taas_operator.engine.objects import (
     replica_labels,
 )
 from taas_operator.engine.observed import ObservedPod
+from taas_operator.engine.plan import Event, Plan, skip_reason, status_changed
 
 __all__ = [
     "BuildOptions",
     "Event",
     "ObservedPod",
     "Plan",
+    "backoff_delay",
     "desired_network_policy",
     "desired_pod",
     "desired_pods",
     "desired_service",
     "desired_services",
+    "fail_invalid_spec",
     "job_selector",
     "owner_reference",
-    "reconcile",
+    "plan_job",
     "replica_labels",
     "set_condition",
+    "skip_reason",
     "status_changed",
 ]

@@ -1,12 +1,17 @@
 """Status conditions with Kubeflow's rules (commonutil.UpdateJobConditions), in place.
 
     set_condition(status, type_, status_value, reason, message, now) -> bool   # True if changed
+    fail_invalid_spec(status, namespace, name, problem, now) -> str | None     # the message
 
 - nothing changes once the job has a Failed=True condition (terminal stays terminal);
 - a condition with the same status and reason is left as it is;
 - lastTransitionTime is kept when only reason/message change;
 - setting a type removes its older entry and appends the new one; Running and Restarting replace
   each other; Succeeded or Failed turn an existing Running condition to False.
+
+A spec the models refuse (stored while an older CRD was installed), or a pod template the
+apiserver refuses, fails the job once (`fail_invalid_spec`): Created if missing, Failed with
+reason InvalidTFJobSpec naming the field and the fix, completionTime; never a retry loop.
 """
 
 from __future__ import annotations
@@ -14,7 +19,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from taas_operator.api.constants import COND_FAILED, COND_RESTARTING, COND_RUNNING, COND_SUCCEEDED
+from taas_operator.api.constants import (
+    COND_CREATED,
+    COND_FAILED,
+    COND_RESTARTING,
+    COND_RUNNING,
+    COND_SUCCEEDED,
+    REASON_CREATED,
+    REASON_INVALID_SPEC,
+)
 from taas_operator.api.models import JobCondition, TFJobStatus
 
 _EXCLUSIVE = {COND_RUNNING: COND_RESTARTING, COND_RESTARTING: COND_RUNNING}
@@ -55,3 +68,19 @@ def set_condition(
     )
     status.conditions = kept
     return True
+
+
+def fail_invalid_spec(
+    status: TFJobStatus, namespace: str, name: str, problem: str, now: datetime
+) -> str | None:
+    """Fail the job for an invalid spec, in place; the message, or None when already failed."""
+    if status.is_true(COND_FAILED):
+        return None
+    message = f"TFJob {namespace}/{name} has an invalid spec: {problem}"
+    if status.condition(COND_CREATED) is None:
+        set_condition(
+            status, COND_CREATED, "True", REASON_CREATED, f"TFJob {name} is created.", now
+        )
+    set_condition(status, COND_FAILED, "True", REASON_INVALID_SPEC, message, now)
+    status.completion_time = status.completion_time or now
+    return message

@@ -1,33 +1,25 @@
-"""The TFJob lifecycle as one pure function: (job, observed pods, now) -> Plan.
+"""The job lifecycle as one pure function: (job, observed pods, now) -> Plan.
 
-    reconcile(job: TFJob, pods: Sequence[ObservedPod], now: datetime, *,
-              services: Collection[str] | None = None,
-              options: BuildOptions | None = None) -> Plan
-    status_changed(old: TFJobStatus, new: TFJobStatus) -> bool
+    plan_job(job: TFJob, pods: Sequence[ObservedPod], now: datetime, *,
+             services: Collection[str] | None = None,
+             options: BuildOptions | None = None) -> Plan
 
 Level-triggered: the plan depends only on its inputs (the spec, the status last written, the
-pods that exist now, the names of the services that exist now, the time), so calling it again
+pods that exist now, the names of the services that exist now, the time), so planning again
 after a crash or a missed event gives the same plan. `services=None` means "services are not
-managed" (the local runner): no service creations or deletions are planned.
+managed" (the local runner): no service creations or deletions are planned. What a Plan holds
+and how to carry it out: `taas_operator.engine.plan`.
 
-How to carry out a Plan (operator and local runner alike):
-1. if `plan.skipped`: do nothing (managedBy names another controller, or the job is being
-   deleted);
-2. if `plan.status_changed`: write `plan.status` (status subresource) FIRST, so a crash before
-   the pod work cannot lose a counted recreation (counting is idempotent per pod uid);
-3. delete `plan.delete_pods` and `plan.delete_services` (names), create `plan.create_pods` and
-   `plan.create_services` (manifests; treat AlreadyExists as success), concurrently;
-4. emit `plan.events` (type, reason, message) on the TFJob;
-5. if `plan.delete_job`: delete the TFJob (its TTL has passed);
-6. if `plan.requeue_at`: reconcile again at that time (activeDeadlineSeconds, TTL), on time.
+Generic: these are the rules Kubeflow's common job engine applies to every job kind. What only a
+TFJob knows (which replicas decide running and success, the master role, a dynamic worker's
+failure, the cluster spec) comes from `taas_operator.tfjob`.
 
 Rules (Kubeflow's unless marked TaaS):
 - Created condition on first sight; startTime when first not suspended.
-- success: with Chief/Master, all of them succeeded; else worker 0 succeeded (exit 0), or every
-  worker with successPolicy AllWorkers. A job without Chief/Master/Worker never succeeds.
+- success and running: `taas_operator.tfjob.rules`.
 - a Failed pod: Never -> the job fails; OnFailure/Always -> the pod is deleted and recreated
-  (Restarting); ExitCode -> exit code >= 128 (or unknown) recreates, 1-127 fails the job.
-  With enableDynamicWorker a failed worker does not fail the job (Kubeflow).
+  (Restarting); ExitCode -> exit code >= 128 (or unknown) recreates, 1-127 fails the job
+  (unless `tfjob.rules.failure_fails_job` says the type's failures do not count).
 - backoffLimit: restarts of live pods under OnFailure/Always/ExitCode plus (TaaS) every
   recreation recorded in status.recreations; reaching the limit (any restart when it is 0) fails
   the job, and the recreation that reached it is not done.
@@ -40,59 +32,31 @@ Rules (Kubeflow's unless marked TaaS):
 - scaling: pods at an index >= replicas (and their services) are deleted, missing ones created.
 - TaaS: failure and restart messages name the pod, container and exit code.
 - TaaS: a pod template the pod builder cannot read (a type the CRD's schema refuses, e.g. `env`
-  as a map; a job stored before that schema existed can hold one) fails the job at once,
-  condition Failed with reason InvalidTFJobSpec and one Warning event naming the replica and
-  the field; so `reconcile` returns a plan, never raises, whatever the template holds.
+  as a map; a job stored before that schema existed can hold one) fails the job at once
+  (`fail_invalid_spec`: reason InvalidTFJobSpec, one Warning event naming the replica and the
+  field), so `plan_job` returns a plan, never raises, whatever the template holds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, Field
-
-from taas_operator.api import FieldError, messages, template_errors
+from taas_operator.api import FieldError, template_errors
 from taas_operator.api import constants as c
-from taas_operator.api.models import Recreation, ReplicaStatus, TFJob, TFJobStatus
-from taas_operator.engine.conditions import set_condition
+from taas_operator.api.constants import ReplicaType
+from taas_operator.api.models import ReplicaStatus, TFJob
+from taas_operator.engine.conditions import fail_invalid_spec, set_condition
+from taas_operator.engine.failures import count_recreation, detail, failure_message, retryable
 from taas_operator.engine.objects import BuildOptions, desired_pod, desired_service
 from taas_operator.engine.observed import ObservedPod
+from taas_operator.engine.plan import Event, EventType, Plan, skip_reason, status_changed
+from taas_operator.tfjob import rules
 from taas_operator.tfjob.cluster_spec import replica_name
 
-_COUNTED_POLICIES = ("OnFailure", "Always", "ExitCode")
 
-
-class Event(BaseModel):
-    """A Kubernetes event to record on the TFJob."""
-
-    type: Literal["Normal", "Warning"]
-    reason: str
-    message: str
-
-
-class Plan(BaseModel):
-    """What to do now to move the job toward its desired state."""
-
-    status: TFJobStatus
-    status_changed: bool = False
-    create_pods: list[dict[str, Any]] = Field(default_factory=list)
-    delete_pods: list[str] = Field(default_factory=list)
-    create_services: list[dict[str, Any]] = Field(default_factory=list)
-    delete_services: list[str] = Field(default_factory=list)
-    events: list[Event] = Field(default_factory=list)
-    delete_job: bool = False
-    requeue_at: datetime | None = None
-    skipped: str | None = None
-
-
-def status_changed(old: TFJobStatus, new: TFJobStatus) -> bool:
-    """Whether writing `new` would change the stored status."""
-    return old.to_dict() != new.to_dict()
-
-
-def reconcile(
+def plan_job(
     job: TFJob,
     pods: Sequence[ObservedPod],
     now: datetime,
@@ -101,14 +65,10 @@ def reconcile(
     options: BuildOptions | None = None,
 ) -> Plan:
     """Compute the plan for one job; see the module docstring for the rules."""
-    if not job.managed_by_us():
-        return Plan(
-            status=job.status,
-            skipped=f"spec.runPolicy.managedBy is {job.spec.run_policy.managed_by!r}",
-        )
-    if job.metadata.deletion_timestamp:
-        return Plan(status=job.status, skipped="the TFJob is being deleted")
-    return _Reconciler(job, pods, _utc(now), services, options or BuildOptions()).run()
+    skipped = skip_reason(job.spec.run_policy.managed_by, job.metadata.deletion_timestamp)
+    if skipped:
+        return Plan(status=job.status, skipped=skipped)
+    return _Pass(job, pods, _utc(now), services, options or BuildOptions()).run()
 
 
 def _utc(now: datetime) -> datetime:
@@ -117,15 +77,8 @@ def _utc(now: datetime) -> datetime:
     return now.astimezone(UTC).replace(microsecond=0)
 
 
-def _detail(pod: ObservedPod) -> str:
-    """TaaS: which pod, container and exit code a failure came from."""
-    code = "unknown" if pod.exit_code is None else str(pod.exit_code)
-    reason = f", reason {pod.reason}" if pod.reason else ""
-    return f"pod {pod.name}, container {pod.container}, exit code {code}{reason}"
-
-
-class _Reconciler:
-    """One reconcile pass; holds the working status and the plan being built."""
+class _Pass:
+    """One planning pass; holds the working status and the plan being built."""
 
     def __init__(
         self,
@@ -143,7 +96,7 @@ class _Reconciler:
         self.specs = job.spec.tf_replica_specs
 
     # -- helpers --------------------------------------------------------------------------------
-    def event(self, type_: Literal["Normal", "Warning"], reason: str, message: str) -> None:
+    def event(self, type_: EventType, reason: str, message: str) -> None:
         self.plan.events.append(Event(type=type_, reason=reason, message=message))
 
     def condition(
@@ -152,7 +105,7 @@ class _Reconciler:
         value: Literal["True", "False"],
         reason: str,
         message: str,
-        event: Literal["Normal", "Warning"] | None = "Normal",
+        event: EventType | None = "Normal",
     ) -> bool:
         changed = set_condition(self.status, type_, value, reason, message, self.now)
         if changed and event:
@@ -190,8 +143,7 @@ class _Reconciler:
             return self.finish()
         problems = [str(e) for t in self.job.replica_types() for e in self.template_problems(t)]
         if problems:
-            invalid = messages.invalid_spec(self.ns, self.name, "; ".join(problems))
-            self.fail(invalid, reason=c.REASON_INVALID_SPEC)
+            self.fail_invalid("; ".join(problems))
             return self.finish()
         if self.job.spec.run_policy.suspend:
             self.suspend()
@@ -239,7 +191,7 @@ class _Reconciler:
             self.condition(c.COND_SUSPENDED, "True", c.REASON_SUSPENDED, message)
 
     def run_active(self) -> None:
-        slots: dict[tuple[str, int], ObservedPod] = {}
+        slots: dict[tuple[ReplicaType, int], ObservedPod] = {}
         for pod in self.pods:
             spec = self.specs.get(pod.replica_type)
             if spec is None or pod.index >= spec.replicas or (pod.replica_type, pod.index) in slots:
@@ -248,7 +200,7 @@ class _Reconciler:
             slots[(pod.replica_type, pod.index)] = pod
 
         counts: dict[str, ReplicaStatus] = {t: ReplicaStatus() for t in self.job.replica_types()}
-        missing: list[tuple[str, int]] = []
+        missing: list[tuple[ReplicaType, int]] = []
         retry: list[ObservedPod] = []
         failed: list[ObservedPod] = []
         for rtype in self.job.replica_types():
@@ -267,31 +219,34 @@ class _Reconciler:
                     counts[rtype].succeeded += 1
                 elif pod.phase == "Failed":
                     counts[rtype].failed += 1
-                    if self.retryable(spec.restart_policy, pod):
+                    if retryable(spec.restart_policy, pod):
                         retry.append(pod)
-                    elif not (self.job.spec.enable_dynamic_worker and rtype == "Worker"):
+                    elif rules.failure_fails_job(self.job, rtype):
                         failed.append(pod)
         self.status.replica_statuses = {t: s for t, s in counts.items()}
 
-        new_recreations = [p for p in retry if self.count_recreation(p)]
-        for pod in new_recreations:
-            self.event(
-                "Normal",
-                c.REASON_EXITED_WITH_CODE,
-                f"Pod: {self.ns}.{pod.name} exited with code {pod.exit_code}",
-            )
-        for pod in failed:
+        new_recreations = [p for p in retry if count_recreation(self.status, p)]
+        for pod in [*new_recreations, *failed]:
             self.event(
                 "Normal",
                 c.REASON_EXITED_WITH_CODE,
                 f"Pod: {self.ns}.{pod.name} exited with code {pod.exit_code}",
             )
 
-        failure = self.failure_message(failed, retry)
-        if failure is not None:
-            self.fail(failure)
+        failure = failure_message(self.job, self.status, self.pods, failed, retry, self.now)
+        if failure.message is not None:
+            self.fail(failure.message)
             return
-        if self.succeeded(counts, slots):
+        if failure.deadline is not None:
+            self.requeue(failure.deadline)
+        zero = slots.get(("Worker", 0))
+        zero_succeeded = (
+            zero is not None
+            and not zero.deleting
+            and zero.phase == "Succeeded"
+            and zero.exit_code in (0, None)
+        )
+        if rules.has_succeeded(self.job, counts, zero_succeeded):
             self.succeed(counts)
             return
 
@@ -303,113 +258,30 @@ class _Reconciler:
                 "True",
                 c.REASON_RESTARTING,
                 f"TFJob {self.name} is restarting because {n} {first.replica_type} replica(s) "
-                f"failed ({_detail(first)}).",
+                f"failed ({detail(first)}).",
                 event="Warning",
             )
             for pod in retry:
                 self.delete_pod(pod, with_service=False)
-        elif self.is_running(counts):
+        elif rules.is_running(self.job, counts):
             self.condition(
                 c.COND_RUNNING, "True", c.REASON_RUNNING, f"TFJob {self.ns}/{self.name} is running."
             )
         self.create(missing)
 
-    def retryable(self, policy: str, pod: ObservedPod) -> bool:
-        if policy in ("OnFailure", "Always"):
-            return True
-        if policy == "ExitCode":
-            return pod.exit_code is None or pod.exit_code >= 128
-        return False
-
-    def count_recreation(self, pod: ObservedPod) -> bool:
-        """Record one recreation of this pod's slot, once per pod uid; True if new."""
-        entry = self.status.recreations.get(pod.name)
-        if entry is not None and pod.uid and entry.last_pod_uid == pod.uid:
-            return False
-        entry = entry or Recreation()
-        self.status.recreations[pod.name] = Recreation(
-            count=entry.count + 1,
-            lastPodUID=pod.uid,
-            last_exit_code=pod.exit_code,
-            last_reason=pod.reason,
-        )
-        return True
-
-    def failure_message(self, failed: list[ObservedPod], retry: list[ObservedPod]) -> str | None:
-        """Why the job fails now (Never/ExitCode failures, backoff, deadline), or None."""
-        if failed:
-            first = failed[0]
-            n = sum(1 for p in failed if p.replica_type == first.replica_type)
-            return (
-                f"TFJob {self.ns}/{self.name} has failed because {n} {first.replica_type} "
-                f"replica(s) failed ({_detail(first)})."
-            )
-        limit = self.job.spec.run_policy.backoff_limit
-        if limit is not None:
-            restarts = sum(
-                p.restart_count
-                for p in self.pods
-                if p.active
-                and p.replica_type in self.specs
-                and self.specs[p.replica_type].restart_policy in _COUNTED_POLICIES
-            )
-            total = restarts + sum(r.count for r in self.status.recreations.values())
-            if (total > 0) if limit == 0 else (total >= limit):
-                culprit: ObservedPod | None = retry[0] if retry else self.last_restarted()
-                detail = f" (last failure: {_detail(culprit)})" if culprit else ""
-                return (
-                    f"Job {self.name} has failed because it has reached the specified backoff "
-                    f"limit{detail}"
-                )
-        deadline = self.job.spec.run_policy.active_deadline_seconds
-        if deadline is not None and self.status.start_time is not None:
-            ends = self.status.start_time + timedelta(seconds=deadline)
-            if self.now >= ends:
-                return (
-                    f"Job {self.name} has failed because it was active longer than specified "
-                    f"deadline"
-                )
-            self.requeue(ends)
-        return None
-
-    def last_restarted(self) -> ObservedPod | None:
-        restarted = [p for p in self.pods if p.active and p.restart_count > 0]
-        return max(restarted, key=lambda p: p.restart_count) if restarted else None
-
-    def succeeded(self, counts: dict[str, ReplicaStatus], slots: dict) -> bool:
-        if self.job.has_chief():
-            return all(
-                counts[t].succeeded >= self.specs[t].replicas
-                for t in self.job.replica_types()
-                if t in c.CHIEF_TYPES
-            )
-        worker = self.specs.get("Worker")
-        if worker is None:
-            return False
-        if counts["Worker"].succeeded >= worker.replicas:
-            return True
-        if self.job.spec.success_policy == "AllWorkers":
-            return False
-        zero = slots.get(("Worker", 0))
-        return (
-            zero is not None
-            and not zero.deleting
-            and zero.phase == "Succeeded"
-            and zero.exit_code in (0, None)
-        )
-
-    def is_running(self, counts: dict[str, ReplicaStatus]) -> bool:
-        if self.job.has_chief():
-            return any(counts[t].active > 0 for t in counts if t in c.CHIEF_TYPES)
-        return "Worker" in counts and counts["Worker"].active > 0
-
-    def template_problems(self, replica_type: str) -> list[FieldError]:
+    def template_problems(self, replica_type: ReplicaType) -> list[FieldError]:
         """What in this replica's pod template the pod builder cannot read (wrong types)."""
-        return template_errors(replica_type, self.specs[replica_type].template)  # type: ignore[index]
+        return template_errors(replica_type, self.specs[replica_type].template)
 
-    def fail(self, message: str, reason: str = c.REASON_FAILED) -> None:
+    def fail_invalid(self, problems: str) -> None:
+        message = fail_invalid_spec(self.status, self.ns, self.name, problems, self.now)
+        if message:
+            self.event("Warning", c.REASON_INVALID_SPEC, message)
+        self.cleanup()
+
+    def fail(self, message: str) -> None:
         self.status.completion_time = self.status.completion_time or self.now
-        self.condition(c.COND_FAILED, "True", reason, message, event="Warning")
+        self.condition(c.COND_FAILED, "True", c.REASON_FAILED, message, event="Warning")
         self.cleanup()
 
     def succeed(self, counts: dict[str, ReplicaStatus]) -> None:
@@ -425,18 +297,18 @@ class _Reconciler:
         )
         self.cleanup()
 
-    def create(self, missing: list[tuple[str, int]]) -> None:
+    def create(self, missing: list[tuple[ReplicaType, int]]) -> None:
         warned: set[str] = set()
         for rtype, index in missing:
             self.plan.create_pods.append(desired_pod(self.job, rtype, index, self.options))
-            template_spec = self.specs[rtype].template.get("spec") or {}  # type: ignore[index]
+            template_spec = self.specs[rtype].template.get("spec") or {}
             if "restartPolicy" in template_spec and rtype not in warned:
                 warned.add(rtype)
                 self.event(
                     "Warning",
                     c.REASON_TEMPLATE_RESTART_POLICY,
                     f"Restart policy in pod template of {rtype} will be overwritten by the "
-                    f"restart policy in the replica spec ({self.specs[rtype].restart_policy}).",  # type: ignore[index]
+                    f"restart policy in the replica spec ({self.specs[rtype].restart_policy}).",
                 )
         if self.services is None:
             return

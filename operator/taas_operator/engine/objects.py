@@ -1,7 +1,6 @@
 """Desired Kubernetes objects of a TFJob, as plain manifests (dicts). Pure: no I/O.
 
     BuildOptions(cluster_domain: str = "", hosts: HostFn | None = None)
-        BuildOptions.from_settings(settings: OperatorSettings) -> BuildOptions
     replica_labels(job_name, replica_type, index) -> dict[str, str]
     job_selector(job_name) -> dict[str, str]              # labels of every pod/service of a job
     owner_reference(job) -> dict
@@ -12,17 +11,18 @@
     desired_network_policy(job, extra_namespaces=()) -> dict
 
 Pods and headless services are named `<job>-<lowercase type>-<index>` and labelled like
-Kubeflow's (operator-name, job-name, replica-type, replica-index; job-role=master on pods of the
-Chief/Master, or worker 0 when neither exists), the template's labels and annotations kept. The
+Kubeflow's (operator-name, job-name, replica-type, replica-index; job-role=master on the pods
+`taas_operator.tfjob.rules.is_master_role` names), the template's labels and annotations kept. The
 `tensorflow` container gets the port `tfjob-port` (2222) when it has none, and the cluster env
 (TF_CONFIG when distributed, then PS_HOSTS, WORKER_HOSTS, CHIEF_HOSTS, JOB_NAME, TASK_INDEX) at
 the front of its env list, so the user's own env and `$(VAR)` references in args can use them;
 entries of the same names the user set are replaced. The pod's restartPolicy comes from the
 replica's (ExitCode becomes Never).
 
-`BuildOptions.hosts` picks the addresses in the cluster spec: the default is the job's services
-(`<svc>.<ns>.svc[.<cluster_domain>]:<port>`); the local runner passes a function returning
-`127.0.0.1:<free port>` and reads the pods' env and command from these same manifests.
+`BuildOptions` holds every input that is not in the TFJob, as plain values (the operator fills
+them from its settings): `hosts` picks the addresses in the cluster spec, by default the job's
+services (`<svc>.<ns>.svc[.<cluster_domain>]:<port>`); the local runner passes a function
+returning `127.0.0.1:<free port>` and reads the pods' env and command from these same manifests.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from typing import Any
 
 from taas_operator.api.constants import (
     API_VERSION,
-    CHIEF_TYPES,
     CONTROLLER_NAME,
     DEFAULT_CONTAINER_NAME,
     DEFAULT_PORT_NAME,
@@ -45,9 +44,9 @@ from taas_operator.api.constants import (
     LABEL_OPERATOR_NAME,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
+    ReplicaType,
 )
 from taas_operator.api.models import TFJob
-from taas_operator.settings import OperatorSettings
 from taas_operator.tfjob.cluster_spec import (
     HostFn,
     cluster_env,
@@ -55,6 +54,7 @@ from taas_operator.tfjob.cluster_spec import (
     replica_port,
     service_hosts,
 )
+from taas_operator.tfjob.rules import is_master_role
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,6 @@ class BuildOptions:
 
     cluster_domain: str = ""
     hosts: HostFn | None = None
-
-    @classmethod
-    def from_settings(cls, settings: OperatorSettings) -> BuildOptions:
-        """Options for the operator: its cluster domain, service host names."""
-        return cls(cluster_domain=settings.cluster_domain)
 
     def host_fn(self, job: TFJob) -> HostFn:
         """The host strategy for this job."""
@@ -109,19 +104,12 @@ def _metadata(job: TFJob, name: str, labels: dict[str, str], annotations: dict[s
     return meta
 
 
-def is_master_role(job: TFJob, replica_type: str, index: int) -> bool:
-    """Chief/Master pods, or worker 0 when the job has neither."""
-    if job.has_chief():
-        return replica_type in CHIEF_TYPES
-    return replica_type == "Worker" and index == 0
-
-
 def desired_pod(
-    job: TFJob, replica_type: str, index: int, options: BuildOptions | None = None
+    job: TFJob, replica_type: ReplicaType, index: int, options: BuildOptions | None = None
 ) -> dict[str, Any]:
     """The pod manifest of one replica."""
     options = options or BuildOptions()
-    replica = job.spec.tf_replica_specs[replica_type]  # type: ignore[index]
+    replica = job.spec.tf_replica_specs[replica_type]
     template = copy.deepcopy(replica.template)
     tmeta = template.get("metadata") or {}
     labels = {**(tmeta.get("labels") or {}), **replica_labels(job.name, replica_type, index)}
@@ -164,9 +152,9 @@ def desired_pods(job: TFJob, options: BuildOptions | None = None) -> list[dict[s
     ]
 
 
-def _tf_container_ports(job: TFJob, replica_type: str) -> list[dict[str, Any]]:
+def _tf_container_ports(job: TFJob, replica_type: ReplicaType) -> list[dict[str, Any]]:
     """Named ports of the tensorflow container, tfjob-port included (defaulted)."""
-    replica = job.spec.tf_replica_specs[replica_type]  # type: ignore[index]
+    replica = job.spec.tf_replica_specs[replica_type]
     ports: list[dict[str, Any]] = []
     for container in replica.containers():
         if container.get("name") == DEFAULT_CONTAINER_NAME:
@@ -177,7 +165,7 @@ def _tf_container_ports(job: TFJob, replica_type: str) -> list[dict[str, Any]]:
     return ports
 
 
-def desired_service(job: TFJob, replica_type: str, index: int) -> dict[str, Any]:
+def desired_service(job: TFJob, replica_type: ReplicaType, index: int) -> dict[str, Any]:
     """Headless service of one replica, exposing the tensorflow container's named ports."""
     labels = replica_labels(job.name, replica_type, index)
     ports = [

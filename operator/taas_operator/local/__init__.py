@@ -10,7 +10,8 @@ and runs the lifecycle; this package only plays the kubelet and shows what happe
     process.py     start/stop processes in their own groups, dying with the runner
     kubelet.py     LocalPod: one pod's process, restarts in place, phase, exit code
     display.py     logs prefixed per replica, the live table
-    runner.py      the loop: kubelet poll -> engine reconcile -> act on the Plan
+    job_run.py     JobRun: one job's pods and status; kubelet poll -> engine plan -> act on it
+    runner.py      run_jobs: every JobRun stepped until done, signals, the final report
 """
 
 from taas_operator.local.documents import InputError, load_tfjobs, render_objects

@@ -1,6 +1,6 @@
 """A local stand-in for a kubelet: one `LocalPod` runs one pod's `tensorflow` container.
 
-    LocalPod(manifest, uid, launch, on_line)
+    LocalPod(manifest, uid, launch, on_line)     # on_line(pod name, output line as bytes)
         .start()  .poll(now) -> bool (state changed)  .delete(now)  .kill()
         .observed() -> ObservedPod  (what the lifecycle engine reads)
 
@@ -25,7 +25,7 @@ from typing import Any
 
 from taas_operator.api.constants import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from taas_operator.api.validation import normalize_replica_type
-from taas_operator.engine import ObservedPod
+from taas_operator.engine import ObservedPod, backoff_delay
 from taas_operator.engine.observed import PodPhase
 from taas_operator.local.container import Launch
 from taas_operator.local.process import signal_group, spawn
@@ -123,7 +123,7 @@ class LocalPod:
         self.reason = "Completed" if code == 0 else "Error"
         if self.restart_policy == "Always" or (self.restart_policy == "OnFailure" and code != 0):
             self.restart_count += 1
-            delay = min(BACKOFF_MAX, BACKOFF_START * 2 ** (self.restart_count - 1))
+            delay = backoff_delay(self.restart_count, BACKOFF_START, BACKOFF_MAX)
             self.restart_at = now + timedelta(seconds=delay)
             return True
         self.phase = "Succeeded" if code == 0 else "Failed"

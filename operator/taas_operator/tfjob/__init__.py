@@ -1,6 +1,7 @@
-"""TensorFlow specifics of a TFJob: the cluster spec (TF_CONFIG and classic env vars).
+"""TensorFlow specifics of a TFJob: the cluster spec (TF_CONFIG and classic env vars) and the
+rules the generic engine asks (master role, running, success).
 
-See `taas_operator.tfjob.cluster_spec` for the interface.
+See `taas_operator.tfjob.cluster_spec` and `taas_operator.tfjob.rules` for the interfaces.
 """
 
 from taas_operator.tfjob.cluster_spec import (
@@ -14,13 +15,18 @@ from taas_operator.tfjob.cluster_spec import (
     service_hosts,
     tf_config,
 )
+from taas_operator.tfjob.rules import failure_fails_job, has_succeeded, is_master_role, is_running
 
 __all__ = [
     "HostFn",
     "classic_env",
     "cluster_env",
     "cluster_spec",
+    "failure_fails_job",
+    "has_succeeded",
     "is_distributed",
+    "is_master_role",
+    "is_running",
     "replica_name",
     "replica_port",
     "service_hosts",

@@ -47,7 +47,6 @@ HostFn = Callable[[str, int, int], str]
 """(lowercase replica type, index, port) -> "host:port"."""
 
 TF_CONFIG = "TF_CONFIG"
-CLASSIC_VARS = ("PS_HOSTS", "WORKER_HOSTS", "CHIEF_HOSTS", "JOB_NAME", "TASK_INDEX")
 
 
 def replica_name(job_name: str, replica_type: str, index: int) -> str:

@@ -1,0 +1,166 @@
+"""Carrying out a Plan's object changes: pods, services, the job's NetworkPolicy, the TTL delete.
+
+    actions = Actions(kube, echoes, request, network_policy=True, extra_namespaces=())
+    await actions.apply(job, plan, policies) -> Applied     # deletions and creations at once
+    await actions.delete_job(job) -> bool                   # ttlSecondsAfterFinished passed
+
+`apply` deletes `plan.delete_pods`/`delete_services` and creates `plan.create_pods`/
+`create_services` concurrently, and creates the NetworkPolicy `<job>` (or puts its spec back if
+someone changed it) when `network_policy` is on. Every creation expects its ADDED watch event
+(`echoes.expecting_echo`), so the echo of the operator's own write starts no pass. A creation
+that finds the name taken (AlreadyExists) is not an error: `Applied.name_taken` tells the pass
+to look at what is there. A pod or service the apiserver refuses as invalid (400/422: the CRD
+keeps pod templates open, so e.g. a containerPort of 70000 is only caught here) is reported as
+`Invalid<Kind>` naming the replica type's template; any other failed call as `Failed<Verb><Kind>`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from taas_operator.api import constants as c
+from taas_operator.api.models import TFJob
+from taas_operator.controller.echoes import Echoes, expecting_echo
+from taas_operator.controller.events import (
+    CREATE,
+    DELETE,
+    UPDATE,
+    Done,
+    failed,
+    grouped,
+    kind_title,
+    log_api_error,
+    noun,
+)
+from taas_operator.controller.jobcache import JobKey
+from taas_operator.controller.kube import (
+    POD,
+    POLICY,
+    SERVICE,
+    ApiError,
+    Conflict,
+    Invalid,
+    Kind,
+    KubeClient,
+)
+from taas_operator.engine import Event, Plan, desired_network_policy
+
+# replica-type label value (lowercase) -> the tfReplicaSpecs key, for messages
+_REPLICA_KEYS = {kind.lower(): kind for kind in c.REPLICA_TYPES}
+
+
+@dataclass(frozen=True)
+class _Taken:
+    """A creation found an object of that name already there."""
+
+    name: str
+
+
+_Outcome = Done | Event | _Taken | None
+
+
+@dataclass
+class Applied:
+    """What `Actions.apply` did: the events to post (grouped), and whether a name was taken."""
+
+    events: list[Event] = field(default_factory=list)
+    name_taken: bool = False
+
+    @property
+    def errors(self) -> list[str]:
+        """Messages of the calls that failed (the pass is retried)."""
+        return [e.message for e in self.events if e.type == "Warning"]
+
+    @property
+    def invalid(self) -> list[str]:
+        """Messages of the objects the apiserver refused: a permanent error of the spec."""
+        return [e.message for e in self.events if e.reason.startswith("Invalid")]
+
+
+class Actions:
+    """Creates and deletes a job's children through the API."""
+
+    def __init__(
+        self,
+        kube: KubeClient,
+        echoes: Echoes,
+        request: Callable[[JobKey], None],
+        *,
+        network_policy: bool = True,
+        extra_namespaces: Sequence[str] = (),
+    ) -> None:
+        self.kube, self.echoes, self.request = kube, echoes, request
+        self.network_policy, self.extra_namespaces = network_policy, tuple(extra_namespaces)
+
+    async def apply(self, job: TFJob, plan: Plan, policies: list[dict[str, Any]]) -> Applied:
+        """Deletions and creations of `plan`, concurrently (and the NetworkPolicy)."""
+        ns = job.namespace
+        calls = [
+            *(self._delete(POD, ns, name) for name in plan.delete_pods),
+            *(self._delete(SERVICE, ns, name) for name in plan.delete_services),
+            *(self._create(POD, job, manifest) for manifest in plan.create_pods),
+            *(self._create(SERVICE, job, manifest) for manifest in plan.create_services),
+        ]
+        if self.network_policy and not plan.delete_job:
+            calls.append(self._sync_policy(job, policies))
+        outcomes = await asyncio.gather(*calls)
+        return Applied(
+            events=grouped([o for o in outcomes if isinstance(o, Done | Event)]),
+            name_taken=any(isinstance(o, _Taken) for o in outcomes),
+        )
+
+    async def delete_job(self, job: TFJob) -> bool:
+        """Delete the TFJob (and its NetworkPolicy); False when a new job took its name."""
+        if self.network_policy:
+            await self._delete(POLICY, job.namespace, job.name)
+        try:
+            await self.kube.delete_job(job.namespace, job.name, job.metadata.uid or "")
+        except Conflict:  # the uid precondition: a new job of that name; leave it
+            return False
+        return True
+
+    async def _create(self, kind: Kind, job: TFJob, manifest: dict[str, Any]) -> _Outcome:
+        name = manifest["metadata"]["name"]
+        key, ref = (job.namespace, job.name), (kind.plural, name)
+        write = self.kube.create(kind, job.namespace, manifest)
+        try:
+            made = await expecting_echo(self.echoes, self.request, key, ref, "ADDED", write)
+        except Invalid as err:
+            labels = manifest["metadata"].get("labels") or {}
+            replica = _REPLICA_KEYS.get(labels.get(c.LABEL_REPLICA_TYPE, ""), "<type>")
+            return Event(
+                type="Warning",
+                reason=f"Invalid{kind_title(kind)}",
+                message=f"the apiserver refused {noun(kind)} {name}: {err.server_message}; "
+                f"fix spec.tfReplicaSpecs.{replica}.template",
+            )
+        except ApiError as err:
+            log_api_error(err)
+            return failed(CREATE, kind, name, err)
+        return _Taken(name) if made is None else Done(CREATE, kind, name)
+
+    async def _delete(self, kind: Kind, ns: str, name: str) -> _Outcome:
+        try:
+            gone = await self.kube.delete(kind, ns, name)
+        except ApiError as err:
+            log_api_error(err)
+            return failed(DELETE, kind, name, err)
+        return Done(DELETE, kind, name) if gone else None
+
+    async def _sync_policy(self, job: TFJob, policies: list[dict[str, Any]]) -> _Outcome:
+        """Create the job's NetworkPolicy, or put its spec back if someone changed it."""
+        desired = desired_network_policy(job, self.extra_namespaces)
+        current = next((p for p in policies if p["metadata"]["name"] == job.name), None)
+        if current is None:
+            return await self._create(POLICY, job, desired)
+        if current.get("spec") == desired["spec"]:
+            return None
+        try:
+            await self.kube.replace_spec(POLICY, job.namespace, job.name, desired["spec"])
+        except ApiError as err:
+            log_api_error(err)
+            return failed(UPDATE, POLICY, job.name, err)
+        return Done(UPDATE, POLICY, job.name)

@@ -1,0 +1,80 @@
+"""The newest version of every TFJob, as the watch and the operator's own status writes show it.
+
+    cache = JobCache()
+    cache.has_seen(body) -> bool     # this version (or a newer one) of this job is cached
+    cache.remember(body)             # keep it unless a newer version of the same job is cached
+    cache.replace(key, body)         # a fresh GET: keep it whatever is cached
+    cache.get(key) -> dict | None    cache.forget(key)    len(cache)
+    job_key(body) -> JobKey          # (namespace, name)
+    resource_version(body) -> int
+
+A pass reads the job from here instead of GETting it: the watch keeps the cache current, and
+every status write puts the stored object back. A job "incarnation" is its uid: a job deleted
+and created again under the same name replaces the cached one whatever the versions say.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+JobKey = tuple[str, str]
+
+
+def job_key(body: dict[str, Any]) -> JobKey:
+    """(namespace, name) of a TFJob object."""
+    meta = body.get("metadata") or {}
+    return str(meta.get("namespace") or "default"), str(meta.get("name") or "")
+
+
+def resource_version(body: dict[str, Any]) -> int:
+    """metadata.resourceVersion as a number (0 when absent or not a number)."""
+    try:
+        return int((body.get("metadata") or {}).get("resourceVersion") or 0)
+    except ValueError:  # opaque by contract; etcd-backed servers use integers
+        return 0
+
+
+def _uid(body: dict[str, Any]) -> Any:
+    return (body.get("metadata") or {}).get("uid")
+
+
+class JobCache:
+    """TFJob objects (plain JSON dicts) by (namespace, name)."""
+
+    def __init__(self) -> None:
+        self._jobs: dict[JobKey, dict[str, Any]] = {}
+
+    def __len__(self) -> int:
+        return len(self._jobs)
+
+    def get(self, key: JobKey) -> dict[str, Any] | None:
+        """The cached job, if any."""
+        return self._jobs.get(key)
+
+    def has_seen(self, body: dict[str, Any]) -> bool:
+        """The same incarnation is cached at this version or a newer one."""
+        cached = self._jobs.get(job_key(body))
+        return (
+            cached is not None
+            and _uid(cached) == _uid(body)
+            and 0 < resource_version(body) <= resource_version(cached)
+        )
+
+    def remember(self, body: dict[str, Any]) -> None:
+        """Cache `body` unless a newer version of the same incarnation is cached."""
+        key = job_key(body)
+        cached = self._jobs.get(key)
+        if (
+            cached is None
+            or _uid(cached) != _uid(body)
+            or resource_version(body) >= resource_version(cached)
+        ):
+            self._jobs[key] = body
+
+    def replace(self, key: JobKey, body: dict[str, Any]) -> None:
+        """Cache `body` as it is (read fresh from the apiserver)."""
+        self._jobs[key] = body
+
+    def forget(self, key: JobKey) -> None:
+        """The job is gone."""
+        self._jobs.pop(key, None)

@@ -1,0 +1,194 @@
+"""One pass over one TFJob: read what exists, ask the engine for a Plan, carry it out.
+
+    passes = JobPass(settings, kube, cache, echoes, request, forget)
+    await passes.run(key) -> datetime | None      # when to run again (None: on the next event)
+    passes.forget(key)                            # the job is gone: drop what a pass kept
+
+A pass (level-triggered, idempotent; the rules are `taas_operator.engine.lifecycle`'s):
+1. the TFJob from the cache the watch keeps (`JobCache`; one GET only when it is missing);
+   `engine.skip_reason` (managedBy another controller, or being deleted) -> nothing;
+2. a spec the models refuse (stored while an older CRD was installed) -> condition Failed with
+   the field and fix and a Warning event `InvalidTFJobSpec`, once (`engine.fail_invalid_spec`);
+   never a retry loop. The same for a pod template the apiserver refuses (`actions`);
+3. pods, services (and NetworkPolicies) listed by the job's labels, concurrently, fresh from the
+   apiserver; objects controlled by another incarnation of the same name are ignored. Not for
+   a job without status (its first pass: nothing of TaaS exists yet); a name found taken when
+   creating makes the next pass list;
+4. `engine.plan_job` -> Plan; the status written FIRST (`status.StatusWriter`: a Conflict reads
+   the job again and repeats the pass), then deletions and creations concurrently
+   (`actions.Actions`), then the plan's events (`events.EventRecorder`), then the TTL deletion;
+5. the plan's `requeue_at` is returned, so the work queue wakes the job exactly then.
+Failed API calls become Warning events (once per distinct error) and a `PassError`, so the
+work queue retries with backoff; 403s name the missing verb and resource.
+
+Deliberately no finalizer: deleting a TFJob never waits for the operator; its pods, services and
+NetworkPolicy carry a controller ownerReference, so Kubernetes' garbage collector removes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from taas_operator.api import TFJobStatus, TFJobValidationError, parse_tfjob
+from taas_operator.api.constants import REASON_INVALID_SPEC
+from taas_operator.api.models import TFJob
+from taas_operator.controller.actions import Actions
+from taas_operator.controller.echoes import Echoes
+from taas_operator.controller.events import EventRecorder
+from taas_operator.controller.jobcache import JobCache, JobKey
+from taas_operator.controller.kube import POD, POLICY, SERVICE, KubeClient
+from taas_operator.controller.pruning import PrunedRecreations
+from taas_operator.controller.status import StatusWriter
+from taas_operator.engine import (
+    BuildOptions,
+    Event,
+    ObservedPod,
+    fail_invalid_spec,
+    job_selector,
+    plan_job,
+    skip_reason,
+)
+from taas_operator.settings import OperatorSettings
+
+logger = logging.getLogger("taas_operator.controller")
+
+
+class PassError(RuntimeError):
+    """Some API calls of a pass failed; the work queue retries the job later."""
+
+
+def _owned_by(obj: dict[str, Any], uid: str) -> bool:
+    """Ours unless its controller owner is another object (e.g. an older job of the same name)."""
+    refs = [
+        r for r in (obj.get("metadata") or {}).get("ownerReferences") or [] if r.get("controller")
+    ]
+    return not refs or any(r.get("uid") == uid for r in refs)
+
+
+class JobPass:
+    """Runs passes; keeps what one pass leaves for the next (which jobs must list)."""
+
+    def __init__(
+        self,
+        settings: OperatorSettings,
+        kube: KubeClient,
+        cache: JobCache,
+        echoes: Echoes,
+        request: Callable[[JobKey], None],
+        forget: Callable[[JobKey], None],
+    ) -> None:
+        self.kube, self.cache, self.echoes, self.request = kube, cache, echoes, request
+        self.network_policy = settings.network_policy
+        self.options = BuildOptions(cluster_domain=settings.cluster_domain)
+        self.recorder = EventRecorder(kube)
+        self.writer = StatusWriter(kube, cache, echoes, request, forget)
+        self.actions = Actions(
+            kube,
+            echoes,
+            request,
+            network_policy=settings.network_policy,
+            extra_namespaces=settings.network_policy_extra_namespaces,
+        )
+        self.pruned = PrunedRecreations()
+        self._forget_job = forget
+        self._must_list: set[JobKey] = set()  # jobs whose next pass must LIST their children
+
+    def forget(self, key: JobKey) -> None:
+        """Drop what passes kept about the job (the caller forgets its cache entry and echoes)."""
+        self._must_list.discard(key)
+        self.recorder.clear(key)
+        self.pruned.forget(key)
+
+    async def run(self, key: JobKey) -> datetime | None:
+        """Run one pass for the job; return when it must run again (None: on the next event)."""
+        logger.debug("reconciling %s/%s", *key)  # tests and users grep for this line
+        body = self.cache.get(key)
+        if body is None:
+            body = await self.kube.get_job(*key)
+            if body is None:
+                return None
+            self.cache.remember(body)
+        meta, spec = body.get("metadata") or {}, body.get("spec") or {}
+        managed_by = (spec.get("runPolicy") or {}).get("managedBy")
+        skipped = skip_reason(managed_by, meta.get("deletionTimestamp"))
+        if skipped:
+            logger.debug("%s/%s: %s, left alone", *key, skipped)
+            return None
+        try:
+            job = parse_tfjob(self.pruned.restore(key, body))
+        except TFJobValidationError as err:
+            await self._reject(key, body, "; ".join(str(e) for e in err.errors))
+            return None
+        return await self._run_job(key, body, job)
+
+    async def _run_job(self, key: JobKey, body: dict[str, Any], job: TFJob) -> datetime | None:
+        self.echoes.forget(key)
+        # Not for a job with no status yet: its first pass writes the status before creating
+        # anything, so no pass of TaaS has made children for it; should some exist anyway (made
+        # by another controller), creating one finds the name taken and the next pass lists.
+        listed = key in self._must_list or bool(body.get("status"))
+        pods, services, policies = await self._children(job) if listed else ([], [], [])
+        self._must_list.discard(key)
+        observed = [p for p in map(ObservedPod.from_manifest, pods) if p is not None]
+        service_names = [str(s["metadata"]["name"]) for s in services]
+        now = datetime.now(UTC)
+        plan = plan_job(job, observed, now, services=service_names, options=self.options)
+        if plan.skipped:
+            return None
+        if plan.status_changed:
+            written = plan.status.to_dict()
+            stored = await self.writer.write(key, body, written)
+            if stored is None:
+                return None
+            body = stored
+            self.pruned.check(key, job.metadata.uid or "", written, body)
+        applied = await self.actions.apply(job, plan, policies)
+        await self.recorder.post(key, body, applied.events)
+        if applied.name_taken and not listed:  # look at what is there
+            self._must_list.add(key)
+            self.request(key)
+        await self.recorder.post(key, body, plan.events)
+        if applied.invalid:  # a permanent error: retrying would fail the same way forever
+            await self._reject(key, self.cache.get(key) or body, "; ".join(applied.invalid))
+            return None
+        if plan.delete_job and not applied.errors:
+            if await self.actions.delete_job(job):
+                logger.info("%s/%s: deleted after ttlSecondsAfterFinished", *key)
+                self._forget_job(key)
+            return None
+        if applied.errors:
+            raise PassError(f"{job.namespace}/{job.name}: " + "; ".join(applied.errors))
+        self.recorder.clear(key)
+        return plan.requeue_at
+
+    async def _children(
+        self, job: TFJob
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+        """The job's pods, services and NetworkPolicies (when managed), read fresh."""
+        logger.debug("%s/%s: listing its children", job.namespace, job.name)
+        kinds = [POD, SERVICE, POLICY] if self.network_policy else [POD, SERVICE]
+        selector = job_selector(job.name)
+        found = await asyncio.gather(*(self.kube.list(k, job.namespace, selector) for k in kinds))
+        uid = job.metadata.uid or ""
+        pods, services, *policies = ([o for o in objs if _owned_by(o, uid)] for objs in found)
+        return pods, services, policies[0] if policies else []
+
+    async def _reject(self, key: JobKey, body: dict[str, Any], problem: str) -> None:
+        """A spec the models or the apiserver refuse: Failed condition + Warning event, once."""
+        try:
+            status = TFJobStatus.model_validate(body.get("status") or {})
+        except ValueError:
+            status = TFJobStatus()
+        now = datetime.now(UTC).replace(microsecond=0)
+        message = fail_invalid_spec(status, key[0], key[1], problem, now)
+        if message is None:
+            return
+        logger.warning("%s", message)
+        stored = await self.writer.write(key, body, status.to_dict())
+        if stored is not None:
+            event = Event(type="Warning", reason=REASON_INVALID_SPEC, message=message)
+            await self.recorder.post(key, stored, [event])

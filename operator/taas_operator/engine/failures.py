@@ -1,0 +1,109 @@
+"""When a failed pod is recreated and when the job fails: restartPolicy, backoffLimit, deadline.
+
+    retryable(restart_policy, pod) -> bool
+    count_recreation(status, pod) -> bool              # records it in status.recreations
+    failure_message(job, status, pods, failed, retry, now) -> JobFailure
+    detail(pod) -> str                                 # "pod p, container c, exit code n"
+
+Pure; the lifecycle pass (`taas_operator.engine.lifecycle`) calls them with the pods of the
+current slots (`failed`: ended and not to be retried; `retry`: to be deleted and recreated).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import NamedTuple
+
+from taas_operator.api.models import Recreation, TFJob, TFJobStatus
+from taas_operator.engine.observed import ObservedPod
+
+#: Restart policies whose container restarts count against backoffLimit.
+_COUNTED_POLICIES = ("OnFailure", "Always", "ExitCode")
+
+
+class JobFailure(NamedTuple):
+    """Why the job fails now (None: it does not), and when the deadline will end it."""
+
+    message: str | None
+    deadline: datetime | None = None
+
+
+def detail(pod: ObservedPod) -> str:
+    """TaaS: which pod, container and exit code a failure came from."""
+    code = "unknown" if pod.exit_code is None else str(pod.exit_code)
+    reason = f", reason {pod.reason}" if pod.reason else ""
+    return f"pod {pod.name}, container {pod.container}, exit code {code}{reason}"
+
+
+def retryable(restart_policy: str, pod: ObservedPod) -> bool:
+    """OnFailure/Always: always; ExitCode: a signal or lost peer (>= 128, or unknown)."""
+    if restart_policy in ("OnFailure", "Always"):
+        return True
+    if restart_policy == "ExitCode":
+        return pod.exit_code is None or pod.exit_code >= 128
+    return False
+
+
+def count_recreation(status: TFJobStatus, pod: ObservedPod) -> bool:
+    """Record one recreation of this pod's slot, once per pod uid; True if new."""
+    entry = status.recreations.get(pod.name)
+    if entry is not None and pod.uid and entry.last_pod_uid == pod.uid:
+        return False
+    entry = entry or Recreation()
+    status.recreations[pod.name] = Recreation(
+        count=entry.count + 1,
+        lastPodUID=pod.uid,
+        last_exit_code=pod.exit_code,
+        last_reason=pod.reason,
+    )
+    return True
+
+
+def failure_message(
+    job: TFJob,
+    status: TFJobStatus,
+    pods: Sequence[ObservedPod],
+    failed: Sequence[ObservedPod],
+    retry: Sequence[ObservedPod],
+    now: datetime,
+) -> JobFailure:
+    """Why the job fails now (Never/ExitCode failures, backoff, deadline), if it does."""
+    name, specs = job.name, job.spec.tf_replica_specs
+    if failed:
+        first = failed[0]
+        n = sum(1 for p in failed if p.replica_type == first.replica_type)
+        return JobFailure(
+            f"TFJob {job.namespace}/{name} has failed because {n} {first.replica_type} "
+            f"replica(s) failed ({detail(first)})."
+        )
+    limit = job.spec.run_policy.backoff_limit
+    if limit is not None:
+        restarts = sum(
+            p.restart_count
+            for p in pods
+            if p.active
+            and p.replica_type in specs
+            and specs[p.replica_type].restart_policy in _COUNTED_POLICIES
+        )
+        total = restarts + sum(r.count for r in status.recreations.values())
+        if (total > 0) if limit == 0 else (total >= limit):
+            culprit = retry[0] if retry else _last_restarted(pods)
+            because = f" (last failure: {detail(culprit)})" if culprit else ""
+            return JobFailure(
+                f"Job {name} has failed because it has reached the specified backoff limit{because}"
+            )
+    deadline = job.spec.run_policy.active_deadline_seconds
+    if deadline is not None and status.start_time is not None:
+        ends = status.start_time + timedelta(seconds=deadline)
+        if now >= ends:
+            return JobFailure(
+                f"Job {name} has failed because it was active longer than specified deadline"
+            )
+        return JobFailure(None, ends)
+    return JobFailure(None)
+
+
+def _last_restarted(pods: Sequence[ObservedPod]) -> ObservedPod | None:
+    restarted = [p for p in pods if p.active and p.restart_count > 0]
+    return max(restarted, key=lambda p: p.restart_count) if restarted else None

@@ -1,0 +1,70 @@
+"""What the lifecycle engine returns, and how an executor carries it out.
+
+    Plan, Event                                   # pydantic models
+    status_changed(old, new) -> bool
+    skip_reason(managed_by, deletion_timestamp) -> str | None
+
+`skip_reason` is the one check of whether a job is left alone: `spec.runPolicy.managedBy` names
+another controller, or the job is being deleted. The engine applies it to every job it plans;
+the operator applies it to a stored job before parsing it, so that another controller's job (or
+one on its way out) is never rejected for a spec TaaS would refuse.
+
+How to carry out a Plan (the operator and `taas run` alike):
+1. if `plan.skipped`: do nothing (`skip_reason` said why);
+2. if `plan.status_changed`: write `plan.status` (status subresource) FIRST, so a crash before
+   the pod work cannot lose a counted recreation (counting is idempotent per pod uid);
+3. delete `plan.delete_pods` and `plan.delete_services` (names), create `plan.create_pods` and
+   `plan.create_services` (manifests; treat AlreadyExists as success), concurrently;
+4. emit `plan.events` on the TFJob;
+5. if `plan.delete_job`: delete the TFJob (its TTL has passed);
+6. if `plan.requeue_at`: plan again at that time (activeDeadlineSeconds, TTL), on time.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from taas_operator.api.constants import OWN_MANAGERS
+from taas_operator.api.models import TFJobStatus
+
+EventType = Literal["Normal", "Warning"]
+
+
+class Event(BaseModel):
+    """A Kubernetes event to record on the TFJob."""
+
+    type: EventType
+    reason: str
+    message: str
+
+
+class Plan(BaseModel):
+    """What to do now to move the job toward its desired state."""
+
+    status: TFJobStatus
+    status_changed: bool = False
+    create_pods: list[dict[str, Any]] = Field(default_factory=list)
+    delete_pods: list[str] = Field(default_factory=list)
+    create_services: list[dict[str, Any]] = Field(default_factory=list)
+    delete_services: list[str] = Field(default_factory=list)
+    events: list[Event] = Field(default_factory=list)
+    delete_job: bool = False
+    requeue_at: datetime | None = None
+    skipped: str | None = None
+
+
+def status_changed(old: TFJobStatus, new: TFJobStatus) -> bool:
+    """Whether writing `new` would change the stored status."""
+    return old.to_dict() != new.to_dict()
+
+
+def skip_reason(managed_by: str | None, deletion_timestamp: str | None) -> str | None:
+    """Why the job is left alone (another controller manages it, or it is being deleted)."""
+    if (managed_by or "") not in OWN_MANAGERS:
+        return f"spec.runPolicy.managedBy is {managed_by!r}"
+    if deletion_timestamp:
+        return "the TFJob is being deleted"
+    return None
