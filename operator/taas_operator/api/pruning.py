@@ -139,22 +139,22 @@ def _prune(
                 out[key] = item
                 continue
             known, sub = _sub_schema(schema, key)
-            if not known and keep_unknown:
-                out[key] = item
+            if not known:
+                if keep_unknown:
+                    out[key] = item
+                elif item is not None:  # an unknown null is dropped without a word, as kubectl
+                    wanted = (schema or {}).get("type", "")
+                    unknown.append(
+                        UnknownField(
+                            dotted((*path, ("field", key))),
+                            dotted(path),
+                            "" if wanted == "object" else wanted,
+                        )
+                    )
+                continue
             # The apiserver drops a null without a default and defaults one with a default (no
             # field of the schema is nullable): dropping both is the same once `_default` ran.
-            # An unknown field holding null is dropped without a word, like kubectl does.
-            elif item is None:
-                continue
-            elif not known:
-                wanted = (schema or {}).get("type", "")
-                unknown.append(
-                    UnknownField(
-                        dotted((*path, ("field", key))),
-                        dotted(path),
-                        "" if wanted == "object" else wanted,
-                    )
-                )
+            if item is None:
                 continue
             kind: Literal["field", "key"] = (
                 "field" if key in ((schema or {}).get("properties") or {}) else "key"
