@@ -128,3 +128,83 @@ BAD = [
         "to 0",
     ),
 ]
+
+# Written exactly as Kubeflow's TFJob guide and its dist-mnist e2e example show them.
+KUBEFLOW_GUIDE = """
+apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata:
+  generateName: tfjob
+spec:
+  tfReplicaSpecs:
+    PS:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        metadata:
+          annotations:
+            sidecar.istio.io/inject: "false"
+        spec:
+          containers:
+            - name: tensorflow
+              image: gcr.io/your-project/your-image
+              command:
+                - python
+                - -m
+                - trainer.task
+                - --batch_size=32
+                - --training_steps=1000
+              env:
+                - name: GOOGLE_APPLICATION_CREDENTIALS
+                  value: "/etc/secrets/user-gcp-sa.json"
+              volumeMounts:
+                - name: sa
+                  mountPath: "/etc/secrets"
+                  readOnly: true
+          volumes:
+            - name: sa
+              secret:
+                secretName: user-gcp-sa
+    Worker:
+      replicas: 1
+      restartPolicy: OnFailure
+      template:
+        metadata:
+          annotations:
+            sidecar.istio.io/inject: "false"
+        spec:
+          containers:
+            - name: tensorflow
+              image: gcr.io/your-project/your-image
+              command:
+                - python
+                - -m
+                - trainer.task
+                - --batch_size=32
+                - --training_steps=1000
+"""
+
+DIST_MNIST = """
+apiVersion: "kubeflow.org/v1"
+kind: "TFJob"
+metadata:
+  name: "dist-mnist-for-e2e-test"
+spec:
+  tfReplicaSpecs:
+    PS:
+      replicas: 2
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: kubeflow/tf-dist-mnist-test:latest
+    Worker:
+      replicas: 4
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: kubeflow/tf-dist-mnist-test:latest
+"""

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 import yaml
+from crds import install_crd
 
-from api.cases import BAD, good
+from api.cases import BAD, DIST_MNIST, KUBEFLOW_GUIDE, good
 from taas_operator.api import TFJobValidationError, parse_tfjob
 from taas_operator.engine import ObservedPod, plan_job
 
@@ -20,94 +21,11 @@ pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
 
-# Written exactly as Kubeflow's TFJob guide and its dist-mnist e2e example show them.
-KUBEFLOW_GUIDE = """
-apiVersion: kubeflow.org/v1
-kind: TFJob
-metadata:
-  generateName: tfjob
-spec:
-  tfReplicaSpecs:
-    PS:
-      replicas: 1
-      restartPolicy: OnFailure
-      template:
-        metadata:
-          annotations:
-            sidecar.istio.io/inject: "false"
-        spec:
-          containers:
-            - name: tensorflow
-              image: gcr.io/your-project/your-image
-              command:
-                - python
-                - -m
-                - trainer.task
-                - --batch_size=32
-                - --training_steps=1000
-              env:
-                - name: GOOGLE_APPLICATION_CREDENTIALS
-                  value: "/etc/secrets/user-gcp-sa.json"
-              volumeMounts:
-                - name: sa
-                  mountPath: "/etc/secrets"
-                  readOnly: true
-          volumes:
-            - name: sa
-              secret:
-                secretName: user-gcp-sa
-    Worker:
-      replicas: 1
-      restartPolicy: OnFailure
-      template:
-        metadata:
-          annotations:
-            sidecar.istio.io/inject: "false"
-        spec:
-          containers:
-            - name: tensorflow
-              image: gcr.io/your-project/your-image
-              command:
-                - python
-                - -m
-                - trainer.task
-                - --batch_size=32
-                - --training_steps=1000
-"""
-
-DIST_MNIST = """
-apiVersion: "kubeflow.org/v1"
-kind: "TFJob"
-metadata:
-  name: "dist-mnist-for-e2e-test"
-spec:
-  tfReplicaSpecs:
-    PS:
-      replicas: 2
-      restartPolicy: Never
-      template:
-        spec:
-          containers:
-            - name: tensorflow
-              image: kubeflow/tf-dist-mnist-test:latest
-    Worker:
-      replicas: 4
-      restartPolicy: Never
-      template:
-        spec:
-          containers:
-            - name: tensorflow
-              image: kubeflow/tf-dist-mnist-test:latest
-"""
-
 
 @pytest.fixture(scope="module")
 def crd(control_plane: Any) -> Any:
     """The CRD installed and Established."""
-    control_plane.kubectl("apply", "-f", str(CRD))
-    control_plane.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "crd/tfjobs.kubeflow.org"
-    )
+    install_crd(control_plane, CRD)
     return control_plane
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 import yaml
+from crds import wait_established
 from kubernetes import client, config
 from rendered import CLUSTER_RULES, WORKLOAD_RULES, Docs, Rule, of_kind
 from sync_chart import CHART, CRD_SOURCE, INSTALL_YAML, NAMESPACE
@@ -66,7 +67,7 @@ def _ensure_namespace(plane: ControlPlane, name: str) -> None:
 def _install_crd(plane: ControlPlane, text: str, name: str) -> None:
     """Apply a CRD for real and wait until the apiserver serves it."""
     _apply(plane, text)
-    plane.kubectl("wait", "--for=condition=Established", f"crd/{name}", "--timeout=60s")
+    wait_established(plane, name)
 
 
 def _api(kubeconfig: str) -> client.AuthorizationV1Api:

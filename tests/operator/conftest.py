@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from crds import install_crd
 from operator_harness import Api, OperatorProcess, StartOperator, launch_operator
 
 from taas_controlplane.launcher import ControlPlane
@@ -23,10 +24,7 @@ CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "tfjobs.kubefl
 @pytest.fixture(scope="session")
 def tfjob_crd(control_plane: ControlPlane) -> Path:
     """The TFJob CRD applied and Established."""
-    control_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(CRD))
-    control_plane.kubectl(
-        "wait", "--for=condition=Established", "--timeout=60s", "crd/tfjobs.kubeflow.org"
-    )
+    install_crd(control_plane, CRD)
     return CRD
 
 

@@ -2,6 +2,7 @@
 
 taas-controlplane build            # build (or find cached) etcd and kube-apiserver
 taas-controlplane up [--dir DIR]   # start them; prints the KUBECONFIG line; Ctrl-C stops
+taas-controlplane crd [--fetch]    # regenerate the TFJob CRD (see taas_controlplane.crd)
 """
 
 from __future__ import annotations
@@ -49,6 +50,21 @@ def _up(directory: Path | None) -> int:
     return 0
 
 
+def _crd(fetch: bool) -> int:
+    from taas_controlplane.crd.generate import GenerationError, write
+
+    try:
+        changed = write(fetch=fetch)
+    except (BuildError, ControlPlaneError, GenerationError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    for path in changed:
+        print(f"wrote {path}")
+    if not changed:
+        print("the CRD and its copies are up to date")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="taas-controlplane",
@@ -59,9 +75,19 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("names", nargs="*", help="etcd, kube-apiserver, helm, training-operator")
     up = sub.add_parser("up", help="start a control plane and wait for Ctrl-C")
     up.add_argument("--dir", type=Path, default=None, help="keep certs, logs, kubeconfig here")
+    crd = sub.add_parser(
+        "crd", help="regenerate the TFJob CRD, its chart copy and the schema `taas validate` uses"
+    )
+    crd.add_argument(
+        "--fetch",
+        action="store_true",
+        help="first refresh the cached Kubernetes OpenAPI from this project's kube-apiserver",
+    )
     args = parser.parse_args(argv)
     if args.command == "build":
         return build_main(args.names)
+    if args.command == "crd":
+        return _crd(args.fetch)
     return _up(args.dir)
 
 

@@ -2,10 +2,12 @@
 
 Public surface:
     parse_tfjob(obj) -> TFJob            validate a manifest dict (raises TFJobValidationError)
+    template_errors(replica_type, template) -> list[FieldError]   a pod template's schema errors
     TFJob, TFJobSpec, ReplicaSpec, RunPolicy, TFJobStatus, JobCondition, ReplicaStatus, Recreation
     TFJobValidationError (.errors: list[FieldError(path, message)])
     constants (label keys, reasons, defaults) in `taas_operator.api.constants`
     messages (shared with the CRD's CEL rules) in `taas_operator.api.messages`
+    the CRD's schema (generated, package data) in `taas_operator.api.schema`
 """
 
 from taas_operator.api.models import (
@@ -26,6 +28,7 @@ from taas_operator.api.validation import (
     TFJobValidationError,
     normalize_replica_type,
     parse_tfjob,
+    template_errors,
 )
 
 __all__ = [
@@ -44,4 +47,5 @@ __all__ = [
     "format_time",
     "normalize_replica_type",
     "parse_tfjob",
+    "template_errors",
 ]

@@ -13,6 +13,11 @@ NAME_DNS1035: Final = (
     "must be a DNS-1035 label: at most 63 lowercase letters, digits or '-', starting with a "
     "letter and ending with a letter or digit; fix: rename the TFJob, e.g. 'mnist-dist'"
 )
+NAME_TOO_LONG_FOR_REPLICAS: Final = (
+    "too long for its replicas: each pod and service is named '<name>-<replica type>-<index>', "
+    "which must be at most 63 characters; fix: shorten the TFJob's name so that e.g. "
+    "'<name>-worker-<last index>' fits in 63 characters"
+)
 UNKNOWN_REPLICA_TYPE: Final = (
     "unknown replica type; fix: use only PS, Worker, Chief, Master or Evaluator as keys "
     "(letter case is ignored)"
@@ -36,6 +41,12 @@ NO_IMAGE: Final = (
     "container has no image; fix: set image to the container image that runs your training code"
 )
 REQUIRED: Final = "Required value"
+
+
+def invalid_spec(namespace: str, name: str, problems: str) -> str:
+    """The Failed condition's message for a spec the operator cannot run (reason
+    InvalidTFJobSpec); `problems` are the field errors, `; `-separated."""
+    return f"TFJob {namespace}/{name} has an invalid spec: {problems}"
 
 
 def unsupported_value(value: object, allowed: tuple[str, ...]) -> str:

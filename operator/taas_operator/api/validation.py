@@ -1,17 +1,27 @@
 """Turn a TFJob manifest (a dict, as read from YAML or the API) into a validated `TFJob`.
 
     parse_tfjob(obj: Mapping[str, Any]) -> TFJob      # raises TFJobValidationError
+    template_errors(replica_type: str, template: Any) -> list[FieldError]
     normalize_replica_type(key: str) -> ReplicaType | None
 
-Rules are the ones the CRD enforces at `kubectl apply` (see `messages.py` for the shared text)
-plus type checks. Every problem becomes a `FieldError(path, message)`; paths are written exactly
-as kube-apiserver 1.34 writes them for the same rule, so `str(TFJobValidationError)` reads like
-kubectl's output. (The apiserver itself is inconsistent: CEL rules name a replica as
-`spec.tfReplicaSpecs[Worker]...`, schema checks such as enums, minimums and required fields as
-`spec.tfReplicaSpecs.Worker...`; TaaS copies both.) Replica type keys are matched case-
-insensitively and renamed to their canonical spelling (`worker` -> `Worker`) like Kubeflow does.
-Defaults (replicas 1, restartPolicy Never, cleanPodPolicy Running, suspend false) come from the
-models, so a manifest the apiserver never saw gets the same defaults the CRD schema writes.
+`parse_tfjob` answers what `kubectl apply` of the manifest to a cluster with the TaaS CRD would
+answer, in the order the apiserver works: kubectl's own checks (apiVersion, kind, name); unknown
+fields, which kubectl's default strict validation refuses, nulls dropped and defaults applied
+(`pruning.py`); the CRD's schema, generated with the pod template's real schema (`schema.py`,
+checked by `structural.py`); its list-type rules (`listtypes.py`); and its CEL rules,
+implemented here with the same messages (`messages.py`) and, like the apiserver, skipped when
+a schema error of the blocking kinds (type, required, enum, too long, too many) was found. The
+one deliberate difference: the name check runs always (kubectl would first print the
+apiserver's own name message for names that are not even DNS subdomains).
+
+Every problem becomes a `FieldError(path, message)`; paths are written exactly as
+kube-apiserver 1.34 writes them for the same rule, so `str(TFJobValidationError)` reads like
+kubectl's output. (The apiserver itself is inconsistent: CEL and list-type rules name a replica
+as `spec.tfReplicaSpecs[Worker]...`, schema checks as `spec.tfReplicaSpecs.Worker...`; TaaS
+copies both.) Replica type keys are matched case-insensitively and renamed to their canonical
+spelling (`worker` -> `Worker`) like Kubeflow does. Defaults (replicas 1, restartPolicy Never,
+cleanPodPolicy Running, suspend false) come from the models, so a manifest the apiserver never
+saw gets the same defaults the CRD schema writes.
 """
 
 from __future__ import annotations
@@ -20,41 +30,35 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from taas_operator.api import messages
 from taas_operator.api.constants import (
     API_VERSION,
-    CLEAN_POD_POLICIES,
     DEFAULT_CONTAINER_NAME,
     KIND,
     REPLICA_TYPES,
-    RESTART_POLICIES,
-    SUCCESS_POLICIES,
     ReplicaType,
 )
+from taas_operator.api.errors import FieldError, TFJobValidationError
+from taas_operator.api.listtypes import list_type_errors
 from taas_operator.api.models import TFJob
+from taas_operator.api.pruning import Path, bracketed, prepare
+from taas_operator.api.schema import template_schema, tfjob_schema
+from taas_operator.api.structural import schema_errors
+
+__all__ = [
+    "FieldError",
+    "TFJobValidationError",
+    "normalize_replica_type",
+    "parse_tfjob",
+    "template_errors",
+]
 
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _CANONICAL: dict[str, ReplicaType] = {t.lower(): t for t in REPLICA_TYPES}
-
-
-class FieldError(BaseModel):
-    """One problem: where (apiserver-style field path) and what (message with a fix)."""
-
-    path: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.message}"
-
-
-class TFJobValidationError(ValueError):
-    """A TFJob manifest broke one or more rules; `.errors` lists them all."""
-
-    def __init__(self, errors: list[FieldError]) -> None:
-        self.errors = errors
-        super().__init__("\n".join(str(e) for e in errors))
+_MAX_LABEL = 63
+_NOT_BY_SCHEMA = frozenset({"apiVersion", "kind", "metadata", "status"})
 
 
 def normalize_replica_type(key: str) -> ReplicaType | None:
@@ -69,26 +73,58 @@ def parse_tfjob(obj: Mapping[str, Any]) -> TFJob:
     errors: list[FieldError] = []
     _check_kind(obj, errors)
     _check_name(obj.get("metadata"), errors)
-    spec = obj.get("spec")
-    normalized_specs: dict[str, Any] = {}
-    if not isinstance(spec, Mapping):
-        errors.append(FieldError(path="spec", message=messages.REQUIRED))
-    else:
-        normalized_specs = _check_replica_specs(spec.get("tfReplicaSpecs"), errors)
-        _check_run_policy(spec, errors)
+    schema = tfjob_schema()
+    prepared = prepare(obj, schema)
+    errors += [_unknown_field(path) for path in prepared.unknown]
+    # The apiserver drops the status of a new object before it validates; apiVersion, kind and
+    # metadata are checked above, as kubectl and the apiserver check them (not by the schema).
+    body = {k: v for k, v in prepared.defaulted.items() if k not in _NOT_BY_SCHEMA}
+    found = schema_errors(body, schema) + list_type_errors(body, schema)
+    errors += found
+    if not any(e.blocking for e in found):
+        _check_rules(body, obj.get("metadata"), errors)
     if errors:
         raise TFJobValidationError(errors)
-    data = dict(obj)
-    data["spec"] = {**dict(spec or {}), "tfReplicaSpecs": normalized_specs}
+    data = dict(prepared.pruned)
+    specs = data["spec"]["tfReplicaSpecs"]
+    data["spec"] = {
+        **data["spec"],
+        "tfReplicaSpecs": {normalize_replica_type(k): v for k, v in specs.items()},
+    }
     try:
         return TFJob.model_validate(data)
     except ValidationError as exc:
         raise TFJobValidationError(_from_pydantic(exc)) from None
 
 
+def template_errors(replica_type: str, template: Any) -> list[FieldError]:
+    """Schema and list-type errors of one replica's pod template (unknown fields ignored, as the
+    apiserver prunes them): what the pod builder needs to hold before it can read a template."""
+    path: Path = (("field", "spec"), ("field", "tfReplicaSpecs"), ("key", replica_type))
+    path = (*path, ("field", "template"))
+    schema = template_schema()
+    prepared = prepare(template, schema, resource_root=False)
+    return schema_errors(prepared.defaulted, schema, path) + list_type_errors(
+        prepared.defaulted, schema, path
+    )
+
+
+def _unknown_field(path: str) -> FieldError:
+    return FieldError(
+        path=path, message=f'unknown field "{path}"; fix: remove it or check its spelling'
+    )
+
+
 def _check_kind(obj: Mapping[str, Any], errors: list[FieldError]) -> None:
     api_version, kind = obj.get("apiVersion"), obj.get("kind")
-    if api_version is not None and api_version != API_VERSION:
+    if api_version is None:
+        errors.append(
+            FieldError(
+                path="apiVersion",
+                message=f"apiVersion not set; fix: add 'apiVersion: {API_VERSION}'",
+            )
+        )
+    elif api_version != API_VERSION:
         errors.append(
             FieldError(
                 path="apiVersion", message=messages.unsupported_value(api_version, (API_VERSION,))
@@ -103,100 +139,58 @@ def _check_name(metadata: Any, errors: list[FieldError]) -> None:
         errors.append(FieldError(path="metadata.name", message=messages.REQUIRED))
         return
     name = metadata["name"]
-    if not isinstance(name, str) or len(name) > 63 or not _DNS1035.match(name):
+    if not isinstance(name, str) or len(name) > _MAX_LABEL or not _DNS1035.match(name):
         errors.append(FieldError(path="metadata.name", message=messages.NAME_DNS1035))
 
 
-def _check_replica_specs(specs: Any, errors: list[FieldError]) -> dict[str, Any]:
-    """Check keys and each replica; return the specs keyed by canonical type."""
+# -- the CRD's CEL rules (x-kubernetes-validations), on a body that passed the schema -----------
+def _check_rules(body: Mapping[str, Any], metadata: Any, errors: list[FieldError]) -> None:
+    specs: dict[str, Any] = body["spec"]["tfReplicaSpecs"]
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    if isinstance(name, str) and len(name) <= _MAX_LABEL and not _names_fit(name, specs):
+        errors.append(FieldError(path="metadata.name", message=messages.NAME_TOO_LONG_FOR_REPLICAS))
     path = "spec.tfReplicaSpecs"
-    if not isinstance(specs, Mapping):
-        errors.append(FieldError(path=path, message=messages.REQUIRED))
-        return {}
     if not specs:
         errors.append(FieldError(path=path, message=messages.NO_REPLICA_SPECS))
-        return {}
-    normalized: dict[str, Any] = {}
-    for key, value in specs.items():
-        canonical = normalize_replica_type(str(key))
-        if canonical is None:
-            errors.append(FieldError(path=path, message=messages.UNKNOWN_REPLICA_TYPE))
-            continue
-        if canonical in normalized:
-            errors.append(FieldError(path=path, message=messages.DUPLICATE_REPLICA_TYPE))
-            continue
-        normalized[canonical] = value
-        _check_replica(f"{path}[{key}]", f"{path}.{key}", value, errors)
-    if "Chief" in normalized and "Master" in normalized:
+    lowered = [key.lower() for key in specs]
+    if any(normalize_replica_type(key) is None for key in specs):
+        errors.append(FieldError(path=path, message=messages.UNKNOWN_REPLICA_TYPE))
+    if len(set(lowered)) != len(lowered):
+        errors.append(FieldError(path=path, message=messages.DUPLICATE_REPLICA_TYPE))
+    if "chief" in lowered and "master" in lowered:
         errors.append(FieldError(path=path, message=messages.CHIEF_AND_MASTER))
-    return normalized
+    for key, replica in specs.items():
+        replica_path: Path = (("field", "spec"), ("field", "tfReplicaSpecs"), ("key", key))
+        _check_replica(replica_path, replica, errors)
 
 
-def _check_replica(path: str, schema_path: str, replica: Any, errors: list[FieldError]) -> None:
-    """`path` is the CEL-style path of the replica, `schema_path` the schema-style one."""
-    if not isinstance(replica, Mapping):
-        errors.append(FieldError(path=schema_path, message="must be an object"))
-        return
-    replicas = replica.get("replicas")
-    if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas < 0:
-        errors.append(FieldError(path=f"{path}.replicas", message=messages.NEGATIVE_REPLICAS))
-    policy = replica.get("restartPolicy")
-    if policy is not None and policy not in RESTART_POLICIES:
-        errors.append(
-            FieldError(
-                path=f"{schema_path}.restartPolicy",
-                message=messages.unsupported_value(policy, RESTART_POLICIES),
-            )
-        )
-    template = replica.get("template")
-    if not isinstance(template, Mapping):
-        errors.append(FieldError(path=f"{schema_path}.template", message=messages.REQUIRED))
-        return
-    pod_spec = template.get("spec")
-    if not isinstance(pod_spec, Mapping):
-        errors.append(FieldError(path=f"{schema_path}.template.spec", message=messages.REQUIRED))
-        return
-    _check_containers(f"{path}.template.spec.containers", pod_spec.get("containers"), errors)
+def _names_fit(name: str, specs: Mapping[str, Any]) -> bool:
+    """Whether `<name>-<type>-<largest index>` is a DNS label for every replica type."""
+    for key, replica in specs.items():
+        count = replica.get("replicas", 1)
+        if count >= 1 and len(name) + len(key) + 2 + len(str(count - 1)) > _MAX_LABEL:
+            return False
+    return True
 
 
-def _check_containers(path: str, containers: Any, errors: list[FieldError]) -> None:
-    if not isinstance(containers, list) or not containers:
-        errors.append(FieldError(path=path, message=messages.NO_CONTAINERS))
-        return
+def _check_replica(path: Path, replica: Mapping[str, Any], errors: list[FieldError]) -> None:
+    if replica.get("replicas", 0) < 0:
+        where = bracketed((*path, ("field", "replicas")))
+        errors.append(FieldError(path=where, message=messages.NEGATIVE_REPLICAS))
+    containers = replica["template"]["spec"]["containers"]
+    where = bracketed((*path, ("field", "template"), ("field", "spec"), ("field", "containers")))
+    if not containers:
+        errors.append(FieldError(path=where, message=messages.NO_CONTAINERS))
     for i, container in enumerate(containers):
-        if not isinstance(container, Mapping):
-            errors.append(FieldError(path=f"{path}[{i}]", message="must be an object"))
-            continue
         if not container.get("image"):
-            errors.append(FieldError(path=f"{path}[{i}].image", message=messages.NO_IMAGE))
-    names = [c.get("name") for c in containers if isinstance(c, Mapping)]
-    if DEFAULT_CONTAINER_NAME not in names:
-        errors.append(FieldError(path=path, message=messages.NO_TENSORFLOW_CONTAINER))
-
-
-def _check_run_policy(spec: Mapping[str, Any], errors: list[FieldError]) -> None:
-    run_policy = spec.get("runPolicy")
-    if isinstance(run_policy, Mapping):
-        clean = run_policy.get("cleanPodPolicy")
-        if clean is not None and clean not in CLEAN_POD_POLICIES:
-            errors.append(
-                FieldError(
-                    path="spec.runPolicy.cleanPodPolicy",
-                    message=messages.unsupported_value(clean, CLEAN_POD_POLICIES),
-                )
-            )
-    success = spec.get("successPolicy")
-    if success is not None and success not in SUCCESS_POLICIES:
-        errors.append(
-            FieldError(
-                path="spec.successPolicy",
-                message=messages.unsupported_value(success, SUCCESS_POLICIES),
-            )
-        )
+            errors.append(FieldError(path=f"{where}[{i}].image", message=messages.NO_IMAGE))
+    if containers and not any(c.get("name") == DEFAULT_CONTAINER_NAME for c in containers):
+        errors.append(FieldError(path=where, message=messages.NO_TENSORFLOW_CONTAINER))
 
 
 def _from_pydantic(exc: ValidationError) -> list[FieldError]:
-    """pydantic's errors, with apiserver-style paths and a hint to fix."""
+    """pydantic's errors (what the schema let through but the models refuse), with
+    apiserver-style paths."""
     out = []
     for err in exc.errors():
         path = _format_loc(err["loc"])
@@ -204,12 +198,6 @@ def _from_pydantic(exc: ValidationError) -> list[FieldError]:
             message = "unknown field; fix: remove it or check its spelling"
         elif err["type"] == "missing":
             message = messages.REQUIRED
-        elif err["type"] == "greater_than_equal":
-            bound = (err.get("ctx") or {}).get("ge")
-            message = (
-                f"Invalid value: {err.get('input')}: {path} in body should be greater than or "
-                f"equal to {bound}"
-            )
         else:
             message = f"Invalid value: {err.get('input')!r}: {err['msg']}"
         out.append(FieldError(path=path, message=message))

@@ -48,10 +48,21 @@ def read_text(path: str) -> tuple[str, str]:
         raise InputError(f'cannot read "{path}": {exc}') from None
 
 
+class _KubectlLoader(yaml.SafeLoader):
+    """YAML as kubectl reads it: an unquoted date or time stays a string (JSON and Kubernetes
+    have no date type), e.g. an annotation `built: 2024-01-01`."""
+
+
+_KubectlLoader.yaml_implicit_resolvers = {
+    first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def load_documents(text: str, source: str) -> list[Any]:
     """Every non-empty YAML document of `text`."""
     try:
-        docs = list(yaml.safe_load_all(text))
+        docs = list(yaml.load_all(text, Loader=_KubectlLoader))  # a SafeLoader: no objects
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -104,7 +115,7 @@ def load_tfjobs(path: str, namespace: str | None = None) -> list[TFJob]:
         if not _is_tfjob(doc):
             if isinstance(doc, dict) and doc.get("kind") is None:
                 raise InputError(
-                    f"{source}: document {number}: kind: Required value; fix: add "
+                    f"{source}: document {number}: kind not set; fix: add "
                     f"'apiVersion: {API_VERSION}' and 'kind: {KIND}'"
                 )
             skipped.append(_describe(doc, number))
