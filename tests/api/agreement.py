@@ -56,6 +56,15 @@ def _more_types(o: dict[str, Any], count: int) -> dict[str, Any]:
     return {f"t{i}": copy.deepcopy(_worker(o)) for i in range(count)}
 
 
+def nodes(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """The path of every field and item below `value`."""
+    found = [path] if path else []
+    if isinstance(value, dict | list):
+        for key, item in value.items() if isinstance(value, dict) else enumerate(value):
+            found += nodes(item, (*path, key))
+    return found
+
+
 def _type(path: str, wanted: str) -> tuple[str, str]:
     return path, f"{path} in body must be of type {wanted}"
 

@@ -1,6 +1,7 @@
 """The TFJob CRD on a real kube-apiserver + etcd: validation at `kubectl apply`, defaults stored,
-Kubeflow's own example manifests accepted, printer columns, and the engine's status accepted by
-the status subresource. Nothing is mocked (no pods run: none are needed here)."""
+Kubeflow's own example manifests accepted, printer columns, the engine's status accepted by
+the status subresource, and the generator's cached input equal to what the apiserver serves.
+Nothing is mocked (no pods run: none are needed here)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import yaml
 from crds import install_crd
 
 from api.cases import BAD, DIST_MNIST, KUBEFLOW_GUIDE, good
+from taas_controlplane.crd.generate import INPUT, fetch_input
 from taas_operator.api import TFJobValidationError, parse_tfjob
 from taas_operator.engine import ObservedPod, plan_job
 
@@ -93,3 +95,11 @@ def test_status_from_engine_is_accepted_and_shown_in_columns(crd, namespace):
     table = crd.kubectl("get", "tfj", "cols", "-n", namespace).stdout.splitlines()
     assert table[0].split() == ["NAME", "STATE", "WORKERS", "PS", "AGE"]
     assert table[1].split()[:4] == ["cols", "Running", "2", "1"]
+
+
+def test_generation_input_is_what_the_apiserver_serves(control_plane):
+    """The cached OpenAPI the CRD is generated from (tools/taas_controlplane/crd/core-v1.json)
+    is exactly what this project's kube-apiserver serves: a Kubernetes version bump cannot
+    leave the pod template's schema behind (`taas-controlplane crd --fetch` refreshes it)."""
+    fresh = fetch_input(control_plane)
+    assert fresh == json.loads(INPUT.read_text()), "run `taas-controlplane crd --fetch`"

@@ -106,17 +106,33 @@ def _static_mutations() -> list[tuple[str, Mutation]]:
         ("no image", _drop(_tf, "image")),
         ("empty image", _set(_tf, "image", "")),
         ("no container named tensorflow", _set(_tf, "name", "trainer")),
+        # the pod template's schema (generated from the Kubernetes types) refuses these
+        ("cpu limit 'lots'", _set(_tf, "resources", {"limits": {"cpu": "lots"}})),
+        ("env as a map", _set(_tf, "env", {"A": "1"})),
+        ("env as strings", _set(_tf, "env", ["A=1"])),
+        ("ports as a map", _set(_tf, "ports", {"tfjob-port": 2222})),
+        ("containerPort 'abc'", _set(_tf, "ports", [{"containerPort": "abc"}])),
+        ("args as a string", _set(_tf, "args", "--max_steps=10")),
+        ("workingDir 5", _set(_tf, "workingDir", 5)),
+        (
+            "template labels as a list",
+            lambda m: _worker(m)["template"].update(metadata={"labels": ["a"]}),
+        ),
     ]
 
 
 def pod_level_mutations() -> list[tuple[str, Mutation]]:
-    """Accepted by the CRD schema (the pod template is free-form), refused by pod validation
-    when the operator creates the pod: the operator must fail the job with the reason."""
+    """Accepted by the CRD schema (it checks the pod template's types, not every rule of pod
+    validation), refused when the operator creates the pod: the operator must fail the job with
+    the reason."""
     pod = lambda m: _worker(m)["template"]["spec"]  # noqa: E731
     return [
         ("env var name with '='", _set(_tf, "env", [{"name": "A=B", "value": "x"}])),
         ("containerPort 70000", _set(_tf, "ports", [{"name": "extra", "containerPort": 70000}])),
-        ("cpu limit 'lots'", _set(_tf, "resources", {"limits": {"cpu": "lots"}})),
+        (
+            "cpu request above its limit",
+            _set(_tf, "resources", {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}),
+        ),
         (
             "mount of a volume that does not exist",
             _set(_tf, "volumeMounts", [{"name": "nothere", "mountPath": "/data"}]),

@@ -35,8 +35,12 @@ def test_spec_error_names_the_field(tmp_path, command: str) -> None:
     bad = tfjob("demo", {"Worker": replica("pass", replicas=-1, restart_policy="Sometimes")})
     err = one_error(run_taas(command, str(write(tmp_path, bad))))
     assert 'The TFJob "demo" is invalid:' in err
-    assert "* spec.tfReplicaSpecs[Worker].replicas: " in err
     assert '* spec.tfReplicaSpecs.Worker.restartPolicy: Unsupported value: "Sometimes"' in err
+    # Like the apiserver: after a schema error the CEL rules (replicas >= 0) wait, and say so.
+    assert "* <nil>: Invalid value: null: some validation rules were not checked" in err
+    fixed = tfjob("demo", {"Worker": replica("pass", replicas=-1)})
+    err = one_error(run_taas(command, str(write(tmp_path, fixed, name="fixed.yaml"))))
+    assert "* spec.tfReplicaSpecs[Worker].replicas: " in err
 
 
 def test_other_kinds_are_skipped_with_a_note_and_no_tfjob_is_an_error(tmp_path) -> None:

@@ -23,13 +23,10 @@ def long_job(marker: str) -> dict:
     )
     plain = f"import time; print('ready', flush=True); time.sleep(300)  # {marker}"
     worker = replica(plain, replicas=2)
-    return tfjob(
-        "stopme",
-        {
-            "PS": replica(stubborn, terminationGracePeriodSeconds=1),
-            "Worker": worker,
-        },
-    )
+    ps = replica(stubborn)
+    # a field of the pod, not of a container (the CRD's schema refuses it there)
+    ps["template"]["spec"]["terminationGracePeriodSeconds"] = 1
+    return tfjob("stopme", {"PS": ps, "Worker": worker})
 
 
 @pytest.mark.parametrize(

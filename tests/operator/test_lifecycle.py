@@ -292,7 +292,11 @@ def test_suspend_and_resume(admin: Api, ns: str) -> None:
     suspended = next(c for c in job["status"]["conditions"] if c["type"] == "Suspended")
     assert (suspended["status"], suspended["reason"]) == ("False", "TFJobResumed")
     assert _time(job["status"]["startTime"]) > _time(first)
-    assert {"TFJobSuspended", "TFJobResumed"} <= set(_reasons(admin, ns, name))
+    # the events are posted after the status write: wait for them rather than race the pass
+    wait_for(
+        lambda: {"TFJobSuspended", "TFJobResumed"} <= set(_reasons(admin, ns, name)),
+        "TFJobSuspended and TFJobResumed events",
+    )
 
 
 def test_scale_up_and_down(admin: Api, ns: str) -> None:

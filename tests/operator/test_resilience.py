@@ -192,6 +192,69 @@ def test_invalid_stored_spec_fails_the_job_once(
     assert "has an invalid spec" in operator.log()
 
 
+_TF = "spec.tfReplicaSpecs.Worker.template.spec.containers[0]"
+#: Pod templates the pod builder cannot read (issue 11): what to set, the field named.
+_BROKEN_TEMPLATES = {
+    "env-map": ({"env": {"A": "1"}}, f'{_TF}.env: Invalid value: "object"'),
+    "env-strings": ({"env": ["A=1"]}, f'{_TF}.env[0]: Invalid value: "string"'),
+    "ports-map": ({"ports": {"tfjob-port": 2222}}, f'{_TF}.ports: Invalid value: "object"'),
+    "port-abc": ({"ports": [{"containerPort": "abc"}]}, f"{_TF}.ports[0].containerPort"),
+    "labels-list": ({"labels": ["a=b"]}, "spec.tfReplicaSpecs.Worker.template.metadata.labels"),
+    "annotations-string": (
+        {"annotations": "a=b"},
+        "spec.tfReplicaSpecs.Worker.template.metadata.annotations",
+    ),
+}
+
+
+def _broken(name: str, what: dict[str, Any]) -> dict[str, Any]:
+    container = {"name": "tensorflow", "image": "example.com/trainer:1"}
+    meta = {k: v for k, v in what.items() if k in ("labels", "annotations")}
+    container.update({k: v for k, v in what.items() if k not in meta})
+    manifest = tfjob(name, {"PS": {}, "Worker": {"containers": [container]}})
+    if meta:
+        manifest["spec"]["tfReplicaSpecs"]["Worker"]["template"]["metadata"] = meta
+    return manifest
+
+
+def test_pod_template_stored_before_its_schema_fails_the_job_once(
+    admin: Api, watched: tuple[str, OperatorProcess], loose_crd: None
+) -> None:
+    """Jobs stored while the CRD let any pod template in (env as a map, labels as a list, ...):
+    each ends Failed with one event naming the replica and the field, no pod is made, and the
+    operator does not retry them (no further status write, no second event)."""
+    ns, operator = watched
+    names = {case: unique(case) for case in _BROKEN_TEMPLATES}
+    for case, (what, _) in _BROKEN_TEMPLATES.items():
+        manifest = _broken(names[case], what)
+        wait_for(lambda m=manifest: _try_create(admin, ns, m), "the loose CRD to accept it")
+    jobs = {}
+    for case, name in names.items():
+        jobs[case] = wait_for(lambda n=name: condition(j := admin.tfjob(ns, n), "Failed") and j,
+                              f"{case} Failed")  # fmt: skip
+    for case, (_, field) in _BROKEN_TEMPLATES.items():
+        failed = condition(jobs[case], "Failed")
+        assert failed["reason"] == "InvalidTFJobSpec", failed
+        assert failed["message"].startswith(f"TFJob {ns}/{names[case]} has an invalid spec: ")
+        assert field in failed["message"], (case, failed["message"])
+        assert not admin.pods(ns, names[case])
+    # A job handled after them proves the operator has moved on ...
+    after = unique("after")
+    admin.create_tfjob(ns, tfjob(after, {"Worker": {}}))
+    wait_for(lambda: admin.pods(ns, after), "a later job handled")
+    # ... and each broken one got exactly one event and one status write.
+    for case, name in names.items():
+        events = [e for e in admin.events(ns, name) if e["reason"] == "InvalidTFJobSpec"]
+        assert len(events) == 1 and events[0]["type"] == "Warning", (case, events)
+        assert "spec.tfReplicaSpecs.Worker.template" in events[0]["message"]
+        stored = admin.tfjob(ns, name)["metadata"]["resourceVersion"]
+        assert stored == jobs[case]["metadata"]["resourceVersion"], case
+        # one pass rejected it (its log line; the event's own line repeats the message)
+        assert operator.log().count(f"] TFJob {ns}/{name} has an invalid spec") == 1, case
+    assert operator.alive()
+    assert "Traceback" not in operator.log()
+
+
 def _try_create(admin: Api, ns: str, manifest: dict[str, Any]) -> bool:
     try:
         admin.create_tfjob(ns, manifest)

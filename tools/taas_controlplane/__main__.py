@@ -1,6 +1,8 @@
-"""`taas-controlplane`: build the binaries, or run a local control plane for kubectl.
+"""`taas-controlplane`: build the binaries and images, run a local control plane for kubectl, or
+regenerate the TFJob CRD.
 
 taas-controlplane build            # build (or find cached) etcd and kube-apiserver
+taas-controlplane images [NAME]    # build (or find cached) the operator and trainer images
 taas-controlplane up [--dir DIR]   # start them; prints the KUBECONFIG line; Ctrl-C stops
 taas-controlplane crd [--fetch]    # regenerate the TFJob CRD (see taas_controlplane.crd)
 """
@@ -15,6 +17,8 @@ from pathlib import Path
 
 from taas_controlplane.binaries import BuildError
 from taas_controlplane.binaries import main as build_main
+from taas_controlplane.images import TARGETS
+from taas_controlplane.images import main as images_main
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 
 
@@ -60,8 +64,10 @@ def _crd(fetch: bool) -> int:
         return 1
     for path in changed:
         print(f"wrote {path}")
-    if not changed:
-        print("the CRD and its copies are up to date")
+    if changed:
+        print("now run `python tests/deploy/sync_chart.py` (the chart's copy, install.yaml)")
+    else:
+        print("the CRD and the schema of `taas validate` are up to date")
     return 0
 
 
@@ -73,11 +79,19 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build the binaries into ~/.cache/taas (once)")
     build.add_argument("names", nargs="*", help="etcd, kube-apiserver, helm, training-operator")
+    images = sub.add_parser(
+        "images",
+        help="build the Dockerfile's images with buildah into ~/.cache/taas/images (once)",
+        description="Build (or find cached) the operator and trainer images; print each one's "
+        "reference, OCI archive (for `ctr -n k8s.io images import`) and manifest digest.",
+    )
+    images.add_argument("names", nargs="*", help="operator, trainer (default: both)")
+    images.add_argument(
+        "--context", type=Path, default=None, help="the TaaS checkout (default: this one)"
+    )
     up = sub.add_parser("up", help="start a control plane and wait for Ctrl-C")
     up.add_argument("--dir", type=Path, default=None, help="keep certs, logs, kubeconfig here")
-    crd = sub.add_parser(
-        "crd", help="regenerate the TFJob CRD, its chart copy and the schema `taas validate` uses"
-    )
+    crd = sub.add_parser("crd", help="regenerate the TFJob CRD and the schema `taas validate` uses")
     crd.add_argument(
         "--fetch",
         action="store_true",
@@ -88,6 +102,11 @@ def main(argv: list[str] | None = None) -> int:
         return build_main(args.names)
     if args.command == "crd":
         return _crd(args.fetch)
+    if args.command == "images":
+        unknown = sorted(set(args.names) - set(TARGETS))
+        if unknown:
+            parser.error(f"unknown image {', '.join(unknown)}: choose from {', '.join(TARGETS)}")
+        return images_main(args.names, args.context)
     return _up(args.dir)
 
 

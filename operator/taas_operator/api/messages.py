@@ -41,12 +41,11 @@ NO_IMAGE: Final = (
     "container has no image; fix: set image to the container image that runs your training code"
 )
 REQUIRED: Final = "Required value"
-
-
-def invalid_spec(namespace: str, name: str, problems: str) -> str:
-    """The Failed condition's message for a spec the operator cannot run (reason
-    InvalidTFJobSpec); `problems` are the field errors, `; `-separated."""
-    return f"TFJob {namespace}/{name} has an invalid spec: {problems}"
+#: The apiserver's line (path `<nil>`) when a schema error kept it from running the CEL rules.
+RULES_NOT_CHECKED: Final = (
+    "Invalid value: null: some validation rules were not checked because the object was "
+    "invalid; correct the existing errors to complete validation"
+)
 
 
 def unsupported_value(value: object, allowed: tuple[str, ...]) -> str:

@@ -50,7 +50,22 @@ _KEYWORDS = frozenset(
 _INT_OR_STRING_ANY_OF = [{"type": "integer"}, {"type": "string"}]
 
 
+_TYPE_NAMES = {
+    type(None): "null",
+    bool: "boolean",
+    int: "integer",
+    float: "number",  # whole numbers that fit an int64 were made ints by `pruning.prepare`
+    str: "string",
+    list: "array",
+    dict: "object",
+}
+
+
 def type_name(value: Any) -> str:
+    """The JSON type of a value, as kube-openapi names it."""
+    known = _TYPE_NAMES.get(type(value))
+    if known is not None:
+        return known
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -58,7 +73,7 @@ def type_name(value: Any) -> str:
     if isinstance(value, int):
         return "integer"
     if isinstance(value, float):
-        return "number"  # whole numbers that fit an int64 were made ints by `_json`
+        return "number"
     if isinstance(value, str):
         return "string"
     return "array" if isinstance(value, list) else "object"
@@ -69,11 +84,26 @@ def _type_ok(value: Any, wanted: str) -> bool:
     return actual == wanted or (wanted == "number" and actual == "integer")
 
 
+#: How a fix names what a schema type wants.
+TYPE_WORDS = {
+    "array": "a list (one '- item' per entry)",
+    "object": "a map (key: value lines)",
+    "string": "a string (quote it)",
+    "integer": "a whole number",
+    "number": "a number",
+    "boolean": "true or false",
+    "integer,string": "a whole number or a string",
+}
+
+
 def _type_error(path: Path, value: Any, wanted: str) -> FieldError:
+    """kube-openapi's message, and (TaaS) the fix."""
     actual, where = type_name(value), dotted(path)
+    name = where.rsplit(".", 1)[-1]
     return FieldError(
         path=where,
-        message=f'Invalid value: "{actual}": {where} in body must be of type {wanted}: "{actual}"',
+        message=f'Invalid value: "{actual}": {where} in body must be of type {wanted}: '
+        f'"{actual}"; fix: make {name} {TYPE_WORDS.get(wanted, wanted)}',
         blocking=True,
     )
 
@@ -110,7 +140,6 @@ def _check(value: Any, schema: Schema, path: Path, errors: list[FieldError]) -> 
             errors.append(_type_error(path, value, "integer,string"))
         return
     wanted: str = schema.get("type") or ""
-    where = dotted(path)
     wrong_type = bool(wanted) and not _type_ok(value, wanted)
     if wrong_type:
         errors.append(_type_error(path, value, wanted))
@@ -121,7 +150,7 @@ def _check(value: Any, schema: Schema, path: Path, errors: list[FieldError]) -> 
         allowed = ", ".join(show(e) for e in schema["enum"])
         errors.append(
             FieldError(
-                path=where,
+                path=dotted(path),
                 message=f"Unsupported value: {show(value)}: supported values: {allowed}",
                 blocking=True,
             )
@@ -133,6 +162,7 @@ def _check(value: Any, schema: Schema, path: Path, errors: list[FieldError]) -> 
     elif isinstance(value, int | float) and not isinstance(value, bool):
         minimum = schema.get("minimum")
         if minimum is not None and value < minimum:
+            where = dotted(path)
             errors.append(
                 FieldError(
                     path=where,

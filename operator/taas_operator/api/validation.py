@@ -26,8 +26,10 @@ saw gets the same defaults the CRD schema writes.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from pydantic import ValidationError
@@ -43,9 +45,9 @@ from taas_operator.api.constants import (
 from taas_operator.api.errors import FieldError, TFJobValidationError
 from taas_operator.api.listtypes import list_type_errors
 from taas_operator.api.models import TFJob
-from taas_operator.api.pruning import Path, bracketed, prepare
+from taas_operator.api.pruning import Path, UnknownField, bracketed, prepare
 from taas_operator.api.schema import template_schema, tfjob_schema
-from taas_operator.api.structural import schema_errors
+from taas_operator.api.structural import TYPE_WORDS, schema_errors
 
 __all__ = [
     "FieldError",
@@ -75,13 +77,15 @@ def parse_tfjob(obj: Mapping[str, Any]) -> TFJob:
     _check_name(obj.get("metadata"), errors)
     schema = tfjob_schema()
     prepared = prepare(obj, schema)
-    errors += [_unknown_field(path) for path in prepared.unknown]
+    errors += [_unknown_field(field) for field in prepared.unknown]
     # The apiserver drops the status of a new object before it validates; apiVersion, kind and
     # metadata are checked above, as kubectl and the apiserver check them (not by the schema).
     body = {k: v for k, v in prepared.defaulted.items() if k not in _NOT_BY_SCHEMA}
     found = schema_errors(body, schema) + list_type_errors(body, schema)
     errors += found
-    if not any(e.blocking for e in found):
+    if any(e.blocking for e in found):
+        errors.append(FieldError(path="<nil>", message=messages.RULES_NOT_CHECKED))
+    else:
         _check_rules(body, obj.get("metadata"), errors)
     if errors:
         raise TFJobValidationError(errors)
@@ -99,20 +103,37 @@ def parse_tfjob(obj: Mapping[str, Any]) -> TFJob:
 
 def template_errors(replica_type: str, template: Any) -> list[FieldError]:
     """Schema and list-type errors of one replica's pod template (unknown fields ignored, as the
-    apiserver prunes them): what the pod builder needs to hold before it can read a template."""
+    apiserver prunes them): what the pod builder needs to hold before it can read a template.
+
+    The engine asks on every pass and templates rarely change, so answers are remembered by
+    the template's JSON text."""
+    try:
+        text = json.dumps(template, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):  # not plain JSON (e.g. keys of mixed types): no memo
+        return list(_template_errors(replica_type, template))
+    return list(_remembered_template_errors(replica_type, text))
+
+
+@lru_cache(maxsize=512)
+def _remembered_template_errors(replica_type: str, text: str) -> tuple[FieldError, ...]:
+    return _template_errors(replica_type, json.loads(text))
+
+
+def _template_errors(replica_type: str, template: Any) -> tuple[FieldError, ...]:
     path: Path = (("field", "spec"), ("field", "tfReplicaSpecs"), ("key", replica_type))
     path = (*path, ("field", "template"))
     schema = template_schema()
     prepared = prepare(template, schema, resource_root=False)
-    return schema_errors(prepared.defaulted, schema, path) + list_type_errors(
-        prepared.defaulted, schema, path
-    )
+    found = schema_errors(prepared.defaulted, schema, path)
+    return (*found, *list_type_errors(prepared.defaulted, schema, path))
 
 
-def _unknown_field(path: str) -> FieldError:
-    return FieldError(
-        path=path, message=f'unknown field "{path}"; fix: remove it or check its spelling'
-    )
+def _unknown_field(field: UnknownField) -> FieldError:
+    fix = "remove it or check its spelling"
+    if field.parent_type:  # a map where the schema wants something else
+        name = field.parent.rsplit(".", 1)[-1]
+        fix = f"{name} is not a map: make it {TYPE_WORDS.get(field.parent_type, field.parent_type)}"
+    return FieldError(path=field.path, message=f'unknown field "{field.path}"; fix: {fix}')
 
 
 def _check_kind(obj: Mapping[str, Any], errors: list[FieldError]) -> None:

@@ -32,6 +32,10 @@ Rules (Kubeflow's unless marked TaaS):
   (TFJobSuspended). Resume: Suspended False (TFJobResumed), startTime reset, pods recreated.
 - scaling: pods at an index >= replicas (and their services) are deleted, missing ones created.
 - TaaS: failure and restart messages name the pod, container and exit code.
+- TaaS: a pod template the pod builder cannot read (a type the CRD's schema refuses, e.g. `env`
+  as a map; a job stored before that schema existed can hold one) fails the job at once
+  (`fail_invalid_spec`: reason InvalidTFJobSpec, one Warning event naming the replica and the
+  field), so `plan_job` returns a plan, never raises, whatever the template holds.
 """
 
 from __future__ import annotations
@@ -40,10 +44,11 @@ from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
+from taas_operator.api import FieldError, template_errors
 from taas_operator.api import constants as c
 from taas_operator.api.constants import ReplicaType
 from taas_operator.api.models import ReplicaStatus, TFJob
-from taas_operator.engine.conditions import set_condition
+from taas_operator.engine.conditions import fail_invalid_spec, set_condition
 from taas_operator.engine.failures import count_recreation, detail, failure_message, retryable
 from taas_operator.engine.objects import BuildOptions, desired_pod, desired_service
 from taas_operator.engine.observed import ObservedPod
@@ -136,6 +141,10 @@ class _Pass:
             )
         if self.status.finished:
             self.cleanup()
+            return self.finish()
+        problems = [str(e) for t in self.job.replica_types() for e in self.template_problems(t)]
+        if problems:
+            self.fail_invalid("; ".join(problems))
             return self.finish()
         if self.job.spec.run_policy.suspend:
             self.suspend()
@@ -260,6 +269,16 @@ class _Pass:
                 c.COND_RUNNING, "True", c.REASON_RUNNING, f"TFJob {self.ns}/{self.name} is running."
             )
         self.create(missing)
+
+    def template_problems(self, replica_type: ReplicaType) -> list[FieldError]:
+        """What in this replica's pod template the pod builder cannot read (wrong types)."""
+        return template_errors(replica_type, self.specs[replica_type].template)
+
+    def fail_invalid(self, problems: str) -> None:
+        message = fail_invalid_spec(self.status, self.ns, self.name, problems, self.now)
+        if message:
+            self.event("Warning", c.REASON_INVALID_SPEC, message)
+        self.cleanup()
 
     def fail(self, message: str) -> None:
         self.status.completion_time = self.status.completion_time or self.now

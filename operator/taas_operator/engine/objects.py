@@ -125,7 +125,7 @@ def desired_pod(
     for container in spec.get("containers") or []:
         if container.get("name") != DEFAULT_CONTAINER_NAME:
             continue
-        ports = container.setdefault("ports", [])
+        ports = container["ports"] = container.get("ports") or []
         if not any(p.get("name") == DEFAULT_PORT_NAME for p in ports):
             ports.append({"name": DEFAULT_PORT_NAME, "containerPort": port})
         ours = {e["name"] for e in env}

@@ -15,9 +15,10 @@ fast and offline; `taas-controlplane crd --fetch` starts the project's own apise
 refreshes it, which a Kubernetes version bump needs (a control-plane test compares the cache
 with what the apiserver serves).
 
-Outputs: manifests/crd/tfjobs.kubeflow.org.yaml, its byte-for-byte copy in the chart
-(charts/taas/files/crds/), and operator/taas_operator/api/tfjob.schema.json (the
-openAPIV3Schema, package data for `taas_operator.api.schema`).
+Outputs: manifests/crd/tfjobs.kubeflow.org.yaml and operator/taas_operator/api/tfjob.schema.json
+(the openAPIV3Schema, package data for `taas_operator.api.schema`). The chart's byte-for-byte
+copy and manifests/install.yaml are derived from the CRD file in turn by
+`python tests/deploy/sync_chart.py` (it needs Helm); tests fail while any of them drifts.
 """
 
 from __future__ import annotations
@@ -40,7 +41,6 @@ BASE = HERE / "base.yaml"
 INPUT = HERE / "core-v1.json"
 REPO = HERE.parents[2]
 CRD_FILE = REPO / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
-CHART_COPY = REPO / "charts" / "taas" / "files" / "crds" / "tfjobs.kubeflow.org.yaml"
 SCHEMA_FILE = REPO / "operator" / "taas_operator" / "api" / "tfjob.schema.json"
 OPENAPI_PATH = "/openapi/v3/api/v1"
 MARKER = "x-taas-generated-from"
@@ -143,7 +143,7 @@ def rendered() -> dict[Path, str]:
     text = HEADER + _dump_yaml(crd)
     (version,) = crd["spec"]["versions"]
     schema = json.dumps(version["schema"]["openAPIV3Schema"], indent=1) + "\n"
-    return {CRD_FILE: text, CHART_COPY: text, SCHEMA_FILE: schema}
+    return {CRD_FILE: text, SCHEMA_FILE: schema}
 
 
 def stale() -> list[Path]:
