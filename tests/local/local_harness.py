@@ -152,10 +152,13 @@ def kill_marked(marker: str) -> None:
 
 class Runner:
     """`taas run` as a background process (its own process group) whose output is read line
-    by line, for the signal and network tests; `prefix` runs it through a wrapper (setpriv)."""
+    by line, for the signal and network tests; `prefix` runs it through a wrapper (setpriv),
+    `taas` is the command (another interpreter)."""
 
-    def __init__(self, path: Path, *extra: str, prefix: Sequence[str] = ()) -> None:
-        self.proc = spawn([*prefix, *TAAS, "run", str(path), "--no-color", *extra], cwd=REPO)
+    def __init__(
+        self, path: Path, *extra: str, prefix: Sequence[str] = (), taas: Sequence[str] = TAAS
+    ) -> None:
+        self.proc = spawn([*prefix, *taas, "run", str(path), "--no-color", *extra], cwd=REPO)
         self.lines: list[str] = []
 
     def wait_for(self, text: str, count: int = 1) -> None:

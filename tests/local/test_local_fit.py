@@ -98,10 +98,11 @@ def test_security_context_is_said_unless_already_true(
 ) -> None:
     """The restricted profile: a non-root user without capabilities already is non-root and
     holds none; seccomp and no_new_privs are not applied either way."""
-    job = _job("sec", Worker=replica("pass", securityContext=RESTRICTED))
+    restricted = replica("pass", securityContext=RESTRICTED)
+    job = _job("sec", PS=restricted, Worker=restricted)
     expected = ", ".join(f"securityContext.{field}" for field in said.split(", "))
     assert unapplied(job, uid=uid, capabilities=capabilities) == (
-        f"TFJob sec: not applied on this machine: Worker: {expected}"
+        f"TFJob sec: not applied on this machine: PS, Worker: {expected}"
     )
 
 

@@ -10,8 +10,10 @@ Real processes throughout. The servers listen on 0.0.0.0, as TensorFlow's gRPC s
   owning the network namespace, the path every non-root user takes;
 - no namespace possible (a user namespace whose user.max_user_namespaces is 0, without
   capabilities): the one-line warning, and the job runs on the host network, reachable.
-A non-root uid (e.g. nobody) is not used: this checkout's interpreter lives under /root, which
-only root may enter; root without capabilities is what the kernel checks for namespaces.
+- a non-root user (nobody, through `setpriv`): the same user namespace, its uid mapped to itself
+  and its capabilities gone at exec. This checkout's interpreter may live where nobody cannot
+  enter (/root/.pyenv here), so the test runs a system interpreter of the same version with this
+  environment's packages on PYTHONPATH, in a scratch directory nobody can use.
 """
 
 from __future__ import annotations
@@ -19,12 +21,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import site
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 from local_harness import (
+    TAAS,
     Runner,
     condition,
     final_status,
@@ -39,10 +47,13 @@ from local_harness import (
     write,
 )
 
+import taas_operator
+
 pytestmark = pytest.mark.timeout(120)
 
 PRIVATE_NOTE = "each job's replicas share a private network"
 NO_CAPABILITIES = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"]
+AS_NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 
 # The PS serves on 0.0.0.0:<its TF_CONFIG port> until stopped; the worker waits for the test's
 # go file, reaches the PS at its TF_CONFIG address and says hello on the runner's Unix socket.
@@ -51,7 +62,7 @@ import json, os, socket
 config = json.loads(os.environ["TF_CONFIG"])
 port = int(config["cluster"]["ps"][0].rsplit(":", 1)[1])
 server = socket.create_server(("0.0.0.0", port))
-print("listening", port, os.getpid(), flush=True)
+print("listening", port, os.getpid(), "uid", os.getuid(), flush=True)
 while True:
     conn, _ = server.accept()
     conn.recv(16)
@@ -92,6 +103,7 @@ def _unix_listener(path: Path) -> tuple[list[bytes], threading.Thread]:
     """A Unix socket in this test's namespace; what the first client sends lands in the list."""
     server = socket.socket(socket.AF_UNIX)
     server.bind(str(path))
+    path.chmod(0o777)  # a replica running as another user may connect (its folder still rules)
     server.listen()
     server.settimeout(60)
     received: list[bytes] = []
@@ -108,16 +120,17 @@ def _unix_listener(path: Path) -> tuple[list[bytes], threading.Thread]:
 
 
 def _run_and_probe(
-    tmp_path: Path, *extra: str, prefix: tuple[str, ...] = ()
+    tmp_path: Path, *extra: str, prefix: tuple[str, ...] = (), taas: Sequence[str] = TAAS
 ) -> tuple[dict[str, str], str, list[bytes]]:
     """Run the job, probe the PS's port from outside while it serves, let the job finish.
     Returns {address: probe outcome}, the runner's output, what the Unix socket received."""
     marker = token()
     received, listener = _unix_listener(tmp_path / "runner.sock")
-    runner = Runner(_job(tmp_path, marker), *extra, prefix=prefix)
+    runner = Runner(_job(tmp_path, marker), *extra, prefix=prefix, taas=taas)
     try:
         runner.wait_for("listening")
-        _, port, pid = runner.line_with("listening").split()[-3:]
+        words = runner.line_with("listening").split()
+        port, pid = words[words.index("listening") + 1 : words.index("listening") + 3]
         assert int(port) in listening_ports(int(pid)), "the PS serves in its own namespace"
         outcomes = {host: probe(host, int(port)) for host in ["127.0.0.1", *host_addresses()]}
         assert Path(f"/proc/{pid}").exists(), "the PS kept serving while it was probed"
@@ -160,6 +173,46 @@ def test_without_capabilities_a_user_namespace_keeps_it_private(tmp_path: Path) 
     assert set(outcomes.values()) == {"refused"}, outcomes
     assert f"{PRIVATE_NOTE} (user + network namespace)" in output, output
     assert received == [b"hello from the job's namespace"]
+
+
+def _nobody_python() -> list[str]:
+    """`python` as nobody, with this environment's packages on PYTHONPATH; skips when this
+    machine has no interpreter of this Python's version that nobody may run."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    paths = [
+        *site.getsitepackages(),
+        str(Path(taas_operator.__file__).parents[1]),  # the editable install's sources
+    ]
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join(paths), "HOME": "/tmp"}
+    for python in (sys.executable, shutil.which(version, path="/usr/local/bin:/usr/bin:/bin")):
+        if python is None:
+            continue
+        check = [*AS_NOBODY, "env", "-i", *(f"{k}={v}" for k, v in env.items()), python]
+        done = subprocess.run(
+            [*check, "-c", "import taas_operator.cli"], capture_output=True, timeout=60
+        )
+        if done.returncode == 0:
+            return check
+    pytest.skip(f"no {version} that nobody may run with this environment's packages")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as non-root the default test is this path")
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs util-linux setpriv")
+def test_as_nobody_a_user_namespace_keeps_it_private() -> None:
+    """A non-root user: user + network namespace with its uid mapped to itself; the replicas
+    run as nobody, refused from outside, the job Succeeds."""
+    python = _nobody_python()
+    scratch = Path(tempfile.mkdtemp(prefix="taas-nobody-"))
+    try:
+        scratch.chmod(0o777)
+        taas = (*python, "-m", "taas_operator.cli")
+        outcomes, output, received = _run_and_probe(scratch, taas=taas)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert set(outcomes.values()) == {"refused"}, outcomes
+    assert f"{PRIVATE_NOTE} (user + network namespace)" in output, output
+    assert received == [b"hello from the job's namespace"]
+    assert "uid 65534" in next(line for line in output.splitlines() if "listening" in line)
 
 
 @pytest.mark.skipif(shutil.which("unshare") is None, reason="needs util-linux unshare")

@@ -162,12 +162,13 @@ def unapplied(job: TFJob, uid: int | None = None, capabilities: int | None = Non
     """One line naming, per replica type, what `taas run` will not apply; None when nothing."""
     uid = os.geteuid() if uid is None else uid
     capabilities = effective_capabilities() if capabilities is None else capabilities
-    by_type = []
+    types_by_parts: dict[str, list[str]] = {}  # replica types with the same list share it
     for rtype in job.replica_types():
         spec = job.spec.tf_replica_specs[rtype]
         parts = _template_parts(spec.template, uid, capabilities) if spec.replicas else []
         if parts:
-            by_type.append(f"{rtype}: {', '.join(parts)}")
-    if not by_type:
+            types_by_parts.setdefault(", ".join(parts), []).append(rtype)
+    if not types_by_parts:
         return None
-    return f"TFJob {job.name}: not applied on this machine: {'; '.join(by_type)}"
+    said = "; ".join(f"{', '.join(types)}: {parts}" for parts, types in types_by_parts.items())
+    return f"TFJob {job.name}: not applied on this machine: {said}"
