@@ -59,7 +59,11 @@ def _run(args: argparse.Namespace) -> int:
 
     jobs = load_tfjobs(_path(args), args.namespace)
     options = RunOptions(
-        logs_dir=args.logs_dir, color=not args.no_color, table=not args.quiet_table
+        logs_dir=args.logs_dir,
+        color=not args.no_color,
+        table=not args.quiet_table,
+        host_network=args.host_network,
+        allow_oversubscribe=args.allow_oversubscribe,
     )
     return run_jobs(jobs, options)
 
@@ -74,7 +78,10 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:
         "PS_HOSTS/WORKER_HOSTS/JOB_NAME/TASK_INDEX point at 127.0.0.1 with free ports), same "
         "restart, backoffLimit, activeDeadlineSeconds and cleanPodPolicy rules. The image is "
         "not pulled: the container's command runs in the current Python environment "
-        "('python' is this interpreter), in its workingDir or the current directory.",
+        "('python' is this interpreter), in its workingDir or the current directory. Each "
+        "job's replicas share a private network namespace (their own 127.0.0.1): nothing "
+        "outside the job can reach TensorFlow's unauthenticated servers. What of the pod "
+        "template is not applied (resources, volumes, initContainers...) is said in one line.",
         epilog="examples:\n"
         "  taas run examples/mnist/async.yaml\n"
         "  taas run job.yaml --logs-dir logs/        # also keep logs/<pod>.log\n"
@@ -88,6 +95,19 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-color", action="store_true", help="no colours in the output")
     parser.add_argument(
         "--quiet-table", action="store_true", help="no live replica table, only the final one"
+    )
+    parser.add_argument(
+        "--host-network",
+        action="store_true",
+        help="run the replicas in this machine's network instead of a private one per job "
+        "(needed for a program that downloads data; TensorFlow's servers then listen on every "
+        "interface of this machine)",
+    )
+    parser.add_argument(
+        "--allow-oversubscribe",
+        action="store_true",
+        help="start the replicas even when they do not fit this machine's memory or CPUs "
+        "(default: refuse with exit 2, saying what was measured)",
     )
     parser.set_defaults(handler=_run)
 

@@ -9,9 +9,10 @@ the chart (values.yaml, values.schema.json, the Deployment's env).
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -67,6 +68,13 @@ class OperatorSettings(BaseSettings):
         description="Port of /healthz (liveness); 0 turns it off.",
         json_schema_extra=_flag("--health-port", "P"),
     )
+    health_host: str = Field(
+        default="127.0.0.1",
+        description="IP address /healthz listens on: 127.0.0.1 keeps it on this machine; in a "
+        "pod, the pod's IP (the chart's default) lets the kubelet probe it; 0.0.0.0 is every "
+        "interface.",
+        json_schema_extra=_flag("--health-host", "IP"),
+    )
     network_policy: bool = Field(
         default=True,
         description="Create a NetworkPolicy per TFJob that admits traffic to its TensorFlow "
@@ -79,6 +87,22 @@ class OperatorSettings(BaseSettings):
         "monitoring, TensorBoard).",
         json_schema_extra=_flag("--network-policy-namespace", "NS"),
     )
+
+    @field_validator("health_host")
+    @classmethod
+    def _an_ip_address(cls, value: str) -> str:
+        try:
+            return str(ipaddress.ip_address(value))
+        except ValueError:
+            raise ValueError("must be an IP address, e.g. 127.0.0.1, 0.0.0.0 or ::1") from None
+
+    @property
+    def health_url(self) -> str | None:
+        """Where kopf serves /healthz (an IPv6 host in brackets); None when it is off."""
+        if not self.health_port:
+            return None
+        host = f"[{self.health_host}]" if ":" in self.health_host else self.health_host
+        return f"http://{host}:{self.health_port}/healthz"
 
     @property
     def passes_at_once(self) -> int:

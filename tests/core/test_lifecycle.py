@@ -228,6 +228,21 @@ def test_backoff_counts_exit_code_recreations_once_per_pod():
     assert plan.create_pods == []
 
 
+def test_a_crash_looping_pod_counts_failed_when_the_job_fails():
+    """OnFailure keeps a crash-looping pod Running; when its restarts fail the job, it counts as
+    failed (its last run failed), not active; a healthy running pod keeps Kubeflow's count."""
+    tfjob = job({"Worker": 2}, restart_policy="OnFailure", run_policy={"backoffLimit": 1})
+    step(tfjob, [])
+    looping = pod("Worker", 0, restart_count=1, exit_code=1, reason="Error")
+    plan = step(tfjob, [looping, pod("Worker", 1)])
+    assert plan.status.is_true("Failed")
+    assert plan.status.replica_statuses["Worker"].to_dict() == {
+        "active": 1,
+        "succeeded": 0,
+        "failed": 1,
+    }
+
+
 def test_backoff_limit_zero_fails_on_first_restart():
     tfjob = job({"Worker": 1}, restart_policy="OnFailure", run_policy={"backoffLimit": 0})
     step(tfjob, [])

@@ -3,8 +3,9 @@
 Two files are derived, never edited by hand:
 - `charts/taas/files/crds/tfjobs.kubeflow.org.yaml`: a byte-for-byte copy of
   `manifests/crd/tfjobs.kubeflow.org.yaml` (Helm cannot read files outside the chart);
-- `manifests/install.yaml`: a Namespace plus `helm template` of the chart with default values in
-  namespace `taas-system`, for `kubectl apply -f` without Helm.
+- `manifests/install.yaml`: `helm template` of the chart with default values in namespace
+  `taas-system`, plus `namespace.create=true` (the Namespace, with its Pod Security labels), for
+  `kubectl apply -f` without Helm.
 
     python tests/deploy/sync_chart.py           # rewrite both
     python tests/deploy/sync_chart.py --check   # exit 1 naming each file that drifted
@@ -32,17 +33,13 @@ NAMESPACE = "taas-system"
 
 INSTALL_HEADER = f"""\
 # TaaS operator, installed without Helm:  kubectl apply --server-side -f manifests/install.yaml
-# GENERATED from charts/taas with default values (release "{RELEASE}", namespace "{NAMESPACE}")
+# GENERATED from charts/taas with default values and namespace.create=true (release "{RELEASE}",
+# namespace "{NAMESPACE}", labelled for the restricted Pod Security Standard)
 # by `python tests/deploy/sync_chart.py`; do not edit by hand (a test fails when it drifts).
 # For other values (watched namespaces, replicas, network policy...) use the Helm chart.
----
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: {NAMESPACE}
-  labels:
-    app.kubernetes.io/part-of: taas
 """
+# Values of install.yaml beyond the defaults: it creates its namespace, Pod Security labels on.
+INSTALL_VALUES = ("namespace.create=true",)
 
 
 class RenderError(RuntimeError):
@@ -75,7 +72,7 @@ def render(
 
 def expected_install_yaml(helm: Path | None = None) -> str:
     """What `manifests/install.yaml` must contain."""
-    return INSTALL_HEADER + render(helm=helm)
+    return INSTALL_HEADER + render(*INSTALL_VALUES, helm=helm)
 
 
 def main(argv: list[str] | None = None) -> int:

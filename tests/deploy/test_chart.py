@@ -11,6 +11,7 @@ import json
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -59,6 +60,9 @@ def test_lint_is_clean(helm: Path) -> None:
         ("--set", "replicaCount=0", "at '/replicaCount'"),
         ("--set", "networkPolicy.enable=false", "additional properties 'enable' not allowed"),
         ("--set", "watchNamespaces={Team_A}", "at '/watchNamespaces/0'"),
+        ("--set", "namespace.podSecurity.enforce=strict", "at '/namespace/podSecurity/enforce'"),
+        ("--set", "operatorNetworkPolicy.scrapers[0].namespace=x", "additional properties"),
+        ("--set", "healthHost=localhost", "at '/healthHost'"),
     ],
 )
 def test_schema_rejects_bad_values_naming_them(
@@ -149,6 +153,7 @@ CHART_VALUES: dict[str, tuple[str, str, object]] = {
     "log_level": ("logLevel", "logLevel=DEBUG", "DEBUG"),
     "peering": ("replicaCount", "replicaCount=2", "taas"),
     "health_port": ("healthPort", "healthPort=9090", 9090),
+    "health_host": ("healthHost", "healthHost=0.0.0.0", "0.0.0.0"),
     "network_policy": ("networkPolicy.enabled", "networkPolicy.enabled=false", False),
     "network_policy_extra_namespaces": (
         "networkPolicy.extraNamespaces",
@@ -156,6 +161,12 @@ CHART_VALUES: dict[str, tuple[str, str, object]] = {
         ["mon"],
     ),
 }
+
+
+def _env_source(docs: Docs, name: str) -> dict[str, Any]:
+    """The `valueFrom` of one env entry of the operator container."""
+    container = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    return next(e["valueFrom"] for e in container["env"] if e["name"] == name)
 
 
 def _settings_from(env: dict[str, str]) -> OperatorSettings:
@@ -172,7 +183,9 @@ def _settings_from(env: dict[str, str]) -> OperatorSettings:
 def test_every_setting_reaches_the_chart(render_docs: Render) -> None:
     """Each OperatorSettings field has a value in values.yaml and values.schema.json and a
     TAAS_* variable in the Deployment; the chart's defaults are the operator's defaults, and
-    changing each value changes that setting."""
+    changing each value changes that setting. One deliberate exception: by default the chart
+    sets the health host to the pod's IP (downward API) where the operator alone uses
+    127.0.0.1, so the kubelet's probes reach it."""
     assert set(CHART_VALUES) == set(OperatorSettings.model_fields), (
         "a setting without chart wiring: add it to charts/taas (values.yaml, "
         "values.schema.json, templates/deployment.yaml) and to CHART_VALUES"
@@ -191,6 +204,9 @@ def test_every_setting_reaches_the_chart(render_docs: Render) -> None:
         assert f"- name: TAAS_{name.upper()}\n" in template, f"{name}: not in deployment.yaml"
 
     assert _settings_from(container_env(render_docs())) == OperatorSettings()
+    assert _env_source(render_docs(), "TAAS_HEALTH_HOST") == {
+        "fieldRef": {"fieldPath": "status.podIP"}
+    }
     changed = _settings_from(container_env(render_docs(*(s for _, s, _ in CHART_VALUES.values()))))
     for name, (_, assignment, expected) in CHART_VALUES.items():
         assert getattr(changed, name) == expected, f"{assignment} did not reach {name}"
@@ -308,7 +324,62 @@ def test_chart_crd_is_the_manifests_crd(render_docs: Render) -> None:
 
 
 def test_install_yaml_has_not_drifted(helm: Path) -> None:
-    """manifests/install.yaml is exactly the chart rendered with defaults (plus its Namespace)."""
+    """manifests/install.yaml is exactly the chart rendered with defaults and its Namespace."""
     assert INSTALL_YAML.read_text() == expected_install_yaml(helm=helm), (
         "manifests/install.yaml drifted from charts/taas; run: python tests/deploy/sync_chart.py"
     )
+
+
+def test_operator_pods_get_a_network_policy_of_their_own(render_docs: Render) -> None:
+    """Default: ingress to the operator's pods is closed (the node, which Kubernetes always
+    admits, probes them); scrapers open the health port only, to exactly those peers."""
+    docs = render_docs()
+    selector = one(docs, "Deployment")["spec"]["selector"]["matchLabels"]
+    policy = one(docs, "NetworkPolicy")["spec"]
+    assert policy == {
+        "podSelector": {"matchLabels": selector},
+        "policyTypes": ["Ingress"],
+        "ingress": [],
+    }
+    monitoring = {"kubernetes.io/metadata.name": "monitoring"}
+    prometheus = {"app.kubernetes.io/name": "prometheus"}
+    docs = render_docs(
+        f"operatorNetworkPolicy.scrapers[0].namespaceSelector.matchLabels.{_key(monitoring)}",
+        f"operatorNetworkPolicy.scrapers[0].podSelector.matchLabels.{_key(prometheus)}",
+    )
+    (rule,) = one(docs, "NetworkPolicy")["spec"]["ingress"]
+    assert rule == {
+        "ports": [{"port": "http", "protocol": "TCP"}],
+        "from": [
+            {
+                "namespaceSelector": {"matchLabels": monitoring},
+                "podSelector": {"matchLabels": prometheus},
+            }
+        ],
+    }
+    ports = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["ports"]
+    assert [p["name"] for p in ports] == ["http"]  # the one port the rule names
+    assert not of_kind(render_docs("operatorNetworkPolicy.enabled=false"), "NetworkPolicy")
+
+
+def _key(labels: dict[str, str]) -> str:
+    """`key=value` for --set, dots in the key escaped."""
+    ((key, value),) = labels.items()
+    return f"{key.replace('.', chr(92) + '.')}={value}"
+
+
+def test_namespace_with_pod_security_labels_on_request(render_docs: Render) -> None:
+    """namespace.create renders the release namespace labelled for Pod Security (restricted by
+    default, kept on uninstall); by default the chart renders no Namespace."""
+    assert not of_kind(render_docs(), "Namespace")
+    namespace = one(render_docs("namespace.create=true", namespace="ml-ops"), "Namespace")
+    assert namespace["metadata"]["name"] == "ml-ops"
+    assert namespace["metadata"]["annotations"] == {"helm.sh/resource-policy": "keep"}
+    labels = namespace["metadata"]["labels"]
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+        assert labels[f"pod-security.kubernetes.io/{mode}-version"] == "latest"
+    relaxed = render_docs("namespace.create=true", "namespace.podSecurity.enforce=baseline")
+    assert one(relaxed, "Namespace")["metadata"]["labels"][
+        "pod-security.kubernetes.io/enforce"
+    ] == ("baseline")

@@ -4,7 +4,9 @@
 - the chart's RBAC, bound for real, gives the ServiceAccount exactly the rules the operator
   needs (SelfSubjectRulesReview as the ServiceAccount) and refuses secrets and the rest
   (SubjectAccessReview);
-- the example TFJobs, Kubeflow's own example included, are accepted by the TFJob CRD;
+- the example TFJobs, Kubeflow's own example included, are accepted by the TFJob CRD, and the
+  pods the operator makes for each pass the `restricted` Pod Security Standard (the apiserver's
+  own PodSecurity admission, on by default), as does the operator's pod in the install namespace;
 - `helm install` / `upgrade` / `uninstall` for real, adopting an existing TFJob CRD.
 
 Nothing is mocked; no operator runs here (its lifecycle under this identity is tested with the
@@ -29,10 +31,17 @@ from rendered import CLUSTER_RULES, WORKLOAD_RULES, Docs, Rule, of_kind
 from sync_chart import CHART, CRD_SOURCE, INSTALL_YAML, NAMESPACE
 
 from taas_controlplane.launcher import ControlPlane
+from taas_operator.api import parse_tfjob
+from taas_operator.engine import BuildOptions, desired_pods
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
 
 EXAMPLES = sorted((INSTALL_YAML.parent / "examples").glob("*.yaml"))
+EVERY_EXAMPLE = sorted([*EXAMPLES, *(INSTALL_YAML.parents[1] / "examples").glob("*/*.yaml")])
+# Kubeflow's documentation example, kept byte for byte (it shows that TaaS takes Kubeflow's
+# manifests unchanged); it sets no securityContext, so it needs a `baseline` namespace.
+KUBEFLOW_VERBATIM = "kubeflow-tfjob-simple.yaml"
+PSS = "pod-security.kubernetes.io/enforce"
 FIELD_MANAGER = "taas-deploy-tests"
 # Rules every authenticated user has (system:basic-user, system:discovery): not the chart's.
 BUILT_IN_GROUPS = {"authorization.k8s.io", "authentication.k8s.io"}
@@ -59,9 +68,10 @@ def _apply(plane: ControlPlane, text: str, *extra: str) -> str:
     return done.stdout
 
 
-def _ensure_namespace(plane: ControlPlane, name: str) -> None:
+def _ensure_namespace(plane: ControlPlane, name: str, labels: dict[str, str] | None = None) -> None:
     """Create a namespace that may already exist (shared across tests; never deleted)."""
-    _apply(plane, f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n")
+    meta: dict[str, Any] = {"name": name, **({"labels": labels} if labels else {})}
+    _apply(plane, yaml.safe_dump({"apiVersion": "v1", "kind": "Namespace", "metadata": meta}))
 
 
 def _install_crd(plane: ControlPlane, text: str, name: str) -> None:
@@ -198,6 +208,76 @@ def test_example_tfjobs_are_accepted(control_plane: ControlPlane) -> None:
         assert done.returncode == 0, f"{path.name} refused:\n{done.stderr}"
         stored = json.loads(done.stdout)
         assert stored["spec"]["tfReplicaSpecs"].keys() == job["spec"]["tfReplicaSpecs"].keys()
+
+
+def _operator_pods(path: Path, namespace: str) -> list[dict[str, Any]]:
+    """The pods the operator creates for the TFJob(s) of an example file, in `namespace`."""
+    pods = []
+    for doc in yaml.safe_load_all(path.read_text()):
+        if isinstance(doc, dict) and doc.get("kind") == "TFJob":
+            doc["metadata"]["namespace"] = namespace
+            pods += desired_pods(parse_tfjob(doc), BuildOptions())
+    return pods
+
+
+def _create_dry_run(plane: ControlPlane, namespace: str, objects: list[dict[str, Any]]) -> Any:
+    """`kubectl create --dry-run=server` of `objects` in `namespace`: every admission runs."""
+    text = yaml.safe_dump_all(objects)
+    return plane.kubectl(
+        "create", "--dry-run=server", "-n", namespace, "-f", "-", input=text, check=False
+    )
+
+
+def test_example_pods_pass_the_restricted_pod_security_standard(
+    control_plane: ControlPlane,
+) -> None:
+    """In a namespace enforcing `restricted`, the apiserver admits the operator's pods for every
+    example TFJob (examples/ and manifests/examples); a pod without the securityContext is
+    refused there, so admission really checks; Kubeflow's verbatim example needs `baseline`."""
+    restricted, baseline = _unique("restricted"), _unique("baseline")
+    _ensure_namespace(control_plane, restricted, {PSS: "restricted"})
+    _ensure_namespace(control_plane, baseline, {PSS: "baseline"})
+    assert len(EVERY_EXAMPLE) >= 8
+    for path in EVERY_EXAMPLE:
+        pods = _operator_pods(path, restricted)
+        assert pods, path
+        done = _create_dry_run(control_plane, restricted, pods)
+        if path.name == KUBEFLOW_VERBATIM:
+            assert done.returncode != 0, "Kubeflow's example was admitted under restricted"
+            assert 'violates PodSecurity "restricted:latest"' in done.stderr, done.stderr
+            done = _create_dry_run(control_plane, baseline, _operator_pods(path, baseline))
+        assert done.returncode == 0, f"{path.name} refused:\n{done.stderr}"
+        assert done.stdout.count("created (server dry run)") == len(pods), done.stdout
+        for pod in pods:
+            assert pod["spec"].get("automountServiceAccountToken") is False or (
+                path.name == KUBEFLOW_VERBATIM
+            ), f"{path.name}: TensorFlow needs no API token"
+    bare = _operator_pods(INSTALL_YAML.parent / "examples" / "mnist-ps-worker.yaml", restricted)
+    for pod in bare:
+        del pod["spec"]["securityContext"]
+    refused = _create_dry_run(control_plane, restricted, bare[:1])
+    assert refused.returncode != 0 and "runAsNonRoot != true" in refused.stderr, refused.stderr
+
+
+def test_operator_pod_passes_restricted_in_the_install_namespace(
+    control_plane: ControlPlane,
+) -> None:
+    """install.yaml's Namespace enforces `restricted`; the operator's pod (the Deployment's
+    template) is admitted there by the apiserver's PodSecurity admission."""
+    docs = [doc for doc in yaml.safe_load_all(INSTALL_YAML.read_text()) if doc]
+    namespace = next(doc for doc in docs if doc["kind"] == "Namespace")
+    labels = namespace["metadata"]["labels"]
+    assert {labels[f"pod-security.kubernetes.io/{m}"] for m in ("enforce", "audit", "warn")} == {
+        "restricted"
+    }
+    target = _unique("taas-install")
+    _ensure_namespace(control_plane, target, labels)
+    template = next(doc for doc in docs if doc["kind"] == "Deployment")["spec"]["template"]
+    pod = {"apiVersion": "v1", "kind": "Pod", **template}
+    pod["metadata"] = {**template["metadata"], "name": "operator", "namespace": target}
+    done = _create_dry_run(control_plane, target, [pod])
+    assert done.returncode == 0, done.stderr
+    assert "Warning" not in done.stderr, done.stderr  # warn=restricted: no warning either
 
 
 def _expand(resource_rules: list[Any]) -> set[Rule]:

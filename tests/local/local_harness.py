@@ -1,5 +1,6 @@
 """Helpers for the `taas run` tests: TFJob manifests of tiny `python -c` replicas, running the
-`taas` CLI as a subprocess, and reading the process table from /proc (no psutil).
+`taas` CLI as a subprocess, reading the process table from /proc (no psutil), and probing TCP
+ports from this test's own network namespace.
 
 Nothing is faked: the runner, the engine and the replica processes are all real. Every
 replica command carries a unique token so a test can find its processes in /proc.
@@ -8,12 +9,16 @@ replica command carries a unique token so a test can find its processes in /proc
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +93,17 @@ def run_taas(
     )
 
 
+def one_error(result: subprocess.CompletedProcess[str]) -> str:
+    """The single error message of a command refused before it started anything: exit 2,
+    nothing on stdout, one `error: ` line (and its bullet lines) on stderr, no traceback."""
+    assert result.returncode == 2, result
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ")
+    assert result.stderr.count("error: ") == 1
+    assert "Traceback" not in result.stderr
+    return result.stderr
+
+
 def final_status(stdout: str, job: str, namespace: str = "default") -> dict[str, Any]:
     """The status YAML the runner prints at the end for `job`."""
     marker = f"# TFJob {namespace}/{job}, as the operator writes it:\n"
@@ -136,10 +152,13 @@ def kill_marked(marker: str) -> None:
 
 class Runner:
     """`taas run` as a background process (its own process group) whose output is read line
-    by line, for the signal tests."""
+    by line, for the signal and network tests; `prefix` runs it through a wrapper (setpriv),
+    `taas` is the command (another interpreter)."""
 
-    def __init__(self, path: Path, *extra: str) -> None:
-        self.proc = spawn([*TAAS, "run", str(path), "--no-color", *extra], cwd=REPO)
+    def __init__(
+        self, path: Path, *extra: str, prefix: Sequence[str] = (), taas: Sequence[str] = TAAS
+    ) -> None:
+        self.proc = spawn([*prefix, *taas, "run", str(path), "--no-color", *extra], cwd=REPO)
         self.lines: list[str] = []
 
     def wait_for(self, text: str, count: int = 1) -> None:
@@ -149,6 +168,10 @@ class Runner:
             line = self.proc.stdout.readline().decode(errors="replace")
             assert line, "runner ended early:\n" + "".join(self.lines)
             self.lines.append(line)
+
+    def line_with(self, text: str) -> str:
+        """The first line read so far that contains `text`."""
+        return next(line for line in self.lines if text in line)
 
     def finish(self, timeout: float = 30) -> tuple[int, str]:
         """Exit code and the whole output."""
@@ -160,3 +183,60 @@ class Runner:
     def kill(self) -> None:
         """SIGKILL the runner's group if it is still there."""
         stop(self.proc, signal.SIGKILL, grace=0)
+
+
+def host_addresses() -> list[str]:
+    """This machine's own non-loopback IPv4 addresses, one per interface that has one."""
+    found = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        for _, name in socket.if_nameindex():
+            request = struct.pack("256s", name.encode()[:15])
+            try:
+                answer = fcntl.ioctl(sock.fileno(), 0x8915, request)  # SIOCGIFADDR
+            except OSError:
+                continue  # no IPv4 address on this interface
+            address = socket.inet_ntoa(answer[20:24])
+            if not address.startswith("127."):
+                found.append(address)
+    return found
+
+
+def probe(host: str, port: int) -> str:
+    """Connect from this process's network namespace: "connected", "refused" or the error."""
+    try:
+        with socket.create_connection((host, port), timeout=3):
+            return "connected"
+    except ConnectionRefusedError:
+        return "refused"
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def listening_ports(pid: int) -> set[int]:
+    """TCP ports in LISTEN state in the network namespace of process `pid` (its /proc/net)."""
+    ports = set()
+    for table in ("tcp", "tcp6"):
+        path = Path(f"/proc/{pid}/net/{table}")
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A":  # TCP_LISTEN
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def fresh_copy(path: str, tmp_path: Path) -> Path:
+    """An example TFJob file with every /tmp directory in its env moved under `tmp_path`, so a
+    run never resumes from an earlier run's checkpoint (commands stay relative to the repo)."""
+    docs = list(yaml.safe_load_all((REPO / path).read_text()))
+    for doc in docs:
+        for spec in (doc.get("spec") or {}).get("tfReplicaSpecs", {}).values():
+            for container in spec["template"]["spec"]["containers"]:
+                for entry in container.get("env") or []:
+                    value = entry.get("value")
+                    if isinstance(value, str) and value.startswith("/tmp/"):
+                        entry["value"] = str(tmp_path / value.strip("/").replace("/", "_"))
+    copy = tmp_path / Path(path).name
+    copy.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return copy

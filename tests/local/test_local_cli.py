@@ -9,21 +9,11 @@ import subprocess
 
 import pytest
 import yaml
-from local_harness import REPO, replica, run_taas, tfjob, write
+from local_harness import REPO, one_error, replica, run_taas, tfjob, write
 
 pytestmark = pytest.mark.timeout(120)
 
 GOOD = tfjob("demo", {"PS": replica("pass"), "Worker": replica("pass", replicas=2)})
-
-
-def one_error(result: subprocess.CompletedProcess[str]) -> str:
-    """The single error message of a failed command."""
-    assert result.returncode == 2, result
-    assert result.stdout == ""
-    assert result.stderr.startswith("error: ")
-    assert result.stderr.count("error: ") == 1
-    assert "Traceback" not in result.stderr
-    return result.stderr
 
 
 @pytest.mark.parametrize("command", ["run", "validate", "render"])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from local_harness import REPO, condition, final_status, run_taas
+from local_harness import REPO, condition, final_status, fresh_copy, run_taas
 
 pytestmark = [pytest.mark.tensorflow, pytest.mark.timeout(240)]
 
@@ -33,22 +33,6 @@ def test_the_required_examples_exist() -> None:
     paths = {p for p, _ in EXAMPLES}
     assert {"examples/mnist/async.yaml", "examples/mnist/sync.yaml"} <= paths
     assert "examples/seed_style/job.yaml" in paths
-
-
-def fresh_copy(path: str, tmp_path: Path) -> Path:
-    """The example with every /tmp directory in its env moved under `tmp_path`, so a run never
-    resumes from an earlier run's checkpoint (commands stay relative to the repo root)."""
-    docs = list(yaml.safe_load_all((REPO / path).read_text()))
-    for doc in docs:
-        for spec in (doc.get("spec") or {}).get("tfReplicaSpecs", {}).values():
-            for container in spec["template"]["spec"]["containers"]:
-                for entry in container.get("env") or []:
-                    value = entry.get("value")
-                    if isinstance(value, str) and value.startswith("/tmp/"):
-                        entry["value"] = str(tmp_path / value.strip("/").replace("/", "_"))
-    copy = tmp_path / Path(path).name
-    copy.write_text(yaml.safe_dump_all(docs, sort_keys=False))
-    return copy
 
 
 @pytest.mark.parametrize(("path", "name"), EXAMPLES, ids=[p for p, _ in EXAMPLES])

@@ -1,6 +1,6 @@
 """Issue 6, operator side: the NetworkPolicy per TFJob, least privilege proven by running the
 operator under the chart's ServiceAccount identity (RBAC from manifests/install.yaml, rendered
-from charts/taas), a missing RBAC verb caught and named, /healthz.
+from charts/taas), a missing RBAC verb caught and named, /healthz (on 127.0.0.1 unless told).
 
 Real RBAC on the real apiserver. The identity is a client certificate carrying the
 ServiceAccount's user name and groups (no token controller runs here); RBAC treats it exactly as
@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import copy
 import json
+import signal
+import socket
+import struct
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -160,6 +163,35 @@ def test_lifecycle_under_the_chart_service_account(
     assert not any(s in log for s in ("HTTP 403", "the operator may not", "ForbiddenError")), log[
         -3000:
     ]
+
+
+def _listen_addresses(pid: int, port: int) -> set[str]:
+    """IPv4 addresses process `pid` listens on at `port` (its /proc/net/tcp, LISTEN rows)."""
+    found = set()
+    for line in Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, hex_port = local.split(":")
+        if state == "0A" and int(hex_port, 16) == port:  # TCP_LISTEN
+            found.add(socket.inet_ntoa(struct.pack("<I", int(address, 16))))
+    return found
+
+
+def test_health_endpoint_listens_on_localhost_unless_told(
+    admin: Api, start_operator: StartOperator
+) -> None:
+    """`taas operator` serves /healthz on 127.0.0.1 only (nothing off the machine can reach
+    it); --health-host (the chart passes the pod's IP) moves it, e.g. to every interface."""
+    for host, expected in (("", "127.0.0.1"), ("0.0.0.0", "0.0.0.0")):
+        (port,) = free_ports(1)
+        args = (f"--health-port={port}", *([f"--health-host={host}"] if host else []))
+        operator = start_operator(new_namespace(admin, "health"), args=args)
+        assert operator.proc is not None
+        pid = operator.proc.pid
+        wait_for(lambda p=pid, q=port: _listen_addresses(p, q), "/healthz to listen")
+        assert _listen_addresses(pid, port) == {expected}
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
+            assert response.status == 200
+        operator.kill(signal.SIGTERM)
 
 
 def test_missing_verb_is_named_and_survived(

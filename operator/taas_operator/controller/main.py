@@ -5,8 +5,9 @@
     main(argv=None) -> int                 # `python -m taas_operator.controller`
 
 Standalone unless the `peering` setting names a kopf peering object (leader election between
-replicas through that (Cluster)KopfPeering); `/healthz` on `health_port` unless it is 0; every
-namespace unless `namespaces` lists some. Flags: `taas_operator.controller.flags`.
+replicas through that (Cluster)KopfPeering); `/healthz` on `health_host:health_port` (127.0.0.1
+unless told otherwise) unless the port is 0; every namespace unless `namespaces` lists some.
+Flags: `taas_operator.controller.flags`.
 """
 
 from __future__ import annotations
@@ -59,9 +60,7 @@ def run(settings: OperatorSettings, kubeconfig: str | None = None) -> int:
             peering_name=settings.peering or None,
             clusterwide=not settings.namespaces,
             namespaces=settings.namespaces,
-            liveness_endpoint=(
-                f"http://0.0.0.0:{settings.health_port}/healthz" if settings.health_port else None
-            ),
+            liveness_endpoint=settings.health_url,
         )
     finally:
         kube.close()

@@ -27,6 +27,7 @@ Rules (Kubeflow's unless marked TaaS):
 - on Succeeded/Failed: completionTime; cleanPodPolicy Running deletes pending and running pods
   and their services, All deletes all, None none; ttlSecondsAfterFinished deletes the job after
   completionTime + TTL. Conditions and replica counts then stay as they were (terminal).
+  TaaS: on failure, a Running pod restarted in place whose last run failed counts as failed.
 - suspend: delete every pod and service, active counts 0, Running False and Suspended True
   (TFJobSuspended). Resume: Suspended False (TFJobResumed), startTime reset, pods recreated.
 - scaling: pods at an index >= replicas (and their services) are deleted, missing ones created.
@@ -283,6 +284,17 @@ class _Pass:
         self.status.completion_time = self.status.completion_time or self.now
         self.condition(c.COND_FAILED, "True", c.REASON_FAILED, message, event="Warning")
         self.cleanup()
+        # A pod that restarts in place (OnFailure/Always) stays Running while it crash-loops;
+        # when the job fails, one whose last run failed counts as failed, not active, so the
+        # final status shows what ended the job. Pods merely stopped keep Kubeflow's counts.
+        for pod in self.pods:
+            rstatus = self.status.replica_statuses.get(pod.replica_type)
+            spec = self.specs.get(pod.replica_type)
+            counted = spec is not None and pod.index < spec.replicas and not pod.deleting
+            crashed = pod.phase == "Running" and pod.restart_count > 0 and bool(pod.exit_code)
+            if counted and crashed and rstatus is not None and rstatus.active > 0:
+                rstatus.active -= 1
+                rstatus.failed += 1
 
     def succeed(self, counts: dict[str, ReplicaStatus]) -> None:
         self.status.completion_time = self.status.completion_time or self.now

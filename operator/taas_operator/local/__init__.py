@@ -8,6 +8,9 @@ and runs the lifecycle; this package only plays the kubelet and shows what happe
     expansion.py   Kubernetes $(VAR) expansion
     container.py   pod manifest -> the process a kubelet would start (argv, env, cwd)
     process.py     start/stop processes in their own groups, dying with the runner
+    netns.py       a private network namespace per job (its own 127.0.0.1), or why not
+    fit.py         do the replicas fit this machine's memory and CPUs?
+    unapplied.py   which parts of the pod templates are not applied here, in one line
     kubelet.py     LocalPod: one pod's process, restarts in place, phase, exit code
     display.py     logs prefixed per replica, the live table
     job_run.py     JobRun: one job's pods and status; kubelet poll -> engine plan -> act on it

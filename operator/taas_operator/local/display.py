@@ -3,21 +3,27 @@
     Display(stream, color: bool, live: bool, logs_dir: str | None, prefix_job: bool)
         .line(job, pod, raw: bytes)   one log line of a replica: `[worker-0] ...`, coloured
         .note(text)                   a runner message: `taas: ...`
+        .warn(text)                   a runner warning: `taas: warning: ...`
         .table(rows, header)          the replica table; redrawn in place on a TTY
         .close()
 
 On a TTY the table is a footer: it is erased, the new log lines are written above it, and it is
 drawn again, so logs scroll and the table stays at the bottom. Elsewhere (a pipe, CI) the table
 is printed as plain lines each time it changes. Thread-safe: replica log threads call `line`.
+
+    logs_dir(path) -> Path   # --logs-dir checked before anything starts: InputError naming it
 """
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
+
+from taas_operator.local.documents import InputError
 
 _COLORS = ("36", "33", "35", "32", "34", "91", "96", "93", "95", "92", "94")
 _RESET = "\x1b[0m"
@@ -35,6 +41,22 @@ def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[s
     ]
 
 
+def logs_dir(path: str) -> Path:
+    """`path` as a directory this process can write logs into (created if missing)."""
+    folder = Path(path)
+    fix = "fix: give --logs-dir a directory you can write to (it is created if missing)"
+    if folder.exists() and not folder.is_dir():
+        raise InputError(f"--logs-dir {path}: not a directory; {fix}")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".taas-write-test-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        raise InputError(f"--logs-dir {path}: cannot write there ({exc.strerror}); {fix}") from None
+    return folder
+
+
 class Display:
     """Serialises every write to the terminal; keeps the table as a footer on a TTY."""
 
@@ -49,8 +71,6 @@ class Display:
     ) -> None:
         self.stream, self.color, self.live, self.prefix_job = stream, color, live, prefix_job
         self.logs_dir = Path(logs_dir) if logs_dir else None
-        if self.logs_dir:
-            self.logs_dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._colors: dict[str, str] = {}
         self._files: dict[str, IO[bytes]] = {}
@@ -98,6 +118,10 @@ class Display:
         with self._lock:
             label = "\x1b[1mtaas:\x1b[0m" if self.color else "taas:"
             self._write(f"{label} {text}\n")
+
+    def warn(self, text: str) -> None:
+        """A warning of the runner: something runs differently than asked, or unprotected."""
+        self.note(f"warning: {text}")
 
     def table(self, lines: list[str]) -> None:
         """Show the table: redraw the footer on a TTY, else print it when it changed."""

@@ -1,13 +1,15 @@
 """One TFJob under `taas run`: its local pods, its status, and the plan loop.
 
     JobRun(job, display)               # one free 127.0.0.1 port per replica
-        .preflight()                   # InputError when a pod cannot start here
+        .preflight()                   # InputError when a pod cannot start here; warnings
+        .network                       # a local.netns.PrivateNetwork its pods start in, or None
         .step(now) -> bool             # poll pods, plan and act when needed; True: table changed
         .stop(now)  .kill()  .alive  .done  .skipped
         .condition() -> str  .table_rows() -> list[list[str]]
 
 `BuildOptions(hosts=...)` points every replica at `127.0.0.1:<its port>`, so TF_CONFIG and
-PS_HOSTS/WORKER_HOSTS/... come from the operator's own builder. `step`:
+PS_HOSTS/WORKER_HOSTS/... come from the operator's own builder; with a `network` (the runner's
+default) that 127.0.0.1 is the job's own loopback, shared by its replicas only. `step`:
 1. the local kubelet polls its pods (exits, in-place restarts, grace periods);
 2. when something changed, or the engine asked to be called again (`requeue_at`: deadline),
    `sync` asks `plan_job(job, observed pods, now)` for a Plan and carries it out like the
@@ -30,8 +32,11 @@ from taas_operator.api.constants import DEFAULT_CONTAINER_NAME
 from taas_operator.engine import BuildOptions, desired_pods, plan_job
 from taas_operator.local.container import LOCAL_IP, launch_spec
 from taas_operator.local.display import Display
+from taas_operator.local.documents import InputError
 from taas_operator.local.kubelet import LocalPod
+from taas_operator.local.netns import PrivateNetwork
 from taas_operator.local.process import free_ports
+from taas_operator.local.unapplied import unapplied
 from taas_operator.tfjob import replica_name
 
 
@@ -45,7 +50,14 @@ class JobRun:
             for t in job.replica_types()
             for i in range(job.spec.tf_replica_specs[t].replicas)
         ]
-        self.ports = dict(zip(slots, free_ports(len(slots)), strict=True))
+        try:
+            self.ports = dict(zip(slots, free_ports(len(slots)), strict=True))
+        except OSError as exc:
+            raise InputError(
+                f"TFJob {job.name}: cannot reserve {len(slots)} ports for its replicas "
+                f"({exc.strerror}); fix: fewer replicas"
+            ) from None
+        self.network: PrivateNetwork | None = None
         self.options = BuildOptions(hosts=self._host)
         self.pods: dict[str, LocalPod] = {}
         self.ended: dict[str, LocalPod] = {}  # deleted pods, for the table
@@ -61,7 +73,8 @@ class JobRun:
 
     # -- before anything starts ----------------------------------------------------------------
     def preflight(self) -> None:
-        """Check every pod can start here (InputError if not) and print one-line notes."""
+        """Check every pod can start here (InputError if not) and print one-line notes: the
+        image, what of the pod templates is not applied, a job with no replica at all."""
         images: set[str] = set()
         notes: list[str] = []
         for pod in desired_pods(self.job, self.options):
@@ -70,11 +83,6 @@ class JobRun:
             for container in pod["spec"]["containers"]:
                 if container.get("name") == DEFAULT_CONTAINER_NAME and container.get("image"):
                     images.add(str(container["image"]))
-                elif container.get("name") != DEFAULT_CONTAINER_NAME:
-                    notes.append(
-                        f"pod {pod['metadata']['name']}: container {container.get('name')} "
-                        f"is not run locally (only {DEFAULT_CONTAINER_NAME} is)"
-                    )
         if images:
             self.display.note(
                 f"image {', '.join(sorted(images))} not pulled: commands run in this Python "
@@ -82,6 +90,15 @@ class JobRun:
             )
         for note in notes:
             self.display.note(note)
+        skipped = unapplied(self.job)
+        if skipped:
+            self.display.warn(skipped)
+        if not self.ports:
+            self.display.warn(
+                f"TFJob {self.job.name} has no replicas (replicas is 0 for every type): it "
+                f"succeeds at once without running anything, as Kubeflow's operator does; fix: "
+                f"set replicas to 1 or more"
+            )
 
     # -- the loop ------------------------------------------------------------------------------
     def step(self, now: datetime) -> bool:
@@ -170,6 +187,7 @@ class JobRun:
             f"{name}-{self.starts[name]}",
             launch_spec(manifest),
             lambda pod_name, raw: self.display.line(self.job.name, pod_name, raw),
+            namespaces=self.network.fds if self.network else (),
         )
         self.pods[name] = pod
         pod.start()

@@ -1,6 +1,7 @@
 """A local stand-in for a kubelet: one `LocalPod` runs one pod's `tensorflow` container.
 
-    LocalPod(manifest, uid, launch, on_line)     # on_line(pod name, output line as bytes)
+    LocalPod(manifest, uid, launch, on_line, namespaces=())
+        # on_line(pod name, output line as bytes); namespaces: fds the process enters (netns)
         .start()  .poll(now) -> bool (state changed)  .delete(now)  .kill()
         .observed() -> ObservedPod  (what the lifecycle engine reads)
 
@@ -45,8 +46,16 @@ def _exit_code(returncode: int) -> int:
 class LocalPod:
     """One pod: its process, restarts, phase and exit code."""
 
-    def __init__(self, manifest: dict[str, Any], uid: str, launch: Launch, on_line: LineFn):
+    def __init__(
+        self,
+        manifest: dict[str, Any],
+        uid: str,
+        launch: Launch,
+        on_line: LineFn,
+        namespaces: tuple[int, ...] = (),
+    ) -> None:
         self.manifest, self.uid, self.launch, self.on_line = manifest, uid, launch, on_line
+        self.namespaces = namespaces
         meta, spec = manifest["metadata"], manifest.get("spec") or {}
         self.name: str = meta["name"]
         rtype = normalize_replica_type(meta["labels"][LABEL_REPLICA_TYPE])
@@ -79,7 +88,9 @@ class LocalPod:
 
     def start(self) -> None:
         """Start the container process (main thread only: the death signal follows it)."""
-        self.proc = spawn(self.launch.argv, env=self.launch.env, cwd=self.launch.cwd)
+        self.proc = spawn(
+            self.launch.argv, env=self.launch.env, cwd=self.launch.cwd, namespaces=self.namespaces
+        )
         self.phase, self.restart_at = "Running", None
         reader = threading.Thread(target=self._pump, args=(self.proc,), daemon=True)
         reader.start()
@@ -170,6 +181,8 @@ class LocalPod:
                 return "Terminating"
             if self.stopped:  # deleted while running: it was stopped, or ended just then
                 return "Completed" if self.exit_code == 0 else "Stopped"
+            if self.phase == "Running" and self.reason:  # deleted waiting to restart
+                return f"{self.reason}, deleted"  # how its last run ended: Error, Completed
             return f"{self.phase}, deleted"
         if self.restart_at is not None:
             return "CrashLoopBackOff"

@@ -2,7 +2,8 @@
 uses for it (`taas run`'s replicas, the control plane's etcd and kube-apiserver, the test and
 benchmark harnesses).
 
-    spawn(argv, env=..., cwd=..., death_signal=SIGKILL, stdout=PIPE) -> subprocess.Popen[bytes]
+    spawn(argv, env=..., cwd=..., death_signal=SIGKILL, stdout=PIPE, namespaces=())
+        -> subprocess.Popen[bytes]
     signal_group(proc, sig)                          # the whole group, ignoring one already gone
     stop(proc, sig=SIGTERM, grace=10.0) -> int       # sig, wait `grace`, then SIGKILL; exit code
     free_ports(count) -> list[int]                   # distinct free TCP ports on 127.0.0.1
@@ -20,6 +21,12 @@ runner's log readers, pytest's), which may hold locks at fork time. The death si
 caller's choice: SIGKILL for replicas (nothing to save), SIGTERM for etcd and kube-apiserver so
 they shut down cleanly. Limits: the death signal is per process (a child's own children die with
 it only if it stops them); Linux only, elsewhere the helper just execs.
+
+Namespaces: `namespaces` are open file descriptors of Linux namespaces (/proc/PID/ns/...), such
+as a `local.netns.PrivateNetwork`'s; the helper `setns()`s into each, in order (a user namespace
+before the network namespace it owns), closes them, and only then sets the death signal (entering
+a user namespace changes credentials, which may clear it) and execs. A child that cannot enter
+them exits 127 with one line on stderr, so it never runs outside the namespace it was meant for.
 """
 
 from __future__ import annotations
@@ -38,15 +45,26 @@ LOCAL_IP = "127.0.0.1"
 _HELPER = """
 import os, sys
 parent, death_signal = int(sys.argv[1]), int(sys.argv[2])
+namespaces = [int(fd) for fd in sys.argv[3].split(",") if fd]
 if sys.platform.startswith("linux"):
     import ctypes
-    ctypes.CDLL(None, use_errno=True).prctl(1, death_signal, 0, 0, 0)  # PR_SET_PDEATHSIG
+    libc = ctypes.CDLL(None, use_errno=True)
+    for fd in namespaces:
+        if libc.setns(fd, 0) != 0:
+            sys.stderr.write("taas: cannot enter the job's namespace: %s\\n"
+                             % os.strerror(ctypes.get_errno()))
+            os._exit(127)
+        os.close(fd)
+    libc.prctl(1, death_signal, 0, 0, 0)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:
         os._exit(128 + death_signal)
+elif namespaces:
+    sys.stderr.write("taas: namespaces need Linux\\n")
+    os._exit(127)
 try:
-    os.execvp(sys.argv[3], sys.argv[3:])
+    os.execvp(sys.argv[4], sys.argv[4:])
 except OSError as exc:
-    sys.stderr.write("taas: cannot start %s: %s\\n" % (sys.argv[3], exc.strerror))
+    sys.stderr.write("taas: cannot start %s: %s\\n" % (sys.argv[4], exc.strerror))
     os._exit(127)
 """
 
@@ -61,15 +79,18 @@ def spawn(
     death_signal: signal.Signals = signal.SIGKILL,
     stdout: Output = subprocess.PIPE,
     stderr: Output = subprocess.STDOUT,
+    namespaces: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
-    """Start `argv` in a new process group that receives `death_signal` when this process dies.
+    """Start `argv` in a new process group that receives `death_signal` when this process dies,
+    inside the `namespaces` given (file descriptors, entered in order; none: this process's).
 
     Output goes to `stdout` (a pipe by default, stderr merged into it); stdin is /dev/null.
     A command that cannot be started exits 127 with one line on stderr.
     """
+    fds = ",".join(str(fd) for fd in namespaces)
     wrapped = [sys.executable, "-E", "-S", "-c", _HELPER, str(os.getpid()), str(int(death_signal))]
     return subprocess.Popen(
-        [*wrapped, *argv],
+        [*wrapped, fds, *argv],
         env=dict(env) if env is not None else None,
         cwd=cwd,
         stdin=subprocess.DEVNULL,
@@ -77,6 +98,7 @@ def spawn(
         stderr=stderr,
         start_new_session=True,
         close_fds=True,
+        pass_fds=tuple(namespaces),
     )
 
 

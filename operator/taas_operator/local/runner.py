@@ -1,7 +1,15 @@
 """`taas run`: drive TFJobs on this machine with the operator's own engine.
 
-    RunOptions(logs_dir=None, color=True, table=True)
+    RunOptions(logs_dir=None, color=True, table=True, host_network=False,
+               allow_oversubscribe=False)
     run_jobs(jobs: Sequence[TFJob], options: RunOptions) -> int     # the exit code
+
+Before anything starts (InputError, exit 2, on any problem): the run must fit this machine
+(`local.fit`; `allow_oversubscribe` turns a misfit into a warning), --logs-dir must be writable,
+every pod must be startable (`JobRun.preflight`, which also warns about what is not applied).
+Then each job gets a private network namespace (`local.netns`): its replicas reach each other on
+127.0.0.1 and nothing outside the job reaches them. Where none can be made, one warning says why
+and the replicas use the host network; `host_network` asks for that instead.
 
 Each job is a `local.job_run.JobRun` (its pods, its status, the engine's plans) with one free
 port on 127.0.0.1 per replica. The loop (every 0.1 s, main thread only) steps every job, redraws
@@ -29,8 +37,11 @@ import yaml
 from pydantic import BaseModel
 
 from taas_operator.api import TFJob
-from taas_operator.local.display import Display, format_table
+from taas_operator.local.display import Display, format_table, logs_dir
+from taas_operator.local.documents import InputError
+from taas_operator.local.fit import Machine, check_fit
 from taas_operator.local.job_run import JobRun
+from taas_operator.local.netns import NetworkUnavailable, PrivateNetwork
 
 TICK_SECONDS = 0.1
 EXIT_SUCCEEDED, EXIT_FAILED = 0, 1
@@ -38,11 +49,13 @@ _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 class RunOptions(BaseModel):
-    """How `taas run` shows things."""
+    """How `taas run` runs and shows things."""
 
     logs_dir: str | None = None
     color: bool = True
     table: bool = True
+    host_network: bool = False
+    allow_oversubscribe: bool = False
 
 
 def _table(runs: Sequence[JobRun]) -> list[str]:
@@ -100,6 +113,14 @@ def _exit_code(runs: Sequence[JobRun], stopped: int | None) -> int:
 def run_jobs(jobs: Sequence[TFJob], options: RunOptions, stream: Any = None) -> int:
     """Run `jobs` to completion (or until stopped); return the exit code."""
     out = stream or sys.stdout
+    fit = check_fit(jobs, Machine.here())
+    if fit.problems and not options.allow_oversubscribe:
+        raise InputError(
+            f"{fit.misfit}. Fix: fewer replicas, resources.requests.memory in the tensorflow "
+            f"container if yours need less, or taas run --allow-oversubscribe to start them anyway"
+        )
+    if options.logs_dir:
+        logs_dir(options.logs_dir)
     live = options.table and out.isatty()
     display = Display(
         out,
@@ -108,11 +129,16 @@ def run_jobs(jobs: Sequence[TFJob], options: RunOptions, stream: Any = None) -> 
         logs_dir=options.logs_dir,
         prefix_job=len(jobs) > 1,
     )
+    if fit.problems:
+        display.warn(f"{fit.misfit}; starting anyway (--allow-oversubscribe)")
+    for warning in fit.warnings:
+        display.warn(f"{fit.what}: {warning}")
     runs = [JobRun(job, display) for job in jobs]
     for run in runs:
         run.preflight()  # InputError here: nothing has started yet
     width = shutil.get_terminal_size().columns
     stopped: int | None = None
+    _private_networks(runs, options.host_network, display)
     try:
         with _stop_signals() as received:
             while not all(r.done for r in runs) and not received:
@@ -138,9 +164,39 @@ def run_jobs(jobs: Sequence[TFJob], options: RunOptions, stream: Any = None) -> 
             _poll_only(run)
             for pod in run.pods.values():
                 pod.flush_logs(timeout=1.0)
+            if run.network is not None:
+                run.network.close()
         display.final(_report(runs, stopped))
         display.close()
     return _exit_code(runs, stopped)
+
+
+def _private_networks(runs: Sequence[JobRun], host_network: bool, display: Display) -> None:
+    """A private network namespace per job, or one line saying why the host network is used."""
+    exposed = "TensorFlow's servers then listen on every interface of this machine"
+    if host_network:
+        display.note(f"--host-network: the replicas use this machine's network; {exposed}")
+        return
+    for run in runs:
+        try:
+            run.network = PrivateNetwork.create()
+        except NetworkUnavailable as exc:
+            for made in runs:  # all jobs alike: every one on the host network
+                if made.network is not None:
+                    made.network.close()
+                    made.network = None
+            display.warn(
+                f"no private network for the replicas ({exc}), so {exposed}, reachable from "
+                f"other machines. Fix: allow user namespaces (sysctl user.max_user_namespaces, "
+                f"kernel.unprivileged_userns_clone) or run as root; --host-network accepts this"
+            )
+            return
+    kind = runs[0].network.kind if runs and runs[0].network else "network namespace"
+    display.note(
+        f"each job's replicas share a private network ({kind}): 127.0.0.1 is the job's own, "
+        f"nothing outside the job connects to them, they connect to nothing outside it "
+        f"(--host-network turns this off)"
+    )
 
 
 def _poll_only(run: JobRun) -> None:
