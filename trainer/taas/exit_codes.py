@@ -5,7 +5,10 @@ code  meaning                                                    ExitCode policy
 ====  =========================================================  ===========================
 0     training finished (every task, the PS included)            job succeeds
 1     bug in user code or the model (traceback printed)          permanent: job fails
-2     bad setting, flag or TF_CONFIG (message names the field)   permanent: job fails
+2     bad setting, flag, TF_CONFIG, ``TAAS_*`` variable, or an   permanent: job fails
+      unwritable model_dir (message names the field)
+3     loss became NaN or infinite: training diverged, stopped    permanent: job fails
+      before more steps, checkpoints or an export
 130   interrupted (SIGINT)                                       retryable
 138   lost peer: PS/worker unreachable, session aborted,         retryable: pod recreated,
       cluster not up within ``startup_timeout_secs``             resumes from checkpoint
@@ -27,12 +30,17 @@ class ExitCode(IntEnum):
     OK = 0
     USER_ERROR = 1
     BAD_SETTINGS = 2
+    LOSS_NOT_FINITE = 3
     INTERRUPTED = 130
     PEER_LOST = 138
 
 
 class PeerUnreachableError(RuntimeError):
     """A cluster peer (usually a PS) did not answer in time."""
+
+
+class LossNotFiniteError(ArithmeticError):
+    """The training loss became NaN or infinite; the message says where and what to try."""
 
 
 def classify(exc: BaseException) -> ExitCode:
@@ -45,6 +53,8 @@ def classify(exc: BaseException) -> ExitCode:
         return ExitCode.INTERRUPTED
     if isinstance(exc, PeerUnreachableError):
         return ExitCode.PEER_LOST
+    if isinstance(exc, LossNotFiniteError):
+        return ExitCode.LOSS_NOT_FINITE
     import tensorflow as tf
 
     retryable = (
