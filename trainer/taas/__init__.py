@@ -131,7 +131,7 @@ Modules: ``base`` (the hook class), ``engine`` (the engine seam: protocol, step 
 engine drives which hook class), ``graph_engine`` / ``graph_model`` / ``evaluator`` (graph
 mode), ``loop`` (the step loop every engine shares), ``program`` (``main()``: settings, cluster,
 exit code), ``settings``, ``cluster``, ``cli_flags``, ``coordination``, ``session``, ``towers``,
-``devices``, ``exporter``, ``progress``, ``exit_codes``.
+``devices``, ``exporter``, ``progress``, ``preflight``, ``exit_codes``.
 
 Porting Caicloud code: ``from taas import dist_base`` (``dist_base.CaicloudDistTensorflowBase``)
 and ``from taas import entry; entry.start(MyModel)``; use ``tensorflow.compat.v1``

@@ -19,8 +19,9 @@ Where a TensorFlow 2 engine plugs in: write a second hook class with the same ho
 ``build_model`` returning a Keras model, ...) and an engine class satisfying :class:`Engine`
 (strategy chosen from the cluster, its own session-free step), then add one branch to
 :func:`engine_for` mapping that hook class to that engine. :mod:`taas.program` (settings,
-cluster, flags, exit codes), :mod:`taas.loop` (progress lines, early stop, the non-finite loss
-check) and :class:`StepResult` are shared as they are.
+cluster, flags, exit codes), :mod:`taas.preflight` (the model dir check), :mod:`taas.loop`
+(progress lines, early stop, the non-finite loss check) and :class:`StepResult` are shared as
+they are.
 
 This module does not import TensorFlow.
 """

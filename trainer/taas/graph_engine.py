@@ -17,8 +17,6 @@ A TensorFlow 2 engine is a sibling of this class (see ``taas.engine``), not a su
 
 from __future__ import annotations
 
-import os
-import uuid
 from typing import Any
 
 import tensorflow as tf
@@ -32,9 +30,10 @@ from taas.evaluator import run_evaluator
 from taas.exporter import raw_session
 from taas.graph_model import GraphModel, ModelOps, StepRunner, build_graph
 from taas.loop import check_finite_loss, train_loop
+from taas.preflight import require_writable_model_dir
 from taas.progress import nothing_to_train, process_age
 from taas.session import ChiefSessionCreator, WorkerSessionCreator
-from taas.settings import SettingsError, TrainerSettings, sources
+from taas.settings import SettingsError, TrainerSettings
 
 v1 = tf.compat.v1
 
@@ -222,24 +221,3 @@ class FiniteLossHook(tf.compat.v1.train.SessionRunHook):
         if run_values.results:
             loss, step = float(run_values.results["loss"]), int(run_values.results["step"])
             check_finite_loss(StepResult(step, loss))
-
-
-def require_writable_model_dir(settings: TrainerSettings) -> None:
-    """Create ``model_dir`` and write a probe file in it; :class:`SettingsError` if not possible.
-
-    Through ``tf.io.gfile``, so remote file systems TensorFlow supports pass the same check.
-    """
-    path = settings.model_dir
-    probe = os.path.join(path, f".taas-write-check-{uuid.uuid4().hex[:8]}")
-    try:
-        tf.io.gfile.makedirs(path)
-        with tf.io.gfile.GFile(probe, "w") as out:
-            out.write("ok")
-        tf.io.gfile.remove(probe)
-    except (OSError, tf.errors.OpError) as exc:
-        reason = exc.message if isinstance(exc, tf.errors.OpError) else str(exc)
-        raise SettingsError(
-            f"setting 'model_dir' ({sources('model_dir')}): cannot write to {path!r}: "
-            f"{reason.strip()}. The chief writes checkpoints and summaries there: give a "
-            "directory this process can create and write"
-        ) from None
