@@ -23,7 +23,6 @@ system:masters), so the audit log tells its requests from the harness's.
 from __future__ import annotations
 
 import base64
-import contextlib
 import os
 import shutil
 import signal
@@ -34,7 +33,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from taas_controlplane.launcher import ControlPlane, free_port
+from taas_controlplane.launcher import ControlPlane
+from taas_operator.local.process import free_ports, spawn, stop
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TAAS_CRD = REPO_ROOT / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
@@ -74,35 +74,18 @@ class RunningController:
 
     def kill(self) -> None:
         """SIGKILL the whole process group (a crash, for fault runs)."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
+        stop(self.proc, signal.SIGKILL, grace=0)
 
     def stop(self, grace: float = 10.0) -> None:
         """SIGTERM the process group, SIGKILL after `grace` seconds."""
-        if self.proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            self.kill()
+        stop(self.proc, signal.SIGTERM, grace)
 
 
 def _spawn(name: str, cmd: list[str], workdir: Path, env: dict[str, str]) -> RunningController:
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / f"{name}.log"
     with log.open("ab") as handle:
-        proc = subprocess.Popen(
-            cmd,
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            cwd=REPO_ROOT,
-            env={**os.environ, **env},
-            start_new_session=True,
-        )
+        proc = spawn(cmd, env={**os.environ, **env}, cwd=REPO_ROOT, stdout=handle)
     return RunningController(name=name, proc=proc, log=log)
 
 
@@ -157,7 +140,7 @@ class TaasController(Controller):
             kubeconfig,
             "--all-namespaces",
             "--health-port",
-            str(free_port()),
+            str(free_ports(1)[0]),
         ]
 
 
@@ -196,13 +179,14 @@ class KubeflowController(Controller):
     def command(self, kubeconfig: str) -> list[str]:
         from taas_controlplane.binaries import ensure
 
+        metrics_port, health_port, webhook_port = free_ports(3)
         return [
             str(ensure("training-operator")),
             f"--kubeconfig={kubeconfig}",
             "--enable-scheme=tfjob",
-            f"--metrics-bind-address=127.0.0.1:{free_port()}",
-            f"--health-probe-bind-address=127.0.0.1:{free_port()}",
-            f"--webhook-server-port={free_port()}",
+            f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+            f"--health-probe-bind-address=127.0.0.1:{health_port}",
+            f"--webhook-server-port={webhook_port}",
         ]
 
 

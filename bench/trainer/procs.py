@@ -8,7 +8,6 @@ tfjob(name, ps, workers, env) -> str       # TFJob YAML running bench_model.py
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -20,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from taas_operator.local.process import spawn, stop
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = "bench/trainer/programs/bench_model.py"
@@ -45,25 +46,17 @@ class Completed:
 def run(cmd: list[str], env: dict[str, str] | None = None, timeout_s: float = 600) -> Completed:
     """Run `cmd` from the repository root; raise BenchError unless it exits 0."""
     started = time.monotonic()
-    proc = subprocess.Popen(
-        cmd,
-        cwd=REPO_ROOT,
-        env={**os.environ, **(env or {})},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    proc = spawn(cmd, env={**os.environ, **(env or {})}, cwd=REPO_ROOT)
     try:
-        output, _ = proc.communicate(timeout=timeout_s)
+        raw, _ = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        output, _ = proc.communicate()
+        stop(proc, signal.SIGKILL, grace=0)
+        raw, _ = proc.communicate()
+        output = raw.decode(errors="replace")
         raise BenchError(f"{' '.join(cmd)} ran past {timeout_s:.0f}s:\n{output[-2000:]}") from None
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # nothing of it may outlive the run
+        stop(proc, signal.SIGKILL, grace=0)  # nothing of it may outlive the run
+    output = raw.decode(errors="replace")
     done = Completed(proc.returncode, time.monotonic() - started, output)
     if done.rc != 0:
         raise BenchError(f"{' '.join(cmd)} exited {done.rc}:\n{output[-3000:]}")

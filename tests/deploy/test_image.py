@@ -176,8 +176,9 @@ def test_trainer_stage_entrypoint_imports_taas_from_the_wheel(wheel: Path, tmp_p
     tf_spec = importlib.util.find_spec("tensorflow")
     assert tf_spec is not None and tf_spec.origin, "TensorFlow is not installed in this environment"
     tf_site = Path(tf_spec.origin).parents[1]
-    venv_site = _run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
-                     cwd=tmp_path).stdout.strip()
+    venv_site = _run(
+        python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=tmp_path
+    ).stdout.strip()
     (Path(venv_site) / "tensorflow-beside.pth").write_text(f"{tf_site}\n")
     install: list[str | Path] = [
         "-m",

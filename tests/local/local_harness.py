@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from taas_operator.local.process import spawn, stop
+
 REPO = Path(__file__).resolve().parents[2]
 TAAS = [sys.executable, "-m", "taas_operator.cli"]
 
@@ -137,33 +139,24 @@ class Runner:
     by line, for the signal tests."""
 
     def __init__(self, path: Path, *extra: str) -> None:
-        self.proc = subprocess.Popen(
-            [*TAAS, "run", str(path), "--no-color", *extra],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            cwd=REPO,
-            start_new_session=True,
-        )
+        self.proc = spawn([*TAAS, "run", str(path), "--no-color", *extra], cwd=REPO)
         self.lines: list[str] = []
 
     def wait_for(self, text: str, count: int = 1) -> None:
         """Read output until `text` has been seen in `count` lines (pytest-timeout bounds it)."""
         assert self.proc.stdout is not None
         while sum(text in line for line in self.lines) < count:
-            line = self.proc.stdout.readline()
+            line = self.proc.stdout.readline().decode(errors="replace")
             assert line, "runner ended early:\n" + "".join(self.lines)
             self.lines.append(line)
 
     def finish(self, timeout: float = 30) -> tuple[int, str]:
         """Exit code and the whole output."""
         assert self.proc.stdout is not None
-        rest = self.proc.stdout.read()
+        rest = self.proc.stdout.read().decode(errors="replace")
         code = self.proc.wait(timeout)
         return code, "".join(self.lines) + rest
 
     def kill(self) -> None:
         """SIGKILL the runner's group if it is still there."""
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        stop(self.proc, signal.SIGKILL, grace=0)

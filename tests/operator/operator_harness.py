@@ -26,6 +26,8 @@ from typing import Any, TypeVar
 
 import yaml
 
+from taas_operator.local.process import spawn, stop
+
 T = TypeVar("T")
 
 TFJOBS = "/apis/kubeflow.org/v1/namespaces/{ns}/tfjobs"
@@ -234,14 +236,7 @@ class OperatorProcess:
     def start(self) -> OperatorProcess:
         env = {**os.environ, "PYTHONUNBUFFERED": "1", **(self.env or {})}
         with self.log_path.open("ab") as log:
-            self.proc = subprocess.Popen(
-                [*OPERATOR_CMD, *self.args],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                start_new_session=True,
-            )
+            self.proc = spawn([*OPERATOR_CMD, *self.args], env=env, stdout=log)
         return self
 
     def alive(self) -> bool:
@@ -252,16 +247,8 @@ class OperatorProcess:
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         """Signal the process group and wait for it (SIGKILL: no clean shutdown at all)."""
-        if self.proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, sig)
-        try:
-            self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        if self.proc is not None:
+            stop(self.proc, sig, grace=15)
 
     def stop(self) -> None:
         self.kill(signal.SIGTERM)

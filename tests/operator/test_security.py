@@ -28,7 +28,8 @@ from operator_harness import (
     wait_for,
 )
 
-from taas_controlplane.launcher import ControlPlane, free_port
+from taas_controlplane.launcher import ControlPlane
+from taas_operator.local.process import free_ports
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
 
@@ -135,7 +136,7 @@ def test_lifecycle_under_the_chart_service_account(
     # The identity really is limited: it may not read secrets.
     with pytest.raises(RuntimeError, match="HTTP 403"):
         Api(kubeconfig).get(f"/api/v1/namespaces/{ns}/secrets")
-    port = free_port()
+    (port,) = free_ports(1)
     operator = start_operator(ns, kubeconfig=kubeconfig, args=(f"--health-port={port}",))
     name = unique("sa")
     manifest = tfjob(name, {"PS": {}, "Worker": {}}, runPolicy={"ttlSecondsAfterFinished": 1})

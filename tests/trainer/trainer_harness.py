@@ -10,7 +10,6 @@ reads the lines of the recording trainer (``programs/recording_trainer.py``).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from taas_operator.api import TFJob, parse_tfjob
-from taas_operator.local.runner import free_ports  # the port picker `taas run` uses
+from taas_operator.local.process import free_ports, spawn, stop
 from taas_operator.tfjob import cluster_spec, tf_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,13 +77,8 @@ class LocalCluster:
         env = {**os.environ, **self.env, "TF_CONFIG": self.tf_config(kind, index)}
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         with open(log, "ab") as out:
-            proc = subprocess.Popen(
-                [sys.executable, *self.script, *(extra_args or [])],
-                cwd=REPO,
-                env=env,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+            proc = spawn(
+                [sys.executable, *self.script, *(extra_args or [])], env=env, cwd=REPO, stdout=out
             )
         task = Task(kind, index, log, proc)
         self.tasks[task.name] = task
@@ -119,18 +113,14 @@ class LocalCluster:
 
     def kill(self, name: str) -> None:
         """SIGKILL one task's process group (a crash, as a node loss would look)."""
-        task = self.tasks[name]
-        _kill_group(task.proc)
-        task.proc.wait(10)
+        stop(self.tasks[name].proc, signal.SIGKILL, grace=0)
 
     def logs(self) -> str:
         return "\n".join(f"===== {n}\n{t.text()[-4000:]}" for n, t in self.tasks.items())
 
     def close(self) -> None:
         for task in self.tasks.values():
-            if task.proc.poll() is None:
-                _kill_group(task.proc)
-                task.proc.wait(10)
+            stop(task.proc, signal.SIGKILL, grace=0)
 
 
 def run_program(
@@ -190,8 +180,3 @@ def _tfjob(shape: dict[str, int]) -> TFJob:
         "spec": {"tfReplicaSpecs": specs},
     }
     return parse_tfjob(manifest)
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)

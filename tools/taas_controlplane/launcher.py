@@ -5,19 +5,16 @@ scheduler, kubelet, controller-manager, garbage collector, namespace controller 
 ServiceAccounts. Pods are stored but stay Pending; tests move them through phases by writing the
 pods/status subresource, and delete owned objects themselves (owner references do not cascade).
 
-Both processes run in their own process group and are told to die with their parent
-(PR_SET_PDEATHSIG), so a killed test run leaves nothing behind; `stop()` ends them explicitly.
+Both processes run in their own process group and get SIGTERM when their parent dies
+(`taas_operator.local.process.spawn`, the project's one helper for child processes), so a killed
+test run leaves nothing behind; `stop()` ends them explicitly.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import json
-import os
 import shutil
 import signal
-import socket
 import ssl
 import subprocess
 import tempfile
@@ -31,10 +28,11 @@ from pydantic import BaseModel
 
 from taas_controlplane.binaries import KUBERNETES_VERSION, ensure
 from taas_controlplane.pki import CertificateAuthority, KeyPair, write_service_account_keys
+from taas_operator.local.process import free_ports, spawn
+from taas_operator.local.process import stop as stop_process
 
 ADMIN_USER = "taas-admin"
 SERVICE_CIDR = "10.0.0.0/24"
-_PR_SET_PDEATHSIG = 1
 
 
 class ControlPlaneError(RuntimeError):
@@ -47,33 +45,6 @@ class Endpoints(BaseModel):
     etcd_client: int
     etcd_peer: int
     apiserver: int
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _die_with_parent() -> None:
-    """Run in the child before exec: new process group, SIGTERM when the parent dies."""
-    os.setpgrp()
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _stop_process(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(grace)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
 
 
 def _tail(path: Path, lines: int = 25) -> str:
@@ -144,8 +115,9 @@ class ControlPlane:
     def start(self, timeout: float = 90.0) -> ControlPlane:
         etcd_bin, apiserver_bin = ensure("etcd"), ensure("kube-apiserver")
         for attempt in range(3):  # a port taken between choosing and binding: choose again
+            etcd_client, etcd_peer, apiserver = free_ports(3)
             self.endpoints = Endpoints(
-                etcd_client=free_port(), etcd_peer=free_port(), apiserver=free_port()
+                etcd_client=etcd_client, etcd_peer=etcd_peer, apiserver=apiserver
             )
             try:
                 self._prepare_files()
@@ -163,7 +135,7 @@ class ControlPlane:
         """Stop both processes (apiserver first) and, by default, remove the working files."""
         for proc in (self.apiserver, self.etcd):
             if proc is not None:
-                _stop_process(proc)
+                stop_process(proc, signal.SIGTERM, grace=10.0)
         self.apiserver = self.etcd = None
         if remove and self._own_dir:
             shutil.rmtree(self.directory, ignore_errors=True)
@@ -171,7 +143,7 @@ class ControlPlane:
     def stop_apiserver(self) -> None:
         """Stop only kube-apiserver (etcd keeps the data), e.g. for outage tests."""
         if self.apiserver is not None:
-            _stop_process(self.apiserver)
+            stop_process(self.apiserver, signal.SIGTERM, grace=10.0)
             self.apiserver = None
 
     def start_apiserver(self, timeout: float = 90.0) -> None:
@@ -235,17 +207,8 @@ class ControlPlane:
         path.write_text(yaml.safe_dump(config, sort_keys=False))
 
     def _spawn(self, name: str, cmd: list[str]) -> subprocess.Popen[bytes]:
-        log = (self.directory / f"{name}.log").open("ab")
-        try:
-            return subprocess.Popen(
-                cmd,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                preexec_fn=_die_with_parent,
-            )
-        finally:
-            log.close()
+        with (self.directory / f"{name}.log").open("ab") as log:
+            return spawn(cmd, death_signal=signal.SIGTERM, stdout=log)
 
     def _start_etcd(self, binary: Path) -> None:
         assert self.endpoints

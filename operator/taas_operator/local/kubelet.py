@@ -1,6 +1,6 @@
 """A local stand-in for a kubelet: one `LocalPod` runs one pod's `tensorflow` container.
 
-    LocalPod(manifest, uid, launch, on_line, on_exit)
+    LocalPod(manifest, uid, launch, on_line)
         .start()  .poll(now) -> bool (state changed)  .delete(now)  .kill()
         .observed() -> ObservedPod  (what the lifecycle engine reads)
 
@@ -63,7 +63,6 @@ class LocalPod:
         self.restart_count = 0
         self.restart_at: datetime | None = None
         self.deleting_since: datetime | None = None
-        self.killed = False
         self.stopping = self.stopped = False  # deleted while running / and it has ended
         self._readers: list[threading.Thread] = []
 
@@ -80,7 +79,7 @@ class LocalPod:
 
     def start(self) -> None:
         """Start the container process (main thread only: the death signal follows it)."""
-        self.proc = spawn(self.launch)
+        self.proc = spawn(self.launch.argv, env=self.launch.env, cwd=self.launch.cwd)
         self.phase, self.restart_at = "Running", None
         reader = threading.Thread(target=self._pump, args=(self.proc,), daemon=True)
         reader.start()
@@ -144,7 +143,6 @@ class LocalPod:
         """SIGKILL the process group at once."""
         if self.proc is not None and self.proc.poll() is None:
             signal_group(self.proc, signal.SIGKILL)
-            self.killed = True
 
     @property
     def gone(self) -> bool:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 import signal
-import socket
 import sys
 import time
 from collections import Counter
@@ -45,6 +44,7 @@ from taas_operator.engine import BuildOptions, desired_pods, reconcile
 from taas_operator.local.container import LOCAL_IP, launch_spec
 from taas_operator.local.display import Display, format_table
 from taas_operator.local.kubelet import LocalPod
+from taas_operator.local.process import free_ports
 from taas_operator.tfjob import replica_name
 
 TICK_SECONDS = 0.1
@@ -58,20 +58,6 @@ class RunOptions(BaseModel):
     logs_dir: str | None = None
     color: bool = True
     table: bool = True
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct free TCP ports on 127.0.0.1 (bound together, then released)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((LOCAL_IP, 0))
-            sockets.append(sock)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 class JobRun:
