@@ -2,9 +2,9 @@
 
     run(trainer_cls, argv=None) -> NoReturn     # what MyTrainer.main() and entry.start call
 
-Order: ``--help`` (prints the settings and the program's flags, exit 0); ``TAAS_*`` variables
-and flags checked for near misses of a setting (exit 2, see ``taas.cli_flags``); settings and
-cluster read; the engine for the class chosen (:func:`taas.engine.engine_for`) and run.
+Order: ``--help`` (prints the settings and the program's flags, exit 0); settings and cluster
+read; ``TAAS_*`` variables and leftover flags checked for near misses of a setting (exit 2, see
+``taas.cli_flags``); the engine for the class chosen (:func:`taas.engine.engine_for`) and run.
 
 Always ends the process with ``os._exit`` after flushing output, so lingering gRPC server
 threads can never hang the shutdown. See ``taas.exit_codes`` for the codes.
@@ -34,10 +34,9 @@ def run(trainer_cls: type, argv: Sequence[str] | None = None) -> NoReturn:
         if cli_flags.wants_help(args):
             print(cli_flags.help_text(sys.argv[0] if sys.argv else trainer_cls.__name__))
             raise SystemExit(ExitCode.OK)
-        unknown_env = cli_flags.check_taas_env(os.environ)
         settings, _ = load_settings(args)
         cluster = resolve_cluster(os.environ, args)
-        for name in unknown_env:
+        for name in cli_flags.check_taas_env(os.environ):
             print(
                 f"[{cluster.task_name}] note: {name} is not a TaaS trainer setting; ignored "
                 "(run with --help to list them)",
