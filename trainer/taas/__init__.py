@@ -119,8 +119,8 @@ code  meaning                                                     ExitCode polic
 1     bug in user code or the model (traceback printed)           permanent: job fails
 2     bad setting, flag, TF_CONFIG, ``TAAS_*`` variable or        permanent: job fails
       unwritable model_dir (message names the field)
-3     loss became NaN or infinite (message says the step and      permanent: job fails
-      what to try); no further steps, checkpoints or export
+3     loss became NaN or infinite (message says what to try);     permanent: job fails
+      stopped before that step's update: no checkpoint or export
 130   interrupted (SIGINT)                                        retryable
 138   lost peer: PS unreachable, session aborted/unavailable,     retryable: pod recreated,
       chief not ready within startup_timeout_secs                 resumes from checkpoint

@@ -8,7 +8,7 @@ code  meaning                                                    ExitCode policy
 2     bad setting, flag, TF_CONFIG, ``TAAS_*`` variable, or an   permanent: job fails
       unwritable model_dir (message names the field)
 3     loss became NaN or infinite: training diverged, stopped    permanent: job fails
-      before more steps, checkpoints or an export
+      before that step's update (no checkpoint or export of it)
 130   interrupted (SIGINT)                                       retryable
 138   lost peer: PS/worker unreachable, session aborted,         retryable: pod recreated,
       cluster not up within ``startup_timeout_secs``             resumes from checkpoint
@@ -39,8 +39,29 @@ class PeerUnreachableError(RuntimeError):
     """A cluster peer (usually a PS) did not answer in time."""
 
 
+LOSS_NOT_FINITE = (
+    "taas: the loss is NaN or infinite, so training stopped (a diverged model is not worth "
+    "a checkpoint or an export). Lower learning_rate (TAAS_LEARNING_RATE), check the input "
+    "data for NaN or infinite values, or guard the loss (clip gradients, add an epsilon "
+    "inside logs)"
+)
+"""The message of a non-finite loss; the graph engine's in-graph check carries it too."""
+
+
 class LossNotFiniteError(ArithmeticError):
     """The training loss became NaN or infinite; the message says where and what to try."""
+
+
+def loss_not_finite(exc: BaseException) -> str | None:
+    """The one-line message when ``exc`` is :class:`LossNotFiniteError` or TensorFlow's failed
+    check of the loss (whose message also holds the node and the graph's stack), else None."""
+    if isinstance(exc, LossNotFiniteError):
+        return str(exc)
+    message = getattr(exc, "message", None)
+    if not isinstance(message, str):
+        return None
+    found = [line.strip() for line in message.splitlines() if LOSS_NOT_FINITE in line]
+    return found[0] if found else None
 
 
 def classify(exc: BaseException) -> ExitCode:
@@ -53,7 +74,7 @@ def classify(exc: BaseException) -> ExitCode:
         return ExitCode.INTERRUPTED
     if isinstance(exc, PeerUnreachableError):
         return ExitCode.PEER_LOST
-    if isinstance(exc, LossNotFiniteError):
+    if loss_not_finite(exc) is not None:
         return ExitCode.LOSS_NOT_FINITE
     import tensorflow as tf
 

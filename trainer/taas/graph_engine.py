@@ -28,8 +28,8 @@ from taas.devices import session_config
 from taas.engine import StepLog, StepResult
 from taas.evaluator import run_evaluator
 from taas.exporter import raw_session
-from taas.graph_model import GraphModel, ModelOps, StepRunner, build_graph
-from taas.loop import check_finite_loss, train_loop
+from taas.graph_model import GraphModel, StepRunner, build_graph
+from taas.loop import train_loop
 from taas.preflight import require_writable_model_dir
 from taas.progress import nothing_to_train, process_age
 from taas.session import ChiefSessionCreator, WorkerSessionCreator
@@ -129,12 +129,7 @@ class GraphEngine:
 
     def _hooks(self, model: GraphModel, scaffold: Any) -> list[Any]:
         settings = self.settings
-        # First, so a non-finite loss stops the step before a checkpoint hook saves it.
-        hooks: list[Any] = []
-        if model.ops.loss is not None:
-            hooks.append(FiniteLossHook(model.ops))
-        if model.sync_hook is not None:
-            hooks.append(model.sync_hook)
+        hooks: list[Any] = [model.sync_hook] if model.sync_hook is not None else []
         if not self.cluster.is_chief:
             return hooks
         if settings.save_checkpoints_steps or settings.save_checkpoints_secs:
@@ -198,26 +193,3 @@ class GraphEngine:
         if cluster.is_chief and model.release_op is not None:
             raw.run(model.release_op)  # unblock sync workers waiting for a token
         session.close()
-
-
-class FiniteLossHook(tf.compat.v1.train.SessionRunHook):
-    """Fails a training step whose loss is NaN or infinite, before later hooks run.
-
-    Listed first, so the checkpoint hook never saves the bad values. Only runs that fetch the
-    base-built train op are checked (and fetch the loss): a user's other ``session.run`` calls
-    (evaluation, predictions) may not feed what the loss needs.
-    """
-
-    def __init__(self, ops: ModelOps) -> None:
-        self.ops = ops
-
-    def before_run(self, run_context: Any) -> Any:
-        fetches = tf.nest.flatten(run_context.original_args.fetches)
-        if any(fetch is self.ops.train_op for fetch in fetches):
-            return v1.train.SessionRunArgs({"loss": self.ops.loss, "step": self.ops.global_step})
-        return None
-
-    def after_run(self, run_context: Any, run_values: Any) -> None:
-        if run_values.results:
-            loss, step = float(run_values.results["loss"]), int(run_values.results["step"])
-            check_finite_loss(StepResult(step, loss))

@@ -5,10 +5,11 @@
     StepRunner: what ``train_step`` runs the train op through
 
 ``build_model_ops`` calls ``build_model`` (and ``create_optimizer`` for the loss-only forms),
-builds the train op for the richer forms (towers, ``SyncReplicasOptimizer`` in sync mode) and
-sets ``trainer.global_step``, ``train_op``, ``loss`` and ``optimizer``. ``build_graph`` adds what
-the training task needs around it: the warm start (``get_init_fn``), the saver, the sync hook,
-the start barrier and the PS "done" signal. The evaluator uses ``build_model_ops`` alone.
+builds the train op for the richer forms (towers, ``SyncReplicasOptimizer`` in sync mode; the
+update waits for a check that the loss is finite) and sets ``trainer.global_step``,
+``train_op``, ``loss`` and ``optimizer``. ``build_graph`` adds what the training task needs
+around it: the warm start (``get_init_fn``), the saver, the sync hook, the start barrier and
+the PS "done" signal. The evaluator uses ``build_model_ops`` alone.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from taas import coordination
 from taas.cluster import ClusterInfo
 from taas.devices import tower_devices
 from taas.engine import StepLog, StepResult
+from taas.exit_codes import LOSS_NOT_FINITE
 from taas.settings import SettingsError, TrainerSettings
 from taas.towers import build_towers
 
@@ -74,6 +76,15 @@ class StepRunner:
         step = int(values[2]) if self.step_after is not None else None
         self.log.record(StepResult(step, float(values[1]), examples))
         return float(values[1])
+
+
+def finite_loss_check(loss: Any) -> Any:
+    """An op that fails the step, before its update, when ``loss`` is NaN or infinite.
+
+    The train op waits for it, so a diverged step never reaches the variables, the global step
+    or a checkpoint; the error carries :data:`~taas.exit_codes.LOSS_NOT_FINITE` (exit 3).
+    """
+    return tf.debugging.check_numerics(loss, LOSS_NOT_FINITE)
 
 
 def device_fn(cluster: ClusterInfo) -> DeviceFn:
@@ -138,9 +149,13 @@ def build_model_ops(
             )
         if callable(loss):
             devices = tower_devices(settings, cluster)
-            train_op, loss = build_towers(loss, optimizer, devices, global_step, place)
-        else:
-            train_op = optimizer.minimize(loss, global_step=global_step)
+            train_op, loss = build_towers(
+                loss, optimizer, devices, global_step, place, guard=finite_loss_check
+            )
+        else:  # minimize(), with the update waiting for the check
+            grads = optimizer.compute_gradients(loss)
+            with tf.control_dependencies([finite_loss_check(loss)]):
+                train_op = optimizer.apply_gradients(grads, global_step=global_step)
         with tf.control_dependencies([train_op]):
             step_after = tf.identity(global_step.read_value())
         v1.summary.scalar("loss", loss)

@@ -5,10 +5,12 @@
 ``step_once()`` runs the trainer's ``train`` hook once and returns ``(StepResult, stop)``; the
 loop turns results into progress lines (``taas.progress``), prints the first-step and
 "training done" lines, honours ``stop`` (the hook returned True) and ``should_stop()`` (the
-session wants to stop), and stops the job when the loss it sees is NaN or infinite
+session wants to stop), and stops the job when a loss it is handed is NaN or infinite
 (:class:`~taas.exit_codes.LossNotFiniteError`, exit 3): training on would only spread the bad
-values into checkpoints and an export. The graph engine drives it today; a TensorFlow 2
-engine drives it with its own ``step_once``.
+values into checkpoints and an export. An engine that can check inside the step (the graph
+engine does: the update never runs) stops it earlier; this is the check every engine gets.
+The graph engine drives the loop today; a TensorFlow 2 engine drives it with its own
+``step_once``.
 
 This module does not import TensorFlow.
 """
@@ -19,7 +21,7 @@ import math
 from collections.abc import Callable
 
 from taas.engine import StepResult
-from taas.exit_codes import LossNotFiniteError
+from taas.exit_codes import LOSS_NOT_FINITE, LossNotFiniteError
 from taas.progress import ProgressReporter, process_age
 from taas.settings import TrainerSettings
 
@@ -31,10 +33,7 @@ def check_finite_loss(result: StepResult) -> None:
     if result.loss is None or math.isfinite(result.loss):
         return
     raise LossNotFiniteError(
-        f"loss is {result.loss} at global step {result.global_step}: training "
-        "diverged and was stopped (no further steps, checkpoints or export). Lower "
-        "learning_rate (TAAS_LEARNING_RATE), check the input data for NaN or infinite "
-        "values, or guard the loss (e.g. clip gradients, add an epsilon to logs)"
+        f"{LOSS_NOT_FINITE} (loss {result.loss} at global step {result.global_step})"
     )
 
 

@@ -21,7 +21,7 @@ from typing import NoReturn
 from taas import cli_flags
 from taas.cluster import ClusterInfo, resolve_cluster, strip_cluster_flags
 from taas.engine import engine_for
-from taas.exit_codes import ExitCode, classify
+from taas.exit_codes import ExitCode, classify, loss_not_finite
 from taas.settings import load_settings
 
 
@@ -66,7 +66,7 @@ def _report(task: str, code: int, exc: BaseException) -> None:
         print(f"[{task}] taas: {exc}", file=sys.stderr)
         print(f"[{task}] exit 2: bad settings (permanent)", file=sys.stderr)
     elif code == ExitCode.LOSS_NOT_FINITE:
-        print(f"[{task}] taas: {exc}", file=sys.stderr)
+        print(f"[{task}] {loss_not_finite(exc)}", file=sys.stderr)
         print(f"[{task}] exit 3: loss not finite (permanent)", file=sys.stderr)
     elif code == ExitCode.USER_ERROR:
         traceback.print_exc()

@@ -33,8 +33,12 @@ def build_towers(
     devices: Sequence[str],
     global_step: Any,
     device_for: Callable[[str], Any],
+    guard: Callable[[Any], Any] | None = None,
 ) -> tuple[Any, Any]:
-    """Build ``(train_op, mean_loss)`` over ``devices``; ``device_for(dev)`` gives a device fn."""
+    """Build ``(train_op, mean_loss)`` over ``devices``; ``device_for(dev)`` gives a device fn.
+
+    ``guard(mean_loss)``: an op the update waits for (the graph engine's non-finite check).
+    """
     losses = []
     tower_grads = []
     scope = tf.compat.v1.get_variable_scope()
@@ -49,6 +53,7 @@ def build_towers(
             tower_grads.append(optimizer.compute_gradients(loss))
     grads = average_gradients(tower_grads) if len(devices) > 1 else tower_grads[0]
     with tf.compat.v1.device(device_for(devices[0])):
-        train_op = optimizer.apply_gradients(grads, global_step=global_step)
         mean_loss = tf.add_n(losses) / float(len(losses)) if len(losses) > 1 else losses[0]
+        with tf.control_dependencies([guard(mean_loss)] if guard else []):
+            train_op = optimizer.apply_gradients(grads, global_step=global_step)
     return train_op, mean_loss
