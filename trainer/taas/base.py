@@ -43,7 +43,7 @@ class DistributedTrainer:
         loop     while global step < max_steps:
                      stop = train(session, global_step, is_chief)   one step; True ends early
                      progress line every N steps/secs; chief: checkpoints, summaries
-                     loss NaN or infinite: stop before the update, exit 3 (no after_train)
+                     base-built train op and loss NaN/infinite: no update, exit 3 (no after_train)
                  (already at max_steps, e.g. a re-run on a finished model dir: one line
                  "nothing to train", no steps; after_train still runs, every task exits 0)
         end      after_train(session, is_chief)                    evaluate, export_model()
