@@ -45,7 +45,8 @@ def test_misspelt_taas_variable_exits_2_with_the_close_match(tmp_path: Path) -> 
     assert not (tmp_path / "model").exists()
 
 
-def test_nan_loss_stops_training_with_exit_3(tmp_path: Path) -> None:
+@pytest.mark.parametrize("form", ["loss", "loss_fn"], ids=["loss", "loss_fn-2-towers"])
+def test_nan_loss_stops_training_with_exit_3(tmp_path: Path, form: str) -> None:
     """NaN inputs from the 5th step on: that step's update never runs (the train op waits for a
     check of the loss), the job exits 3 saying what to try; the checkpoint saved every step
     stops at the step before, with finite weights; after_train (where exports happen) never
@@ -58,6 +59,8 @@ def test_nan_loss_stops_training_with_exit_3(tmp_path: Path) -> None:
             "TF_MAX_STEPS": "50",
             "TAAS_SAVE_CHECKPOINTS_STEPS": "1",
             "RECORD_NAN_FROM": "5",
+            "RECORD_FORM": form,
+            "TAAS_NUM_TOWERS": "2",  # used by the loss_fn form only
         },
     )
     assert result.returncode == 3, result.stdout + result.stderr

@@ -60,8 +60,12 @@ def loss_not_finite(exc: BaseException) -> str | None:
     message = getattr(exc, "message", None)
     if not isinstance(message, str):
         return None
-    found = [line.strip() for line in message.splitlines() if LOSS_NOT_FINITE in line]
-    return found[0] if found else None
+    for line in message.splitlines():
+        # From the marker on: with several devices TensorFlow prefixes "(0) INVALID_ARGUMENT: ".
+        start = line.find(LOSS_NOT_FINITE)
+        if start >= 0:
+            return line[start:].strip()
+    return None
 
 
 def classify(exc: BaseException) -> ExitCode:

@@ -14,7 +14,7 @@ the PS "done" signal. The evaluator uses ``build_model_ops`` alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -78,13 +78,28 @@ class StepRunner:
         return float(values[1])
 
 
-def finite_loss_check(loss: Any) -> Any:
-    """An op that fails the step, before its update, when ``loss`` is NaN or infinite.
+def checked_gradients(grads: Sequence[tuple[Any, Any]], loss: Any) -> list[tuple[Any, Any]]:
+    """``grads`` (``[(grad, var), ...]``), each waiting for a check that ``loss`` is finite.
 
-    The train op waits for it, so a diverged step never reaches the variables, the global step
-    or a checkpoint; the error carries :data:`~taas.exit_codes.LOSS_NOT_FINITE` (exit 3).
+    A NaN or infinite loss fails the step before any update, so a diverged step never reaches
+    the variables, the global step or a checkpoint; the error carries
+    :data:`~taas.exit_codes.LOSS_NOT_FINITE` (exit 3). The dependency sits on the gradients
+    only: ``SyncReplicasOptimizer.apply_gradients`` also builds ops that run without a feed
+    (its chief queue runner), which must not wait for the loss.
     """
-    return tf.debugging.check_numerics(loss, LOSS_NOT_FINITE)
+    check = tf.debugging.check_numerics(loss, LOSS_NOT_FINITE)
+    checked: list[tuple[Any, Any]] = []
+    for grad, var in grads:
+        if grad is not None:
+            with tf.control_dependencies([check]):
+                if isinstance(grad, tf.IndexedSlices):  # sparse (embedding) gradients
+                    grad = tf.IndexedSlices(
+                        tf.identity(grad.values), grad.indices, grad.dense_shape
+                    )
+                else:
+                    grad = tf.identity(grad)
+        checked.append((grad, var))
+    return checked
 
 
 def device_fn(cluster: ClusterInfo) -> DeviceFn:
@@ -150,12 +165,11 @@ def build_model_ops(
         if callable(loss):
             devices = tower_devices(settings, cluster)
             train_op, loss = build_towers(
-                loss, optimizer, devices, global_step, place, guard=finite_loss_check
+                loss, optimizer, devices, global_step, place, guard=checked_gradients
             )
-        else:  # minimize(), with the update waiting for the check
-            grads = optimizer.compute_gradients(loss)
-            with tf.control_dependencies([finite_loss_check(loss)]):
-                train_op = optimizer.apply_gradients(grads, global_step=global_step)
+        else:  # minimize(), with the gradients waiting for the check
+            grads = checked_gradients(optimizer.compute_gradients(loss), loss)
+            train_op = optimizer.apply_gradients(grads, global_step=global_step)
         with tf.control_dependencies([train_op]):
             step_after = tf.identity(global_step.read_value())
         v1.summary.scalar("loss", loss)

@@ -33,11 +33,12 @@ def build_towers(
     devices: Sequence[str],
     global_step: Any,
     device_for: Callable[[str], Any],
-    guard: Callable[[Any], Any] | None = None,
+    guard: Callable[[list[tuple[Any, Any]], Any], list[tuple[Any, Any]]] | None = None,
 ) -> tuple[Any, Any]:
     """Build ``(train_op, mean_loss)`` over ``devices``; ``device_for(dev)`` gives a device fn.
 
-    ``guard(mean_loss)``: an op the update waits for (the graph engine's non-finite check).
+    ``guard(grads, mean_loss)`` may replace the gradients applied (the graph engine makes them
+    wait for its non-finite loss check).
     """
     losses = []
     tower_grads = []
@@ -54,6 +55,7 @@ def build_towers(
     grads = average_gradients(tower_grads) if len(devices) > 1 else tower_grads[0]
     with tf.compat.v1.device(device_for(devices[0])):
         mean_loss = tf.add_n(losses) / float(len(losses)) if len(losses) > 1 else losses[0]
-        with tf.control_dependencies([guard(mean_loss)] if guard else []):
-            train_op = optimizer.apply_gradients(grads, global_step=global_step)
+        if guard is not None:
+            grads = guard(list(grads), mean_loss)
+        train_op = optimizer.apply_gradients(grads, global_step=global_step)
     return train_op, mean_loss
