@@ -1,12 +1,14 @@
 """Every TFJob YAML under examples/ runs to Succeeded through `taas run` (real TensorFlow
 processes on 127.0.0.1: 1 PS + 2 workers for the MNIST and seed-style examples).
 
-Examples are found by globbing, so new ones are covered as they land.
+Examples are found by globbing, so new ones are covered as they land; each must print its
+result line (``RESULTS``), and a run without it fails.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,23 @@ def example_jobs() -> list[tuple[str, str]]:
 
 EXAMPLES = example_jobs()
 
+ACCURACY = r"test accuracy: ([0-9.]+)"
+# The line each example prints with its result, and what that result must satisfy. A new
+# example needs an entry: its test fails until it says what "trained" means for it.
+RESULTS: dict[str, tuple[str, Callable[[float], bool]]] = {
+    "examples/mnist/async.yaml": (ACCURACY, lambda accuracy: accuracy > 0.8),
+    "examples/mnist/sync.yaml": (ACCURACY, lambda accuracy: accuracy > 0.8),
+    "examples/seed_style/job.yaml": (ACCURACY, lambda accuracy: accuracy > 0.8),
+    "examples/caicloud_mnist/tfjob.yaml": (
+        r"Accuracy for Test Data: ([0-9.]+)",
+        lambda accuracy: accuracy > 0.8,
+    ),
+    "examples/linear_regression/tfjob.yaml": (  # y = 2x + 1
+        r"learned w=(-?[0-9.]+) b=",
+        lambda w: abs(w - 2.0) < 0.2,
+    ),
+}
+
 
 def test_the_required_examples_exist() -> None:
     paths = {p for p, _ in EXAMPLES}
@@ -43,5 +62,8 @@ def test_example_succeeds(path: str, name: str, tmp_path: Path) -> None:
     status = final_status(result.stdout, name)
     assert condition(status, "Succeeded")["status"] == "True"
     assert f"TFJob {name} Succeeded" in result.stdout
-    accuracies = [float(a) for a in re.findall(r"test accuracy: ([0-9.]+)", result.stdout)]
-    assert all(a > 0.8 for a in accuracies), accuracies
+    assert path in RESULTS, f"add {path}'s result line to RESULTS"
+    pattern, good = RESULTS[path]
+    values = [float(v) for v in re.findall(pattern, result.stdout)]
+    assert values, f"no line matching {pattern!r} in the output:\n{result.stdout[-4000:]}"
+    assert all(good(v) for v in values), values

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from trainer_harness import REPO, LocalCluster, free_ports
+from trainer_harness import LocalCluster, free_ports, run_program
 
 pytestmark = pytest.mark.tensorflow
 
@@ -150,26 +148,11 @@ def test_chief_killed_and_restarted_resumes_from_checkpoint(tmp_path: Path) -> N
         cluster.close()
 
 
-def _run(
-    script: list[str], env: dict[str, str], timeout: float = 90
-) -> subprocess.CompletedProcess[str]:
-    import os
-
-    full = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env}
-    return subprocess.run(
-        [sys.executable, *script],
-        cwd=REPO,
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        start_new_session=True,
-    )
-
-
 @pytest.mark.timeout(100)
 def test_broken_subclass_exits_1_with_traceback(tmp_path: Path) -> None:
-    result = _run(["tests/trainer/programs/broken_model.py"], {"TAAS_MODEL_DIR": str(tmp_path)})
+    result = run_program(
+        ["tests/trainer/programs/broken_model.py"], {"TAAS_MODEL_DIR": str(tmp_path)}
+    )
     assert result.returncode == 1, result.stderr
     assert "Traceback" in result.stderr and "ZeroDivisionError" in result.stderr
     assert "broken_model.py" in result.stderr
@@ -182,7 +165,7 @@ def test_unreachable_ps_exits_retryable(tmp_path: Path) -> None:
         "cluster": {"ps": [f"127.0.0.1:{ps}"], "worker": [f"127.0.0.1:{worker}"]},
         "task": {"type": "worker", "index": 0},
     }
-    result = _run(
+    result = run_program(
         MNIST,
         {
             "TF_CONFIG": json.dumps(tf_config),
@@ -197,7 +180,9 @@ def test_unreachable_ps_exits_retryable(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(100)
 def test_bad_setting_exits_2_naming_it(tmp_path: Path) -> None:
-    result = _run(MNIST, {"TF_SAVE_SUMMARIES_STEPS": "often", "TAAS_MODEL_DIR": str(tmp_path)})
+    result = run_program(
+        MNIST, {"TF_SAVE_SUMMARIES_STEPS": "often", "TAAS_MODEL_DIR": str(tmp_path)}
+    )
     assert result.returncode == 2, result.stderr
     assert "save_summaries_steps" in result.stderr and "TF_SAVE_SUMMARIES_STEPS" in result.stderr
     assert "Traceback" not in result.stderr
@@ -207,7 +192,7 @@ def test_bad_setting_exits_2_naming_it(tmp_path: Path) -> None:
 def test_caicloud_port_runs_unchanged_and_exports(tmp_path: Path) -> None:
     """The old-style subclass (own train op, returns the optimizer) trains and exports."""
     export = tmp_path / "export"
-    result = _run(
+    result = run_program(
         [
             "examples/caicloud_mnist/mnist.py",
             "--max_steps=300",
@@ -230,7 +215,7 @@ def test_rerun_on_finished_model_dir_says_nothing_to_train(tmp_path: Path) -> No
     every task, the PS included, exits 0. The finished checkpoint comes from a one-process run."""
     max_steps = 20
     model_dir = tmp_path / "model"
-    first = _run(PACED, {"TAAS_MODEL_DIR": str(model_dir), "TF_MAX_STEPS": str(max_steps)})
+    first = run_program(PACED, {"TAAS_MODEL_DIR": str(model_dir), "TF_MAX_STEPS": str(max_steps)})
     assert first.returncode == 0, first.stdout + first.stderr
     assert "nothing to train" not in first.stdout
     cluster = _cluster(tmp_path, PACED, {"ps": 1, "worker": 2}, TF_MAX_STEPS=str(max_steps))
@@ -257,7 +242,7 @@ def test_rerun_on_finished_model_dir_says_nothing_to_train(tmp_path: Path) -> No
 def test_misspelled_flags_exit_2_with_close_matches(tmp_path: Path) -> None:
     """A near miss of a TaaS setting or of the program's own absl flag is rejected, naming the
     flag, the close match and --help; before any training (no model dir written)."""
-    result = _run(
+    result = run_program(
         [*MNIST, "--max_step=5", "--hiden_units=8", "--sycn"], {"TAAS_MODEL_DIR": str(tmp_path)}
     )
     assert result.returncode == 2, result.stdout + result.stderr

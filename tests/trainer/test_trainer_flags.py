@@ -1,11 +1,14 @@
-"""Command-line flags past the settings: near-miss typos, other flags, --help. No TensorFlow."""
+"""Command-line flags past the settings (near-miss typos, other flags, --help), the same check
+for ``TAAS_*`` variables, and the generated settings table in the docs. No TensorFlow."""
 
 from __future__ import annotations
 
 import pytest
 
+import taas
 from taas.cli_flags import (
     check_leftovers,
+    check_taas_env,
     close_matches,
     flag_name,
     help_text,
@@ -13,6 +16,7 @@ from taas.cli_flags import (
     wants_help,
 )
 from taas.settings import SettingsError
+from taas.settings_doc import table
 
 KNOWN = taas_flag_names() | {"data_dir", "export_dir", "hidden_units", "nohidden_units"}
 
@@ -65,3 +69,27 @@ def test_help_flag_and_text() -> None:
     text = help_text("prog.py")
     assert "usage: prog.py" in text
     assert "--max_steps" in text and "TF_MAX_STEPS" in text and "--ps_hosts" in text
+
+
+def test_taas_env_near_miss_raises_naming_variable_and_match() -> None:
+    env = {"TAAS_MAX_STEP": "5", "taas_lerning_rate": "0.1", "TAAS_SYNC": "1", "HOME": "/root"}
+    with pytest.raises(SettingsError) as caught:
+        check_taas_env(env)
+    message = str(caught.value)
+    assert "unknown environment variable TAAS_MAX_STEP: did you mean TAAS_MAX_STEPS?" in message
+    assert "taas_lerning_rate: did you mean TAAS_LEARNING_RATE?" in message
+    assert "--help" in message and "TAAS_SYNC" not in message
+
+
+def test_taas_env_known_and_unrelated_names_pass() -> None:
+    env = {"TAAS_MAX_STEPS": "5", "taas_model_dir": "/m", "TAAS_NAMESPACES": "a", "TF_SYNC": "1"}
+    assert check_taas_env(env) == ["TAAS_NAMESPACES"]  # the operator's: a note, not an error
+
+
+def test_documented_settings_table_is_the_generated_one() -> None:
+    """``taas``'s docstring carries the table ``python -m taas.settings_doc`` prints; every
+    setting, env name and flag alias is in it (TF_MODEL_DIR and --train_dir were missing)."""
+    generated = table()
+    assert generated in (taas.__doc__ or ""), "regenerate: python -m taas.settings_doc"
+    for name in ("TF_MODEL_DIR", "--train_dir", "--logdir", "checkpoint_path", "num_towers"):
+        assert name in generated

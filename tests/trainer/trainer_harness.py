@@ -1,8 +1,11 @@
 """Launch a real TensorFlow cluster of trainer processes on 127.0.0.1 and collect the results.
 
-Each task is its own process (own process group) with a Kubeflow-style ``TF_CONFIG``; stdout and
-stderr go to a log file per task. :meth:`LocalCluster.close` kills every process group still
-alive, so a failing test never leaves processes behind.
+Each task is its own process (own process group) with the ``TF_CONFIG`` the operator and
+``taas run`` write (``taas_operator.tfjob.tf_config`` for a TFJob of the cluster's shape, each
+replica at 127.0.0.1 on a free port); stdout and stderr go to a log file per task.
+:meth:`LocalCluster.close` kills every process group still alive, so a failing test never
+leaves processes behind. :func:`run_program` runs one trainer process alone; :func:`hooks`
+reads the lines of the recording trainer (``programs/recording_trainer.py``).
 """
 
 from __future__ import annotations
@@ -15,8 +18,11 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from taas_operator.api import TFJob, parse_tfjob
 from taas_operator.local.process import free_ports, spawn, stop
+from taas_operator.tfjob import cluster_spec, tf_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -48,23 +54,22 @@ class LocalCluster:
     env: dict[str, str] = field(default_factory=dict)
     tasks: dict[str, Task] = field(default_factory=dict)
     cluster: dict[str, list[str]] = field(default_factory=dict)
+    ports: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         ports = iter(free_ports(sum(self.shape.values())))
-        self.cluster = {
-            kind: [f"127.0.0.1:{next(ports)}" for _ in range(n)]
-            for kind, n in sorted(self.shape.items())
+        self.ports = {
+            (kind, i): next(ports) for kind, n in sorted(self.shape.items()) for i in range(n)
         }
+        self.job = _tfjob(self.shape)
+        self.cluster = cluster_spec(self.job, self._host)
         self.workdir.mkdir(parents=True, exist_ok=True)
 
+    def _host(self, kind: str, index: int, port: int) -> str:
+        return f"127.0.0.1:{self.ports[(kind, index)]}"
+
     def tf_config(self, kind: str, index: int) -> str:
-        return json.dumps(
-            {
-                "cluster": self.cluster,
-                "task": {"type": kind, "index": index},
-                "environment": "cloud",
-            }
-        )
+        return tf_config(self.job, kind, index, self._host)
 
     def start(self, kind: str, index: int, extra_args: list[str] | None = None) -> Task:
         """Start (or restart) one task; a restart appends to the same log file."""
@@ -116,3 +121,62 @@ class LocalCluster:
     def close(self) -> None:
         for task in self.tasks.values():
             stop(task.proc, signal.SIGKILL, grace=0)
+
+
+def run_program(
+    script: list[str], env: dict[str, str], timeout: float = 90
+) -> subprocess.CompletedProcess[str]:
+    """Run one trainer process to its end (no cluster), output captured as text."""
+    full = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **env}
+    return subprocess.run(
+        [sys.executable, *script],
+        cwd=REPO,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        start_new_session=True,
+    )
+
+
+RECORDING = ["tests/trainer/programs/recording_trainer.py"]  # prints a HOOK line per hook
+
+
+def hooks(text: str, task: str) -> list[tuple[str, dict[str, Any]]]:
+    """(hook, details) of every ``HOOK <task> ...`` line, in order."""
+    found = []
+    for line in text.splitlines():
+        if line.startswith(f"HOOK {task} "):
+            _, _, hook, details = line.split(" ", 3)
+            found.append((hook, json.loads(details)))
+    return found
+
+
+def order(records: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """Hook names with repeats in a row collapsed (``train`` x N -> ``train``)."""
+    names: list[str] = []
+    for hook, _ in records:
+        if not names or names[-1] != hook:
+            names.append(hook)
+    return names
+
+
+def only(records: list[tuple[str, dict[str, Any]]], hook: str) -> list[dict[str, Any]]:
+    """The details of every record of ``hook``, in order."""
+    return [details for name, details in records if name == hook]
+
+
+def _tfjob(shape: dict[str, int]) -> TFJob:
+    """A TFJob with ``shape``'s replicas (lowercase types), for the operator's TF_CONFIG builder."""
+    container = {"name": "tensorflow", "image": "never-pulled"}
+    specs = {
+        kind: {"replicas": n, "template": {"spec": {"containers": [container]}}}
+        for kind, n in shape.items()
+    }
+    manifest = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": "trainer-test", "namespace": "default"},
+        "spec": {"tfReplicaSpecs": specs},
+    }
+    return parse_tfjob(manifest)

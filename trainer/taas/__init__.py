@@ -39,6 +39,8 @@ Hooks (all but ``build_model`` optional; the class docstring draws the loop):
   ``(loss, optimizer)`` or a zero-argument ``loss_fn`` (one tower per GPU, gradients averaged)
   and the base class builds the train op, wrapping it in ``SyncReplicasOptimizer`` in sync mode.
   Old style (Caicloud): build the train op yourself and return the optimizer.
+- ``create_optimizer()``: the optimizer when ``build_model`` returns a loss (or ``loss_fn``)
+  alone; gradient descent at ``learning_rate`` by default.
 - ``get_init_fn(checkpoint_path) -> fn(session) | None``: warm start; skipped when the model
   dir already has a checkpoint (a restart resumes from it instead).
 - ``train(session, global_step, is_chief) -> bool``: one step (``self.train_step(session,
@@ -57,33 +59,42 @@ has signalled "done" on it; non-chief workers poll for the chief's initialisatio
 alone; at the end the chief releases sync workers still waiting for a token.
 
 Settings (``taas.settings.TrainerSettings``): flag ``--name`` > env ``TAAS_NAME`` > TaaS 2.0 env.
+The table is generated from the model (``python -m taas.settings_doc``; a test keeps it equal).
 
-=========================  ============================  =====================================
-setting                    also read from                meaning (default)
-=========================  ============================  =====================================
-max_steps                  TF_MAX_STEPS                  global steps to train (1000)
-model_dir                  TF_LOGDIR, ``--logdir``       checkpoints + summaries
-                                                         (/tmp/taas-model)
-checkpoint_path                                          warm start for get_init_fn (none)
-save_checkpoints_secs      TF_SAVE_CHECKPOINTS_SECS      chief checkpoint period, 0 = off (60)
-save_checkpoints_steps     TF_SAVE_CHECKPOINTS_STEPS     ...or every N steps (wins if set)
-save_summaries_steps       TF_SAVE_SUMMARIES_STEPS       chief summaries, 0 = off (100)
-sync                       TF_SYNC                       synchronous updates (false)
-replicas_to_aggregate                                    gradients per step (workers - backups)
-backup_workers                                           sync only (0)
-batch_size                 TF_BATCH_SIZE                 for examples/s (100)
-learning_rate                                            default optimizer's (0.01)
-log_every_steps / _secs                                  progress lines (100 / 0 = off)
-startup_timeout_secs                                     wait for PS / chief (300)
-log_device_placement                                     (false)
-allow_soft_placement                                     (true)
-gpu_memory_growth                                        (true)
-gpu_memory_fraction                                      0 < f <= 1 (unset)
-visible_devices                                          CUDA_VISIBLE_DEVICES, e.g. "0,1"
-num_towers                                               GPUs to use (all); CPU towers if none
-=========================  ============================  =====================================
+=======================  ==========================  ============================================
+setting                  also read from              meaning (default)
+=======================  ==========================  ============================================
+max_steps                TF_MAX_STEPS                global steps to train (1000)
+model_dir                TF_LOGDIR, TF_MODEL_DIR,    checkpoints and summaries (chief writes)
+                         --logdir, --train_dir       (/tmp/taas-model)
+checkpoint_path                                      warm start for get_init_fn (none)
+save_checkpoints_secs    TF_SAVE_CHECKPOINTS_SECS    chief checkpoint period, 0 = off (60)
+save_checkpoints_steps   TF_SAVE_CHECKPOINTS_STEPS   ...or every N steps (wins if set; unset)
+save_summaries_steps     TF_SAVE_SUMMARIES_STEPS     chief summaries every N steps, 0 = off (100)
+sync                     TF_SYNC                     synchronous updates (false)
+replicas_to_aggregate                                sync: gradients per step (workers -
+                                                     backup_workers)
+backup_workers                                       sync only: steps need not wait for the
+                                                     slowest N (0)
+batch_size               TF_BATCH_SIZE               examples per step, for examples/s (100)
+learning_rate                                        the default optimizer's (0.01)
+log_every_steps                                      progress every N local steps, 0 = off (100)
+log_every_secs                                       ...or every N seconds, 0 = off (0)
+startup_timeout_secs                                 wait for PS, chief, new checkpoints (300)
+log_device_placement                                 log the device of every op (false)
+allow_soft_placement                                 fall back to a device that exists (true)
+gpu_memory_growth                                    allocate GPU memory as needed (true)
+gpu_memory_fraction                                  0 < f <= 1 of each GPU (unset)
+visible_devices                                      sets CUDA_VISIBLE_DEVICES, e.g. "0,1"
+                                                     (unset)
+num_towers                                           GPUs to use (all); CPU towers if none
+                                                     (unset)
+=======================  ==========================  ============================================
 
-A bad value exits 2 with ``setting 'max_steps' (TAAS_MAX_STEPS / TF_MAX_STEPS): ...``.
+A bad value exits 2 with ``setting 'max_steps' (TAAS_MAX_STEPS / TF_MAX_STEPS): ...``; so does
+a ``TAAS_*`` variable that is a near miss of a setting's (``unknown environment variable
+TAAS_MAX_STEP: did you mean TAAS_MAX_STEPS?``; other unknown ``TAAS_*`` names get a note), and
+a ``model_dir`` the chief cannot create or write (checked before training starts).
 ``--help`` lists the settings and the program's own absl flags. Flags the settings do not take
 go to the program's absl flags (``tf.compat.v1.app.flags``, defined at import); one left over
 that is a near miss of a known flag (``--max_step``, ``--sycn``) exits 2 with ``unknown flag
@@ -106,12 +117,21 @@ code  meaning                                                     ExitCode polic
 ====  ==========================================================  =========================
 0     training finished (every task, the PS included)             success
 1     bug in user code or the model (traceback printed)           permanent: job fails
-2     bad setting, flag or TF_CONFIG (message names the field)    permanent: job fails
+2     bad setting, flag, TF_CONFIG, ``TAAS_*`` variable or        permanent: job fails
+      unwritable model_dir (message names the field)
+3     loss became NaN or infinite (message says what to try);     permanent: job fails
+      stopped before that step's update: no checkpoint or export
 130   interrupted (SIGINT)                                        retryable
 138   lost peer: PS unreachable, session aborted/unavailable,     retryable: pod recreated,
       chief not ready within startup_timeout_secs                 resumes from checkpoint
 137   SIGKILL (OOM, node loss) / 143 SIGTERM, set by the kernel   retryable
 ====  ==========================================================  =========================
+
+Modules: ``base`` (the hook class), ``engine`` (the engine seam: protocol, step results, which
+engine drives which hook class), ``graph_engine`` / ``graph_model`` / ``evaluator`` (graph
+mode), ``loop`` (the step loop every engine shares), ``program`` (``main()``: settings, cluster,
+exit code), ``settings``, ``cluster``, ``cli_flags``, ``coordination``, ``session``, ``towers``,
+``devices``, ``exporter``, ``progress``, ``preflight``, ``exit_codes``.
 
 Porting Caicloud code: ``from taas import dist_base`` (``dist_base.CaicloudDistTensorflowBase``)
 and ``from taas import entry; entry.start(MyModel)``; use ``tensorflow.compat.v1``
@@ -135,7 +155,7 @@ __all__ = [
 _LAZY = {
     "DistributedTrainer": "taas.base",
     "CaicloudDistTensorflowBase": "taas.base",
-    "run": "taas.runner",
+    "run": "taas.program",
     "ClusterInfo": "taas.cluster",
     "ExitCode": "taas.exit_codes",
     "SettingsError": "taas.settings",

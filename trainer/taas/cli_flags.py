@@ -1,5 +1,9 @@
 """The command line past the settings: ``--help``, the program's absl flags, typo detection.
 
+Also the environment: a ``TAAS_*`` variable that is not a setting's but a near miss of one
+(``TAAS_MAX_STEP``) is refused like a misspelt flag (:func:`check_taas_env`); any other unknown
+``TAAS_*`` variable only gets a note.
+
 After :func:`taas.settings.load_settings` and the cluster flags took theirs, the rest goes to
 the absl flags the program defined itself (``tf.compat.v1.app.flags.DEFINE_*`` at import, as the
 Caicloud and TaaS 2.0 programs do). A flag left over after that is either a typo or a flag for
@@ -18,10 +22,10 @@ from __future__ import annotations
 
 import difflib
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from taas.cluster import CLUSTER_FLAGS
-from taas.settings import FLAG_ALIASES, LEGACY_ENV, SettingsError, TrainerSettings, parse_flags
+from taas.settings import FLAG_ALIASES, SettingsError, TrainerSettings, env_names, parse_flags
 
 HELP_FLAGS = ("--help", "-h", "-help", "--helpfull", "--helpshort")
 _SIMILARITY = 0.85  # difflib ratio at or above which an unknown flag is a near miss
@@ -110,6 +114,34 @@ def check_leftovers(leftovers: Sequence[str], known: Iterable[str]) -> list[str]
     return others
 
 
+def check_taas_env(env: Mapping[str, str]) -> list[str]:
+    """Raise :class:`SettingsError` for ``TAAS_*`` near misses; return the other unknown ones.
+
+    Settings read ``TAAS_<NAME>`` case-insensitively, so the check does too.
+    """
+    fields = list(TrainerSettings.model_fields)
+    known = {f"TAAS_{name.upper()}" for name in fields}
+    errors: list[str] = []
+    others: list[str] = []
+    for name in sorted(env):
+        upper = name.upper()
+        if not upper.startswith("TAAS_") or upper in known:
+            continue
+        matches = close_matches(upper.removeprefix("TAAS_").lower(), fields)
+        if matches:
+            hint = " or ".join(f"TAAS_{m.upper()}" for m in matches)
+            errors.append(f"unknown environment variable {name}: did you mean {hint}?")
+        else:
+            others.append(name)
+    if errors:
+        errors.append(
+            "rename the variable (run the program with --help to list the TaaS settings and "
+            "their environment variables)"
+        )
+        raise SettingsError("\n".join(errors))
+    return others
+
+
 def parse_program_flags(args: Sequence[str], task: str) -> None:
     """Give the program's absl flags their values; reject near-miss typos; note other flags.
 
@@ -155,7 +187,7 @@ def help_text(program: str) -> str:
         "TaaS settings (flag > env TAAS_<NAME> > TaaS 2.0 env > default; meanings: pydoc taas):",
     ]
     fields = TrainerSettings.model_fields
-    envs = {n: " / ".join([f"TAAS_{n.upper()}", *LEGACY_ENV.get(n, ())]) for n in fields}
+    envs = {n: " / ".join(env_names(n)) for n in fields}
     width = max(len(e) for e in envs.values())
     for name, field in fields.items():
         default = "unset" if field.default is None else repr(field.default)

@@ -13,6 +13,6 @@ def start(user_defined_type: type) -> NoReturn:
         raise ValueError("user_defined_type cannot be None.")
     if not issubclass(user_defined_type, DistributedTrainer):
         raise ValueError("user_defined_type must be subclass of CaicloudDistTensorflowBase.")
-    from taas.runner import run
+    from taas.program import run
 
     run(user_defined_type)

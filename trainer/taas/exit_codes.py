@@ -5,7 +5,10 @@ code  meaning                                                    ExitCode policy
 ====  =========================================================  ===========================
 0     training finished (every task, the PS included)            job succeeds
 1     bug in user code or the model (traceback printed)          permanent: job fails
-2     bad setting, flag or TF_CONFIG (message names the field)   permanent: job fails
+2     bad setting, flag, TF_CONFIG, ``TAAS_*`` variable, or an   permanent: job fails
+      unwritable model_dir (message names the field)
+3     loss became NaN or infinite: training diverged, stopped    permanent: job fails
+      before that step's update (no checkpoint or export of it)
 130   interrupted (SIGINT)                                       retryable
 138   lost peer: PS/worker unreachable, session aborted,         retryable: pod recreated,
       cluster not up within ``startup_timeout_secs``             resumes from checkpoint
@@ -27,12 +30,42 @@ class ExitCode(IntEnum):
     OK = 0
     USER_ERROR = 1
     BAD_SETTINGS = 2
+    LOSS_NOT_FINITE = 3
     INTERRUPTED = 130
     PEER_LOST = 138
 
 
 class PeerUnreachableError(RuntimeError):
     """A cluster peer (usually a PS) did not answer in time."""
+
+
+LOSS_NOT_FINITE = (
+    "taas: the loss is NaN or infinite, so training stopped (a diverged model is not worth "
+    "a checkpoint or an export). Lower learning_rate (TAAS_LEARNING_RATE), check the input "
+    "data for NaN or infinite values, or guard the loss (clip gradients, add an epsilon "
+    "inside logs)"
+)
+"""The message of a non-finite loss; the graph engine's in-graph check carries it too."""
+
+
+class LossNotFiniteError(ArithmeticError):
+    """The training loss became NaN or infinite; the message says where and what to try."""
+
+
+def loss_not_finite(exc: BaseException) -> str | None:
+    """The one-line message when ``exc`` is :class:`LossNotFiniteError` or TensorFlow's failed
+    check of the loss (whose message also holds the node and the graph's stack), else None."""
+    if isinstance(exc, LossNotFiniteError):
+        return str(exc)
+    message = getattr(exc, "message", None)
+    if not isinstance(message, str):
+        return None
+    for line in message.splitlines():
+        # From the marker on: with several devices TensorFlow prefixes "(0) INVALID_ARGUMENT: ".
+        start = line.find(LOSS_NOT_FINITE)
+        if start >= 0:
+            return line[start:].strip()
+    return None
 
 
 def classify(exc: BaseException) -> ExitCode:
@@ -45,6 +78,8 @@ def classify(exc: BaseException) -> ExitCode:
         return ExitCode.INTERRUPTED
     if isinstance(exc, PeerUnreachableError):
         return ExitCode.PEER_LOST
+    if loss_not_finite(exc) is not None:
+        return ExitCode.LOSS_NOT_FINITE
     import tensorflow as tf
 
     retryable = (

@@ -6,7 +6,8 @@ first (0 turns a trigger off), e.g.::
     [worker:1] step 200 global 410/1000 loss 0.3124 | 2450.1 ex/s 0.041 s/batch | ETA 24s
 
 and, when a task starts with the global step already at ``max_steps`` (a re-run on a finished
-model dir), one line saying so (:func:`nothing_to_train`).
+model dir), one line saying so (:func:`nothing_to_train`). :func:`process_age` times the
+"session ready" and "first step done" lines from the start of the process.
 """
 
 from __future__ import annotations
@@ -131,3 +132,18 @@ def nothing_to_train(
         f"to train (the chief resumed a finished model dir {model_dir}, or the other tasks "
         f"reached max_steps first). {fix}"
     )
+
+
+def process_age() -> float:
+    """Seconds since this process started (Linux /proc; else since taas was imported)."""
+    try:
+        with open("/proc/self/stat") as stat:
+            start_ticks = int(stat.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime") as uptime:
+            up = float(uptime.read().split()[0])
+        return up - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.monotonic() - _IMPORTED
+
+
+_IMPORTED = time.monotonic()

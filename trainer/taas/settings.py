@@ -32,7 +32,22 @@ FLAG_ALIASES: dict[str, str] = {"logdir": "model_dir", "train_dir": "model_dir"}
 
 
 def _aliases(field: str) -> AliasChoices:
-    return AliasChoices(f"TAAS_{field.upper()}", *LEGACY_ENV.get(field, ()))
+    return AliasChoices(*env_names(field))
+
+
+def env_names(field: str) -> list[str]:
+    """Environment variables a setting is read from, first one wins: ``TAAS_<NAME>``, legacy."""
+    return [f"TAAS_{field.upper()}", *LEGACY_ENV.get(field, ())]
+
+
+def flag_names(field: str) -> list[str]:
+    """Flags a setting is read from: ``--<name>``, then its aliases (``--logdir``)."""
+    return [f"--{field}", *(f"--{alias}" for alias, name in FLAG_ALIASES.items() if name == field)]
+
+
+def sources(field: str) -> str:
+    """Every flag and variable a setting is read from, for messages: ``--max_steps, ...``."""
+    return ", ".join([*flag_names(field), *env_names(field)])
 
 
 class SettingsError(ValueError):
@@ -46,40 +61,118 @@ class TrainerSettings(BaseSettings):
         populate_by_name=True, extra="ignore", case_sensitive=False, frozen=True
     )
 
-    max_steps: int = Field(1000, ge=1, validation_alias=_aliases("max_steps"))
-    model_dir: str = Field("/tmp/taas-model", min_length=1, validation_alias=_aliases("model_dir"))
+    max_steps: int = Field(
+        1000, ge=1, description="global steps to train", validation_alias=_aliases("max_steps")
+    )
+    model_dir: str = Field(
+        "/tmp/taas-model",
+        min_length=1,
+        description="checkpoints and summaries (chief writes)",
+        validation_alias=_aliases("model_dir"),
+    )
     checkpoint_path: str | None = Field(
         None,
-        description="warm-start checkpoint for get_init_fn",
+        description="warm start for get_init_fn (none)",
         validation_alias=_aliases("checkpoint_path"),
     )
     save_checkpoints_secs: float | None = Field(
-        60.0, gt=0, validation_alias=_aliases("save_checkpoints_secs")
+        60.0,
+        gt=0,
+        description="chief checkpoint period, 0 = off",
+        validation_alias=_aliases("save_checkpoints_secs"),
     )
     save_checkpoints_steps: int | None = Field(
-        None, ge=1, validation_alias=_aliases("save_checkpoints_steps")
+        None,
+        ge=1,
+        description="...or every N steps (wins if set; unset)",
+        validation_alias=_aliases("save_checkpoints_steps"),
     )
-    save_summaries_steps: int = Field(100, ge=0, validation_alias=_aliases("save_summaries_steps"))
-    sync: bool = Field(False, validation_alias=_aliases("sync"))
+    save_summaries_steps: int = Field(
+        100,
+        ge=0,
+        description="chief summaries every N steps, 0 = off",
+        validation_alias=_aliases("save_summaries_steps"),
+    )
+    sync: bool = Field(
+        False,
+        description="synchronous updates",
+        validation_alias=_aliases("sync"),
+    )
     replicas_to_aggregate: int | None = Field(
-        None, ge=1, validation_alias=_aliases("replicas_to_aggregate")
+        None,
+        ge=1,
+        description="sync: gradients per step (workers - backup_workers)",
+        validation_alias=_aliases("replicas_to_aggregate"),
     )
-    backup_workers: int = Field(0, ge=0, validation_alias=_aliases("backup_workers"))
-    batch_size: int = Field(100, ge=1, validation_alias=_aliases("batch_size"))
-    learning_rate: float = Field(0.01, gt=0, validation_alias=_aliases("learning_rate"))
-    log_every_steps: int = Field(100, ge=0, validation_alias=_aliases("log_every_steps"))
-    log_every_secs: float = Field(0.0, ge=0, validation_alias=_aliases("log_every_secs"))
+    backup_workers: int = Field(
+        0,
+        ge=0,
+        description="sync only: steps need not wait for the slowest N",
+        validation_alias=_aliases("backup_workers"),
+    )
+    batch_size: int = Field(
+        100,
+        ge=1,
+        description="examples per step, for examples/s",
+        validation_alias=_aliases("batch_size"),
+    )
+    learning_rate: float = Field(
+        0.01,
+        gt=0,
+        description="the default optimizer's",
+        validation_alias=_aliases("learning_rate"),
+    )
+    log_every_steps: int = Field(
+        100,
+        ge=0,
+        description="progress every N local steps, 0 = off",
+        validation_alias=_aliases("log_every_steps"),
+    )
+    log_every_secs: float = Field(
+        0.0,
+        ge=0,
+        description="...or every N seconds, 0 = off",
+        validation_alias=_aliases("log_every_secs"),
+    )
     startup_timeout_secs: float = Field(
-        300.0, gt=0, validation_alias=_aliases("startup_timeout_secs")
+        300.0,
+        gt=0,
+        description="wait for PS, chief, new checkpoints",
+        validation_alias=_aliases("startup_timeout_secs"),
     )
-    log_device_placement: bool = Field(False, validation_alias=_aliases("log_device_placement"))
-    allow_soft_placement: bool = Field(True, validation_alias=_aliases("allow_soft_placement"))
-    gpu_memory_growth: bool = Field(True, validation_alias=_aliases("gpu_memory_growth"))
+    log_device_placement: bool = Field(
+        False,
+        description="log the device of every op",
+        validation_alias=_aliases("log_device_placement"),
+    )
+    allow_soft_placement: bool = Field(
+        True,
+        description="fall back to a device that exists",
+        validation_alias=_aliases("allow_soft_placement"),
+    )
+    gpu_memory_growth: bool = Field(
+        True,
+        description="allocate GPU memory as needed",
+        validation_alias=_aliases("gpu_memory_growth"),
+    )
     gpu_memory_fraction: float | None = Field(
-        None, gt=0, le=1, validation_alias=_aliases("gpu_memory_fraction")
+        None,
+        gt=0,
+        le=1,
+        description="0 < f <= 1 of each GPU (unset)",
+        validation_alias=_aliases("gpu_memory_fraction"),
     )
-    visible_devices: str | None = Field(None, validation_alias=_aliases("visible_devices"))
-    num_towers: int | None = Field(None, ge=1, validation_alias=_aliases("num_towers"))
+    visible_devices: str | None = Field(
+        None,
+        description='sets CUDA_VISIBLE_DEVICES, e.g. "0,1" (unset)',
+        validation_alias=_aliases("visible_devices"),
+    )
+    num_towers: int | None = Field(
+        None,
+        ge=1,
+        description="GPUs to use (all); CPU towers if none (unset)",
+        validation_alias=_aliases("num_towers"),
+    )
 
     @field_validator("save_checkpoints_secs", mode="before")
     @classmethod
@@ -163,11 +256,7 @@ def _describe(exc: ValidationError, flags: dict[str, str]) -> str:
         loc = [str(p) for p in err["loc"]]
         field = _field_of(loc[0]) if loc else ""
         if field:
-            source = (
-                f"--{field}"
-                if field in flags
-                else f"TAAS_{field.upper()}" + "".join(f" / {n}" for n in LEGACY_ENV.get(field, ()))
-            )
+            source = f"--{field}" if field in flags else " / ".join(env_names(field))
             lines.append(
                 f"  setting '{field}' ({source}): {err['msg']} (got {err.get('input')!r}); "
                 f"fix the value or unset it to use the default"
@@ -182,6 +271,6 @@ def _field_of(loc: str) -> str:
         return loc
     upper = loc.upper()
     for field in _FIELDS:
-        if upper == f"TAAS_{field.upper()}" or upper in LEGACY_ENV.get(field, ()):
+        if upper in env_names(field):
             return field
     return ""

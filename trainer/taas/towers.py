@@ -33,8 +33,13 @@ def build_towers(
     devices: Sequence[str],
     global_step: Any,
     device_for: Callable[[str], Any],
+    guard: Callable[[list[tuple[Any, Any]], Any], list[tuple[Any, Any]]] | None = None,
 ) -> tuple[Any, Any]:
-    """Build ``(train_op, mean_loss)`` over ``devices``; ``device_for(dev)`` gives a device fn."""
+    """Build ``(train_op, mean_loss)`` over ``devices``; ``device_for(dev)`` gives a device fn.
+
+    ``guard(grads, mean_loss)`` may replace the gradients applied (the graph engine makes them
+    wait for its non-finite loss check).
+    """
     losses = []
     tower_grads = []
     scope = tf.compat.v1.get_variable_scope()
@@ -49,6 +54,8 @@ def build_towers(
             tower_grads.append(optimizer.compute_gradients(loss))
     grads = average_gradients(tower_grads) if len(devices) > 1 else tower_grads[0]
     with tf.compat.v1.device(device_for(devices[0])):
-        train_op = optimizer.apply_gradients(grads, global_step=global_step)
         mean_loss = tf.add_n(losses) / float(len(losses)) if len(losses) > 1 else losses[0]
+        if guard is not None:
+            grads = guard(list(grads), mean_loss)
+        train_op = optimizer.apply_gradients(grads, global_step=global_step)
     return train_op, mean_loss

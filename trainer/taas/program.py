@@ -1,7 +1,10 @@
-"""Run a trainer class as a program: settings, cluster, user flags, exit code.
+"""Run a trainer class as a program: settings, cluster, user flags, engine, exit code.
 
-``--help`` prints the settings and the program's flags (exit 0); a flag that is a near miss of a
-known one exits 2 (see ``taas.cli_flags``).
+    run(trainer_cls, argv=None) -> NoReturn     # what MyTrainer.main() and entry.start call
+
+Order: ``--help`` (prints the settings and the program's flags, exit 0); settings and cluster
+read; ``TAAS_*`` variables and leftover flags checked for near misses of a setting (exit 2, see
+``taas.cli_flags``); the engine for the class chosen (:func:`taas.engine.engine_for`) and run.
 
 Always ends the process with ``os._exit`` after flushing output, so lingering gRPC server
 threads can never hang the shutdown. See ``taas.exit_codes`` for the codes.
@@ -17,7 +20,8 @@ from typing import NoReturn
 
 from taas import cli_flags
 from taas.cluster import ClusterInfo, resolve_cluster, strip_cluster_flags
-from taas.exit_codes import ExitCode, classify
+from taas.engine import engine_for
+from taas.exit_codes import ExitCode, classify, loss_not_finite
 from taas.settings import load_settings
 
 
@@ -32,15 +36,20 @@ def run(trainer_cls: type, argv: Sequence[str] | None = None) -> NoReturn:
             raise SystemExit(ExitCode.OK)
         settings, _ = load_settings(args)
         cluster = resolve_cluster(os.environ, args)
+        for name in cli_flags.check_taas_env(os.environ):
+            print(
+                f"[{cluster.task_name}] note: {name} is not a TaaS trainer setting; ignored "
+                "(run with --help to list them)",
+                flush=True,
+            )
         from taas.devices import apply_visible_devices
 
         apply_visible_devices(settings)
         _quiet_tensorflow()
         _quiet_closing_queue_runners()
         cli_flags.parse_program_flags(strip_cluster_flags(args), cluster.task_name)
-        trainer = trainer_cls()
-        trainer.configure(settings, cluster)
-        trainer.run()
+        engine = engine_for(trainer_cls)(trainer_cls(), settings, cluster)
+        engine.run()
         print(f"[{cluster.task_name}] exit 0", flush=True)
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else ExitCode.USER_ERROR
@@ -56,6 +65,9 @@ def _report(task: str, code: int, exc: BaseException) -> None:
     if code == ExitCode.BAD_SETTINGS:
         print(f"[{task}] taas: {exc}", file=sys.stderr)
         print(f"[{task}] exit 2: bad settings (permanent)", file=sys.stderr)
+    elif code == ExitCode.LOSS_NOT_FINITE:
+        print(f"[{task}] {loss_not_finite(exc)}", file=sys.stderr)
+        print(f"[{task}] exit 3: loss not finite (permanent)", file=sys.stderr)
     elif code == ExitCode.USER_ERROR:
         traceback.print_exc()
         print(f"[{task}] exit 1: error in the model or user code (permanent)", file=sys.stderr)

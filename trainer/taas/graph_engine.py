@@ -1,0 +1,195 @@
+"""The graph-mode engine: one task of a between-graph replicated ``tf.compat.v1`` job.
+
+:class:`GraphEngine` implements :class:`taas.engine.Engine` for
+:class:`~taas.base.DistributedTrainer`. By task type:
+
+- ``ps``: start the gRPC server and serve variables until every trainer said "done"
+  (``taas.coordination``);
+- ``evaluator``: evaluate each new checkpoint (``taas.evaluator``);
+- chief and workers: check the model dir (chief), start the server, build the graph
+  (``taas.graph_model``), create the session (``taas.session``: the chief restores or
+  initialises, the others poll), run the shared loop (``taas.loop``), call ``after_train``,
+  close the session and tell every PS "done".
+
+A TensorFlow 2 engine is a sibling of this class (see ``taas.engine``), not a subclass: it shares
+``taas.loop`` and the program around it, not the session code here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from taas import coordination
+from taas.base import DistributedTrainer
+from taas.cluster import ClusterInfo
+from taas.devices import session_config
+from taas.engine import StepLog, StepResult
+from taas.evaluator import run_evaluator
+from taas.exporter import raw_session
+from taas.graph_model import GraphModel, StepRunner, build_graph
+from taas.loop import train_loop
+from taas.preflight import require_writable_model_dir
+from taas.progress import nothing_to_train, process_age
+from taas.session import ChiefSessionCreator, WorkerSessionCreator
+from taas.settings import SettingsError, TrainerSettings
+
+v1 = tf.compat.v1
+
+
+class GraphEngine:
+    """Drives a :class:`DistributedTrainer` through one task's part (see the module)."""
+
+    def __init__(
+        self, trainer: DistributedTrainer, settings: TrainerSettings, cluster: ClusterInfo
+    ) -> None:
+        self.trainer = trainer
+        self.settings = settings
+        self.cluster = cluster
+        self.steps = StepLog()
+        self._done_session: Any = None
+        trainer.settings = settings
+        trainer.cluster = cluster
+
+    def run(self) -> None:
+        """Play this task's part: serve (PS), evaluate (evaluator), or train."""
+        cluster, settings = self.cluster, self.settings
+        config = session_config(settings, cluster)
+        if cluster.task_type == "evaluator":
+            run_evaluator(self.trainer, settings, cluster, config)
+            return
+        if cluster.distributed and not cluster.ps_tasks:
+            raise SettingsError(
+                "cluster has no 'ps' tasks: graph-mode training keeps the variables on PS "
+                "tasks; add a PS replica to the TFJob (or run a single process)"
+            )
+        if cluster.is_chief:
+            require_writable_model_dir(settings)
+        server = None
+        if cluster.distributed:
+            server = tf.distribute.Server(
+                v1.train.ClusterSpec(cluster.cluster_dict()),
+                job_name=cluster.task_type,
+                task_index=cluster.task_index,
+                config=config,
+                start=True,
+            )
+        if cluster.task_type == "ps":
+            coordination.serve_ps(cluster, server, config)
+            return
+        with tf.Graph().as_default():
+            model = build_graph(self.trainer, settings, cluster)
+            self.trainer._taas_steps = StepRunner(model.ops.step_after, self.steps)
+            self._train(model, server.target if server else "", config)
+            if server is not None:
+                self._signal_done(server.target, config, model.done_op)
+
+    def _signal_done(self, target: str, config: Any, done_op: Any) -> None:
+        """Tell every PS this task is finished (errors only warn: training is already done)."""
+        # Kept, never closed: closing a session whose PS just exited can block (so can its
+        # garbage collection); the process exits next.
+        self._done_session = v1.Session(target, config=config)
+        try:
+            self._done_session.run(done_op)
+        except tf.errors.OpError as exc:
+            # The last signal can race with the PS exiting: it got the token, the reply is lost.
+            print(
+                f"[{self.cluster.task_name}] note: PS done-signal: {exc.message[:120]}", flush=True
+            )
+
+    def _session(self, model: GraphModel, target: str, config: Any) -> Any:
+        """The MonitoredSession: chief restores or initialises (+ init_fn), others poll."""
+        cluster, settings = self.cluster, self.settings
+        user_init = model.init_fn
+        scaffold = v1.train.Scaffold(
+            saver=model.saver,
+            init_fn=(lambda _scaffold, session: user_init(session)) if user_init else None,
+        )
+        timeout = settings.startup_timeout_secs
+        creator: Any
+        if cluster.is_chief:
+            creator = ChiefSessionCreator(
+                cluster,
+                timeout,
+                scaffold=scaffold,
+                master=target,
+                config=config,
+                checkpoint_dir=settings.model_dir,
+            )
+        else:
+            creator = WorkerSessionCreator(
+                cluster, timeout, scaffold=scaffold, master=target, config=config
+            )
+        return v1.train.MonitoredSession(
+            session_creator=creator,
+            hooks=self._hooks(model, scaffold),
+            stop_grace_period_secs=3,
+        )
+
+    def _hooks(self, model: GraphModel, scaffold: Any) -> list[Any]:
+        settings = self.settings
+        hooks: list[Any] = [model.sync_hook] if model.sync_hook is not None else []
+        if not self.cluster.is_chief:
+            return hooks
+        if settings.save_checkpoints_steps or settings.save_checkpoints_secs:
+            hooks.append(
+                v1.train.CheckpointSaverHook(
+                    settings.model_dir,
+                    save_steps=settings.save_checkpoints_steps,
+                    save_secs=None
+                    if settings.save_checkpoints_steps
+                    else settings.save_checkpoints_secs,
+                    scaffold=scaffold,
+                )
+            )
+        if settings.save_summaries_steps:
+            hooks.append(
+                v1.train.SummarySaverHook(
+                    save_steps=settings.save_summaries_steps,
+                    output_dir=settings.model_dir,
+                    scaffold=scaffold,
+                )
+            )
+        return hooks
+
+    def _train(self, model: GraphModel, target: str, config: Any) -> None:
+        cluster, settings, trainer = self.cluster, self.settings, self.trainer
+        task = cluster.task_name
+        checkpoint = v1.train.latest_checkpoint(settings.model_dir)  # workers: if shared
+        if cluster.is_chief:
+            print(
+                f"[{task}] chief; resuming from checkpoint {checkpoint}"
+                if checkpoint
+                else f"[{task}] chief; no checkpoint in model_dir, initialising",
+                flush=True,
+            )
+        session = self._session(model, target, config)
+        raw = raw_session(session)
+        step = int(raw.run(model.ops.global_step))
+        print(
+            f"[{task}] session ready {process_age():.2f}s after start; global step {step}",
+            flush=True,
+        )
+        if model.barrier is not None:
+            model.barrier.wait(raw, settings.startup_timeout_secs, task)
+        if step >= settings.max_steps:
+            line = nothing_to_train(
+                task, step, settings.max_steps, settings.model_dir, cluster.is_chief, checkpoint
+            )
+            print(line, flush=True)
+
+        def step_once() -> tuple[StepResult, bool]:
+            self.steps.take()  # nothing from before this train() call counts
+            stop = trainer.train(session, model.ops.global_step, cluster.is_chief)
+            result = self.steps.take() or StepResult()
+            if result.global_step is None:
+                global_step = int(raw.run(model.ops.global_step))
+                result = StepResult(global_step, result.loss, result.examples)
+            return result, bool(stop)
+
+        train_loop(task, settings, step, step_once, session.should_stop)
+        trainer.after_train(raw, cluster.is_chief)  # raw: no hooks fire after the loop
+        if cluster.is_chief and model.release_op is not None:
+            raw.run(model.release_op)  # unblock sync workers waiting for a token
+        session.close()
