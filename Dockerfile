@@ -40,8 +40,9 @@ CMD ["operator"]
 
 # ---- trainer: the wheel with TensorFlow, examples/ in /app, run as a non-root user -----------
 FROM ${BASE_IMAGE} AS trainer
-# `tensorflow` installs tensorflow-cpu; `gpu` installs tensorflow[and-cuda] (already present on
-# tensorflow/tensorflow:*-gpu images, so nothing is downloaded twice).
+# `tensorflow` installs the tensorflow wheel (tf-keras requires it) with tf-keras and tensorboard;
+# `gpu` installs tensorflow[and-cuda] instead (already present on tensorflow/tensorflow:*-gpu
+# images, so nothing is downloaded twice).
 ARG TF_EXTRA=tensorflow
 ARG PIP_CONFIG_FILE
 ENV PYTHONDONTWRITEBYTECODE=1 \

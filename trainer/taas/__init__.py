@@ -147,6 +147,7 @@ __all__ = [
     "ClusterInfo",
     "DistributedTrainer",
     "ExitCode",
+    "KerasTrainer",
     "SettingsError",
     "TrainerSettings",
     "run",
@@ -155,6 +156,7 @@ __all__ = [
 _LAZY = {
     "DistributedTrainer": "taas.base",
     "CaicloudDistTensorflowBase": "taas.base",
+    "KerasTrainer": "taas.keras_base",
     "run": "taas.program",
     "ClusterInfo": "taas.cluster",
     "ExitCode": "taas.exit_codes",

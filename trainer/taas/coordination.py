@@ -5,6 +5,9 @@ How a PS ends cleanly (no ``server.join()`` forever, no kill): every PS hosts a 
 task id on every PS. A PS dequeues ids until it has seen every trainer task it knows of, then
 exits 0. In the dynamic-worker form a PS knows no workers and waits for the chief's id only.
 
+The TensorFlow 2 engine's ParameterServerStrategy uses the same queue on every PS and worker
+task (:func:`serve_until_done`): the coordinator alone signals them (:func:`signal_done_to`).
+
 Sync mode adds a start barrier: each trainer enqueues its id on ``taas_ready`` (PS 0) and waits,
 polling fast, until as many ids as replicas are there, so one fast worker cannot fill the first
 global steps alone. A restarted task passes at once (the old ids are still there).
@@ -35,12 +38,16 @@ def task_id(task_type: str, index: int) -> int:
     return (TRAINER_TYPES.index(task_type) + 1) * 1_000_000 + index
 
 
-def _queue(name: str, ps_index: int) -> Any:
+def _queue(name: str, ps_index: int, job: str = "ps") -> Any:
     import tensorflow as tf
 
-    with tf.compat.v1.device(f"/job:ps/task:{ps_index}"):
+    with tf.compat.v1.device(f"/job:{job}/task:{ps_index}"):
         return tf.compat.v1.FIFOQueue(
-            _QUEUE_CAPACITY, [tf.int64], shapes=[[]], shared_name=name, name=f"{name}_{ps_index}"
+            _QUEUE_CAPACITY,
+            [tf.int64],
+            shapes=[[]],
+            shared_name=name,
+            name=f"{name}_{job}_{ps_index}",
         )
 
 
@@ -104,21 +111,34 @@ def _exit_cleanly(signum: int, frame: Any) -> None:
 
 def serve_ps(cluster: ClusterInfo, server: Any, config: Any) -> None:
     """Serve variables until every known trainer task has said it is done."""
-    import tensorflow as tf
-
     expected = {task_id(kind, i) for kind, i in cluster.trainer_tasks}
     if not expected:
         expected = {task_id(*cluster.chief_task)}
+    serve_until_done(
+        cluster.task_name, "ps", cluster.task_index, server.target, config, expected, "trainer"
+    )
+
+
+def serve_until_done(
+    task: str, job: str, index: int, target: str, config: Any, expected: set[int], who: str
+) -> None:
+    """Serve (the gRPC server runs in the background) until ``expected`` ids said "done".
+
+    ``job``/``index``: this task's place in the cluster its server was started with (the
+    TensorFlow 2 engine's ParameterServerStrategy renames worker 0 to chief, see
+    ``taas.strategies``); ``who`` names the tasks in the log line.
+    """
+    import tensorflow as tf
+
     graph = tf.Graph()
     with graph.as_default():
-        dequeue = _queue("taas_done", cluster.task_index).dequeue()
+        dequeue = _queue("taas_done", index, job).dequeue()
     print(
-        f"[{cluster.task_name}] serving at {server.target}; waiting for "
-        f"{len(expected)} trainer task(s) to finish",
+        f"[{task}] serving at {target}; waiting for {len(expected)} {who} task(s) to finish",
         flush=True,
     )
     seen: set[int] = set()
-    with tf.compat.v1.Session(server.target, graph=graph, config=config) as session:
+    with tf.compat.v1.Session(target, graph=graph, config=config) as session:
         while not expected <= seen:
             seen.add(int(session.run(dequeue)))
         # Training is over: from here a stop request (the operator's cleanPodPolicy deleting
@@ -126,4 +146,31 @@ def serve_ps(cluster: ClusterInfo, server: Any, config: Any) -> None:
         signal.signal(signal.SIGTERM, _exit_cleanly)
         # Let the last trainer's enqueue call get its reply before this server goes away.
         time.sleep(_LINGER_SECS)
-    print(f"[{cluster.task_name}] all trainer tasks done; exiting", file=sys.stdout, flush=True)
+    print(f"[{task}] all {who} tasks done; exiting", file=sys.stdout, flush=True)
+
+
+def signal_done_to(task: str, me: int, targets: list[tuple[str, int, str]], timeout: float) -> None:
+    """Tell each ``(job, index, host)`` task that ``me`` is done, each through its own server.
+
+    One session per target, filtered to that task, so a peer that is down (a worker being
+    recreated) costs ``timeout`` seconds and a note, never a hang.
+    """
+    import tensorflow as tf
+
+    v1 = tf.compat.v1
+    for job, index, host in targets:
+        graph = tf.Graph()
+        with graph.as_default():
+            enqueue = _queue("taas_done", index, job).enqueue(tf.constant(me, tf.int64))
+        config = v1.ConfigProto(device_filters=[f"/job:{job}/task:{index}"])
+        options = v1.RunOptions(timeout_in_ms=int(timeout * 1000))
+        session = v1.Session(f"grpc://{host}", graph=graph, config=config)
+        try:
+            session.run(enqueue, options=options)
+        except tf.errors.OpError as exc:
+            print(f"[{task}] note: done-signal to {job}:{index}: {exc.message[:120]}", flush=True)
+        # Not closed: closing a session whose server just exited can block; the process ends.
+        _KEPT.append(session)
+
+
+_KEPT: list[Any] = []

@@ -12,16 +12,17 @@ user method named ``run``, ``_build_graph`` or ``_train`` cannot replace it.
     engine_for(trainer_cls)      the runner's choice of engine for a hook class
     StepResult                   what one train() call did, for the loop (engine-neutral)
 
-Engines today: :class:`taas.graph_engine.GraphEngine` (graph mode, ``tf.compat.v1``,
-between-graph replication with PS tasks) for :class:`~taas.base.DistributedTrainer`.
+Engines today:
 
-Where a TensorFlow 2 engine plugs in: write a second hook class with the same hook names (its
-``build_model`` returning a Keras model, ...) and an engine class satisfying :class:`Engine`
-(strategy chosen from the cluster, its own session-free step), then add one branch to
-:func:`engine_for` mapping that hook class to that engine. :mod:`taas.program` (settings,
-cluster, flags, exit codes), :mod:`taas.preflight` (the model dir check), :mod:`taas.loop`
-(progress lines, early stop, the non-finite loss check) and :class:`StepResult` are shared as
-they are.
+- :class:`taas.graph_engine.GraphEngine` (graph mode, ``tf.compat.v1``, between-graph
+  replication with PS tasks) for :class:`~taas.base.DistributedTrainer`;
+- :class:`taas.keras_engine.KerasEngine` (TensorFlow 2, a ``tf.distribute`` strategy chosen from
+  the cluster by ``taas.strategies``) for :class:`~taas.keras_base.KerasTrainer`.
+
+Both share :mod:`taas.program` (settings, cluster, flags, exit codes), :mod:`taas.preflight`
+(the model dir check), :mod:`taas.loop` (progress lines, early stop, the non-finite loss check)
+and :class:`StepResult`. Another engine plugs in the same way: a hook class, an engine class
+satisfying :class:`Engine`, one branch in :func:`engine_for`.
 
 This module does not import TensorFlow.
 """
@@ -88,8 +89,14 @@ class StepLog:
 def engine_for(trainer_cls: type) -> EngineFactory:
     """The engine for ``trainer_cls`` (a subclass of one of the hook classes).
 
-    One branch per hook class; a TensorFlow 2 hook class adds its own here.
+    One branch per hook class.
     """
+    from taas.keras_base import KerasTrainer
+
+    if isinstance(trainer_cls, type) and issubclass(trainer_cls, KerasTrainer):
+        from taas.keras_engine import KerasEngine
+
+        return KerasEngine
     from taas.base import DistributedTrainer
 
     if isinstance(trainer_cls, type) and issubclass(trainer_cls, DistributedTrainer):
@@ -98,5 +105,5 @@ def engine_for(trainer_cls: type) -> EngineFactory:
         return GraphEngine
     raise TypeError(
         f"{getattr(trainer_cls, '__name__', trainer_cls)!r} is not a TaaS trainer class: "
-        "subclass taas.DistributedTrainer"
+        "subclass taas.DistributedTrainer (graph mode) or taas.KerasTrainer (TensorFlow 2)"
     )

@@ -13,7 +13,8 @@ code  meaning                                                    ExitCode policy
 138   lost peer: PS/worker unreachable, session aborted,         retryable: pod recreated,
       cluster not up within ``startup_timeout_secs``             resumes from checkpoint
 137   killed (SIGKILL, e.g. OOM or ``kubectl delete``)           retryable (set by the kernel)
-143   terminated (SIGTERM)                                       retryable (set by the kernel)
+143   terminated (SIGTERM); the TensorFlow 2 engine first saves  retryable: pod recreated,
+      a checkpoint (:class:`PreemptedError`)                     resumes from that checkpoint
 ====  =========================================================  ===========================
 
 This module does not import TensorFlow at import time.
@@ -33,10 +34,15 @@ class ExitCode(IntEnum):
     LOSS_NOT_FINITE = 3
     INTERRUPTED = 130
     PEER_LOST = 138
+    TERMINATED = 143
 
 
 class PeerUnreachableError(RuntimeError):
     """A cluster peer (usually a PS) did not answer in time."""
+
+
+class PreemptedError(RuntimeError):
+    """SIGTERM (a pod being stopped) arrived; a checkpoint was saved, the task exits 143."""
 
 
 LOSS_NOT_FINITE = (
@@ -78,6 +84,8 @@ def classify(exc: BaseException) -> ExitCode:
         return ExitCode.INTERRUPTED
     if isinstance(exc, PeerUnreachableError):
         return ExitCode.PEER_LOST
+    if isinstance(exc, PreemptedError):
+        return ExitCode.TERMINATED
     if loss_not_finite(exc) is not None:
         return ExitCode.LOSS_NOT_FINITE
     import tensorflow as tf

@@ -9,8 +9,8 @@ session wants to stop), and stops the job when a loss it is handed is NaN or inf
 (:class:`~taas.exit_codes.LossNotFiniteError`, exit 3): training on would only spread the bad
 values into checkpoints and an export. An engine that can check inside the step (the graph
 engine does: the update never runs) stops it earlier; this is the check every engine gets.
-The graph engine drives the loop today; a TensorFlow 2 engine drives it with its own
-``step_once``.
+The graph engine and the TensorFlow 2 engine's custom steps drive it through ``step_once``;
+``Keras fit`` feeds the same :class:`TrainLoop` from a callback, one finished batch at a time.
 
 This module does not import TensorFlow.
 """
@@ -37,6 +37,59 @@ def check_finite_loss(result: StepResult) -> None:
     )
 
 
+class TrainLoop:
+    """The loop's state, for engines whose steps are not driven by :func:`train_loop`.
+
+    ``Keras fit`` runs its own loop: the TensorFlow 2 engine feeds each finished batch to
+    :meth:`step` from a callback and stops fit when it returns False. :func:`train_loop` drives
+    the same object, so both engines print the same lines and apply the same checks.
+    """
+
+    def __init__(self, task: str, settings: TrainerSettings, start_step: int) -> None:
+        self.task = task
+        self.max_steps = settings.max_steps
+        self.progress = ProgressReporter(
+            task,
+            settings.max_steps,
+            settings.batch_size,
+            settings.log_every_steps,
+            settings.log_every_secs,
+        )
+        self.global_step = start_step
+        self._first = True
+
+    @property
+    def running(self) -> bool:
+        """True while the global step is below ``max_steps``."""
+        return self.global_step < self.max_steps
+
+    def step(self, result: StepResult, stop: bool = False) -> bool:
+        """Account one finished step; return False when the loop should end after it."""
+        if result.global_step is not None:
+            self.global_step = result.global_step
+        check_finite_loss(result)
+        self.progress.step(self.global_step, result.loss, result.examples)
+        if self._first:
+            print(f"[{self.task}] first step done {process_age():.2f}s after start", flush=True)
+            self._first = False
+        if stop:
+            print(f"[{self.task}] train() returned True: stopping early", flush=True)
+            return False
+        return self.running
+
+    def finish(self) -> int:
+        """Print the last progress line and "training done"; return the final global step."""
+        progress = self.progress
+        if progress.pending:
+            progress.emit(self.global_step)
+        print(
+            f"[{self.task}] training done: {progress.local_step} local steps, global step "
+            f"{self.global_step}, {progress.examples_per_sec:.1f} ex/s",
+            flush=True,
+        )
+        return self.global_step
+
+
 def train_loop(
     task: str,
     settings: TrainerSettings,
@@ -45,31 +98,9 @@ def train_loop(
     should_stop: Callable[[], bool],
 ) -> int:
     """Run ``step_once`` until the global step reaches ``max_steps``; return the last one."""
-    progress = ProgressReporter(
-        task,
-        settings.max_steps,
-        settings.batch_size,
-        settings.log_every_steps,
-        settings.log_every_secs,
-    )
-    step = start_step
-    first = True
-    while step < settings.max_steps and not should_stop():
+    loop = TrainLoop(task, settings, start_step)
+    while loop.running and not should_stop():
         result, stop = step_once()
-        step = result.global_step if result.global_step is not None else step
-        check_finite_loss(result)
-        progress.step(step, result.loss, result.examples)
-        if first:
-            print(f"[{task}] first step done {process_age():.2f}s after start", flush=True)
-            first = False
-        if stop:
-            print(f"[{task}] train() returned True: stopping early", flush=True)
+        if not loop.step(result, stop):
             break
-    if progress.pending:
-        progress.emit(step)
-    print(
-        f"[{task}] training done: {progress.local_step} local steps, global step {step}, "
-        f"{progress.examples_per_sec:.1f} ex/s",
-        flush=True,
-    )
-    return step
+    return loop.finish()

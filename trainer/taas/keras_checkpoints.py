@@ -1,0 +1,178 @@
+"""TensorFlow 2: checkpoints, summaries and SIGTERM for the task that runs the loop.
+
+    CheckpointKeeper(settings, plan, task, model, optimizer, strategy)
+        .latest() .restore(path)        resume (every replica reads the chief's model_dir)
+        .after_step(step, loss)         chief: summaries, periodic checkpoints; SIGTERM check
+        .finish(step)                   chief: the final checkpoint
+        .watch_sigterm(resolver)        from here SIGTERM means "checkpoint, then exit 143"
+
+Only the chief writes (``ckpt-<global step>`` in ``model_dir``, the step in the name as in
+graph mode). Under MultiWorkerMirroredStrategy saving is collective (every worker must save, at
+the same step): the others save to a scratch directory they delete, and a time-based
+checkpoint is decided by the chief's clock, shared in a small all-reduce every
+``AGREE_EVERY_STEPS`` steps (step-based ones need no agreement). SIGTERM, what Kubernetes sends before it kills a pod: under
+MultiWorkerMirroredStrategy TensorFlow's ``PreemptionCheckpointHandler`` makes every worker
+agree on the step to stop at (the signal reaches one pod, the checkpoint needs them all);
+elsewhere (one process, the ParameterServerStrategy coordinator) a flag checked after each step.
+Either way the chief saves and every task raises :class:`~taas.exit_codes.PreemptedError`
+(exit 143, which ``restartPolicy: ExitCode`` restarts); the restarted job resumes there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import tempfile
+import time
+from typing import Any
+
+import tensorflow as tf
+
+from taas.exit_codes import PreemptedError
+from taas.settings import TrainerSettings
+from taas.strategies import StrategyPlan
+
+MAX_TO_KEEP = 5
+AGREE_EVERY_STEPS = 10
+
+
+class CheckpointKeeper:
+    """The chief's checkpoints and summaries, and every loop task's SIGTERM handling."""
+
+    def __init__(
+        self,
+        settings: TrainerSettings,
+        plan: StrategyPlan,
+        task: str,
+        model: Any,
+        optimizer: Any,
+        strategy: Any = None,
+    ) -> None:
+        self.settings, self.plan, self.task, self.strategy = settings, plan, task, strategy
+        self.collective = plan.kind == "multi_worker_mirrored"
+        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+        # Created now, on every worker alike: a synchronous strategy broadcasts a new
+        # variable's value, so one created later by the chief's first save alone would hang.
+        _ = self.checkpoint.save_counter
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, settings.model_dir, max_to_keep=MAX_TO_KEEP, checkpoint_name="ckpt"
+        )
+        self.writes = plan.is_chief
+        self.saved_step: int | None = None
+        self._saved_at = time.monotonic()
+        self._summary_mark: tuple[float, int] | None = None
+        self._writer = tf.summary.create_file_writer(settings.model_dir) if self.writes else None
+        self._sigterm = False
+        self._handler: Any = None
+        self._step = 0
+
+    # ------------------------------------------------------------------ resume
+
+    def latest(self) -> str | None:
+        """The newest checkpoint in ``model_dir`` (None when there is none)."""
+        return tf.train.latest_checkpoint(self.settings.model_dir)
+
+    def restore(self, path: str) -> None:
+        """Restore model and optimizer from ``path`` (the optimizer's slots when created)."""
+        self.checkpoint.restore(path).expect_partial()
+
+    # ------------------------------------------------------------------ SIGTERM
+
+    def watch_sigterm(self, resolver: Any) -> None:
+        """From now on SIGTERM saves a checkpoint and ends the task with exit 143."""
+        if self.collective:
+            config = tf.distribute.experimental.TerminationConfig(
+                exit_fn=self._preempted, save_fn=lambda: self.save(self._step)
+            )
+            self._handler = tf.distribute.experimental.PreemptionCheckpointHandler(
+                resolver, self.manager, termination_config=config
+            )
+            return
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def _on_sigterm(self, signum: int, frame: Any) -> None:
+        self._sigterm = True
+
+    def _preempted(self) -> None:
+        where = f"checkpoint at global step {self._step}" if self.writes else "checkpoint saved"
+        raise PreemptedError(f"SIGTERM: stopped after a {where}; exit 143 (retryable)")
+
+    # ------------------------------------------------------------------ steps
+
+    def after_step(self, step: int, loss: float | None) -> None:
+        """After each finished step: summaries and checkpoints when due, then SIGTERM."""
+        self._step = step
+        settings = self.settings
+        if self.writes and settings.save_summaries_steps:
+            if step % settings.save_summaries_steps == 0:
+                self._summaries(step, loss)
+        if (self.writes or self.collective) and self._checkpoint_due(step):
+            self.save(step)
+        if self._handler is not None:
+            self._handler.save_checkpoint_if_preempted()
+        elif self._sigterm:
+            self.save(step)
+            self._preempted()
+
+    def _checkpoint_due(self, step: int) -> bool:
+        settings = self.settings
+        if settings.save_checkpoints_steps:
+            return step % settings.save_checkpoints_steps == 0
+        if not settings.save_checkpoints_secs:
+            return False
+        due = self.writes and time.monotonic() - self._saved_at >= settings.save_checkpoints_secs
+        if not self.collective:
+            return due
+        if step % AGREE_EVERY_STEPS:
+            return False
+        return self._agree(due)
+
+    def _agree(self, due: bool) -> bool:
+        """True on every worker when the chief says so (one all-reduce of a flag)."""
+        flag = tf.constant(1.0 if due else 0.0)
+
+        def replica_fn(value: Any) -> Any:
+            context = tf.distribute.get_replica_context()
+            return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+        total = self.strategy.run(replica_fn, args=(flag,))
+        return float(self.strategy.experimental_local_results(total)[0]) > 0
+
+    def _summaries(self, step: int, loss: float | None) -> None:
+        assert self._writer is not None
+        now = time.monotonic()
+        with self._writer.as_default(step=step):
+            if loss is not None:
+                tf.summary.scalar("loss", loss)
+            if self._summary_mark is not None:
+                then, before = self._summary_mark
+                if now > then and step > before:
+                    tf.summary.scalar("global_step/sec", (step - before) / (now - then))
+        self._summary_mark = (now, step)
+
+    def save(self, step: int) -> None:
+        """Chief: write ``ckpt-<step>`` (once per step); other synchronous workers: a scratch
+        copy they delete (the save is collective); other tasks: nothing."""
+        self._saved_at = time.monotonic()
+        if self.saved_step == step:
+            return
+        self.saved_step = step
+        if self.writes:
+            path = self.manager.save(checkpoint_number=step)
+            print(f"[{self.task}] saved checkpoint {os.path.basename(path)}", flush=True)
+        elif self.collective:
+            scratch = tempfile.mkdtemp(prefix="taas-ckpt-")
+            try:
+                scratch_manager = tf.train.CheckpointManager(self.checkpoint, scratch, 1)
+                scratch_manager.save(checkpoint_number=step)
+            finally:
+                shutil.rmtree(scratch, ignore_errors=True)
+
+    def finish(self, step: int) -> None:
+        """After the loop: the chief's final checkpoint (when checkpoints are on)."""
+        settings = self.settings
+        if settings.save_checkpoints_steps or settings.save_checkpoints_secs:
+            self.save(step)
+        if self._writer is not None:
+            self._writer.flush()

@@ -1,0 +1,236 @@
+"""The TensorFlow 2 engine: one task of a ``tf.distribute`` job around a :class:`KerasTrainer`.
+
+:class:`KerasEngine` implements :class:`taas.engine.Engine`. The strategy and role come from the
+cluster's shape (``taas.strategies``):
+
+- ``evaluate`` (an evaluator task): sidecar evaluation of each new checkpoint
+  (``taas.keras_evaluator``);
+- ``serve`` (PS and worker tasks under ParameterServerStrategy): start the gRPC server and serve
+  until the coordinator says "done" (``taas.coordination``), then exit 0;
+- ``train`` / ``coordinate``: build the model in the strategy's scope, resume or warm-start,
+  run the loop (``taas.keras_steps``: fit or the custom step, through the shared
+  ``taas.loop.TrainLoop``), ``after_train``, the final checkpoint, "done" to the servers.
+
+A sibling of :class:`taas.graph_engine.GraphEngine`: it shares the program (settings, cluster,
+flags, exit codes), the model dir check, the loop and the progress lines, not the session code.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import tensorflow as tf
+
+from taas import coordination
+from taas.cluster import ClusterInfo
+from taas.keras_base import KerasTrainer, overrides_train
+from taas.keras_checkpoints import CheckpointKeeper
+from taas.keras_evaluator import run_evaluator
+from taas.keras_steps import run_custom_steps, run_fit
+from taas.loop import TrainLoop
+from taas.preflight import require_writable_model_dir
+from taas.progress import nothing_to_train, process_age
+from taas.strategies import StrategyPlan, plan_strategy
+
+DONE_SIGNAL_TIMEOUT_SECS = 10.0
+
+
+class KerasEngine:
+    """Drives a :class:`KerasTrainer` through one task's part (see the module)."""
+
+    def __init__(self, trainer: KerasTrainer, settings: Any, cluster: ClusterInfo) -> None:
+        self.trainer, self.settings, self.cluster = trainer, settings, cluster
+        trainer.settings = settings
+        trainer.cluster = cluster
+
+    def run(self) -> None:
+        """Play this task's part: evaluate, serve, or train (coordinate)."""
+        settings, cluster = self.settings, self.cluster
+        gpus = tf.config.list_physical_devices("GPU")
+        plan = plan_strategy(settings, cluster, len(gpus))
+        configure_devices(settings, plan, gpus)
+        task = cluster.task_name
+        print(f"[{task}] {plan.name}: {_describe(plan)}", flush=True)
+        if plan.role == "evaluate":
+            self.trainer.strategy = tf.distribute.get_strategy()
+            self.trainer.global_batch_size = settings.batch_size
+            run_evaluator(self.trainer, settings, task)
+            return
+        if plan.role == "serve":
+            self._serve(plan)
+            return
+        if plan.is_chief:
+            require_writable_model_dir(settings)
+        self._train(plan)
+
+    # ------------------------------------------------------------------ serve (PSS)
+
+    def _serve(self, plan: StrategyPlan) -> None:
+        server = tf.distribute.Server(
+            tf.train.ClusterSpec(plan.cluster_spec),
+            job_name=plan.task_type,
+            task_index=plan.task_index,
+            protocol="grpc",
+            config=_server_config(plan),
+            start=True,
+        )
+        own = tf.compat.v1.ConfigProto(
+            device_filters=[f"/job:{plan.task_type}/task:{plan.task_index}"]
+        )
+        coordinator = {coordination.task_id("chief", 0)}
+        coordination.serve_until_done(
+            self.cluster.task_name,
+            plan.task_type,
+            plan.task_index,
+            server.target,
+            own,
+            coordinator,
+            "coordinator",
+        )
+
+    def _signal_done(self, plan: StrategyPlan) -> None:
+        targets = [
+            (job, index, host)
+            for job in ("ps", "worker")
+            for index, host in enumerate(plan.hosts(job))
+        ]
+        coordination.signal_done_to(
+            self.cluster.task_name,
+            coordination.task_id("chief", 0),
+            targets,
+            DONE_SIGNAL_TIMEOUT_SECS,
+        )
+
+    # ------------------------------------------------------------------ train / coordinate
+
+    def _strategy(self, plan: StrategyPlan) -> tuple[Any, Any, Any]:
+        """(strategy, cluster resolver, coordinator) for ``plan``."""
+        if plan.kind in ("default", "mirrored"):
+            if plan.kind == "mirrored":
+                return tf.distribute.MirroredStrategy(devices=list(plan.devices)), None, None
+            return tf.distribute.get_strategy(), None, None
+        resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(
+            tf.train.ClusterSpec(plan.cluster_spec),
+            task_type=plan.task_type,
+            task_id=plan.task_index,
+            rpc_layer="grpc",
+        )
+        if plan.kind == "multi_worker_mirrored":
+            return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver), resolver, None
+        coordination.wait_for_ps(self.cluster, self.settings.startup_timeout_secs)
+        strategy = tf.distribute.ParameterServerStrategy(resolver)
+        return strategy, resolver, tf.distribute.coordinator.ClusterCoordinator(strategy)
+
+    def _build(self, strategy: Any) -> tuple[Any, Any]:
+        """Call ``build_model`` in the strategy's scope; return (model, optimizer)."""
+        trainer = self.trainer
+        with strategy.scope():
+            result = trainer.build_model()
+            if isinstance(result, tuple):
+                model, loss, optimizer = result
+                model.compile(optimizer=optimizer, loss=loss)
+            else:
+                model = result
+                loss = getattr(model, "loss", None)
+                optimizer = getattr(model, "optimizer", None)
+        if optimizer is None:
+            from taas.settings import SettingsError
+
+            raise SettingsError(
+                f"{type(trainer).__name__}.build_model() returned a model that is not compiled: "
+                "compile it (model.compile(optimizer=..., loss=...)) or return "
+                "(model, loss, optimizer)"
+            )
+        trainer.model, trainer.loss, trainer.optimizer = model, loss, optimizer
+        return model, optimizer
+
+    def _train(self, plan: StrategyPlan) -> None:
+        settings, cluster, trainer = self.settings, self.cluster, self.trainer
+        task = cluster.task_name
+        strategy, resolver, coordinator = self._strategy(plan)
+        trainer.strategy = strategy
+        trainer.global_batch_size = settings.batch_size * plan.replicas
+        model, optimizer = self._build(strategy)
+        keeper = CheckpointKeeper(settings, plan, task, model, optimizer, strategy)
+        checkpoint = keeper.latest()
+        if checkpoint:
+            keeper.restore(checkpoint)
+        elif settings.checkpoint_path:
+            init = trainer.get_init_fn(settings.checkpoint_path)
+            if init is not None:
+                init(model)
+                # A warm start is a new training run from those weights: its step starts at 0
+                # even when fn restored a whole model (a compiled model tracks its optimizer).
+                optimizer.iterations.assign(0)
+        start = int(optimizer.iterations.numpy())
+        if plan.is_chief:
+            print(
+                f"[{task}] chief; resuming from checkpoint {checkpoint} (global step {start})"
+                if checkpoint
+                else f"[{task}] chief; no checkpoint in model_dir, initialising",
+                flush=True,
+            )
+        print(
+            f"[{task}] model ready {process_age():.2f}s after start; global step {start}",
+            flush=True,
+        )
+        keeper.watch_sigterm(resolver)
+        loop = TrainLoop(task, settings, start)
+        if not loop.running:
+            line = nothing_to_train(
+                task, start, settings.max_steps, settings.model_dir, plan.is_chief, checkpoint
+            )
+            print(line, flush=True)
+        else:
+            workers = len(plan.hosts("worker"))
+            if overrides_train(trainer):
+                run_custom_steps(trainer, strategy, coordinator, loop, keeper, workers)
+            else:
+                run_fit(trainer, model, coordinator, loop, keeper, workers)
+            if coordinator is not None:
+                coordinator.join()
+            loop.finish()
+        trainer.after_train(model, plan.is_chief)
+        keeper.finish(loop.global_step)
+        if plan.kind == "parameter_server":
+            self._signal_done(plan)
+
+
+def configure_devices(settings: Any, plan: StrategyPlan, gpus: list[Any]) -> None:
+    """Device options, before TensorFlow's runtime starts (it cannot change them later)."""
+    tf.config.set_soft_device_placement(settings.allow_soft_placement)
+    tf.debugging.set_log_device_placement(settings.log_device_placement)
+    for gpu in gpus:
+        tf.config.experimental.set_memory_growth(gpu, settings.gpu_memory_growth)
+    if plan.kind == "mirrored" and not gpus:
+        cpus = tf.config.list_physical_devices("CPU")
+        tf.config.set_logical_device_configuration(
+            cpus[0], [tf.config.LogicalDeviceConfiguration()] * len(plan.devices)
+        )
+    if plan.kind == "parameter_server":
+        # On few cores a PS training task deadlocks with fewer inter-op threads than
+        # workers + 1 (TENSORFLOW-NOTES); one more for the "done" queue's waiting session.
+        tf.config.threading.set_inter_op_parallelism_threads(_inter_op_threads(plan))
+
+
+def _inter_op_threads(plan: StrategyPlan) -> int:
+    return len(plan.hosts("worker")) + 2
+
+
+def _server_config(plan: StrategyPlan) -> Any:
+    return tf.compat.v1.ConfigProto(inter_op_parallelism_threads=_inter_op_threads(plan))
+
+
+def _describe(plan: StrategyPlan) -> str:
+    if plan.role == "evaluate":
+        return "evaluator: evaluates each new checkpoint"
+    if plan.role == "serve":
+        return f"serving as {plan.task_type}:{plan.task_index} until the coordinator is done"
+    if plan.role == "coordinate":
+        workers = len(plan.hosts("worker"))
+        return f"coordinating {workers} worker(s) and {len(plan.hosts('ps'))} PS task(s)"
+    if plan.kind == "multi_worker_mirrored":
+        return f"{plan.replicas} workers in sync, this one {plan.task_type}:{plan.task_index}"
+    if plan.kind == "mirrored":
+        return f"{len(plan.devices)} replicas: {', '.join(plan.devices)}"
+    return "one process"
