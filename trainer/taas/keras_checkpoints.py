@@ -3,6 +3,7 @@
     CheckpointKeeper(settings, plan, task, model, optimizer, strategy)
         .latest() .restore(path)        resume (every replica reads the chief's model_dir)
         .after_step(step, loss)         chief: summaries, periodic checkpoints; SIGTERM check
+        .stop_watching()                after the loop: SIGTERM is plain again
         .finish(step)                   chief: the final checkpoint
         .watch_sigterm(resolver)        from here SIGTERM means "checkpoint, then exit 143"
 
@@ -90,6 +91,15 @@ class CheckpointKeeper:
             )
             return
         signal.signal(signal.SIGTERM, self._on_sigterm)
+
+    def stop_watching(self) -> None:
+        """After the loop: SIGTERM ends the task at once again (nothing left to checkpoint)."""
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        # TensorFlow's handler keeps a thread blocked on the coordination service; without
+        # this (private, hence getattr) release it dies with a traceback when the chief exits.
+        stop = getattr(self._handler, "_stop_cluster_wise_termination_watcher_thread", None)
+        if stop is not None:
+            stop()
 
     def _on_sigterm(self, signum: int, frame: Any) -> None:
         self._sigterm = True

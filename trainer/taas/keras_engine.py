@@ -17,6 +17,7 @@ flags, exit codes), the model dir check, the loop and the progress lines, not th
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import tensorflow as tf
@@ -33,6 +34,7 @@ from taas.progress import nothing_to_train, process_age
 from taas.strategies import StrategyPlan, plan_strategy
 
 DONE_SIGNAL_TIMEOUT_SECS = 10.0
+END_LINGER_SECS = 0.5
 
 
 class KerasEngine:
@@ -190,10 +192,25 @@ class KerasEngine:
             if coordinator is not None:
                 coordinator.join()
             loop.finish()
+        keeper.stop_watching()
         trainer.after_train(model, plan.is_chief)
         keeper.finish(loop.global_step)
         if plan.kind == "parameter_server":
             self._signal_done(plan)
+        if plan.kind == "multi_worker_mirrored":
+            self._leave_together(plan)
+
+    def _leave_together(self, plan: StrategyPlan) -> None:
+        """Synchronous workers leave together: worker 0 hosts TensorFlow's coordination
+        service, and a worker still finishing (its after_train, its last save) when worker 0
+        exits fails with UnavailableError. A barrier of that service, then worker 0 lingers a
+        moment so every reply gets out before its server goes."""
+        from tensorflow.python.eager import context  # wait_at_barrier has no public alias
+
+        timeout_ms = int(self.settings.startup_timeout_secs * 1000)
+        context.context().wait_at_barrier("taas_training_end", timeout_ms)
+        if plan.task_type in ("chief", "worker") and plan.task_index == 0:
+            time.sleep(END_LINGER_SECS)
 
 
 def configure_devices(settings: Any, plan: StrategyPlan, gpus: list[Any]) -> None:
