@@ -41,6 +41,8 @@ RESULTS: dict[str, tuple[str, Callable[[float], bool]]] = {
         r"Accuracy for Test Data: ([0-9.]+)",
         lambda accuracy: accuracy > 0.8,
     ),
+    "examples/keras_digits/mwms.yaml": (ACCURACY, lambda accuracy: accuracy > 0.9),
+    "examples/keras_digits/pss.yaml": (ACCURACY, lambda accuracy: accuracy > 0.9),
     "examples/linear_regression/tfjob.yaml": (  # y = 2x + 1
         r"learned w=(-?[0-9.]+) b=",
         lambda w: abs(w - 2.0) < 0.2,
@@ -52,6 +54,7 @@ def test_the_required_examples_exist() -> None:
     paths = {p for p, _ in EXAMPLES}
     assert {"examples/mnist/async.yaml", "examples/mnist/sync.yaml"} <= paths
     assert "examples/seed_style/job.yaml" in paths
+    assert {"examples/keras_digits/mwms.yaml", "examples/keras_digits/pss.yaml"} <= paths
 
 
 @pytest.mark.parametrize(("path", "name"), EXAMPLES, ids=[p for p, _ in EXAMPLES])

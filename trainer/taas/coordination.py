@@ -105,8 +105,11 @@ def wait_for_ps(cluster: ClusterInfo, timeout: float) -> None:
 
 def _exit_cleanly(signum: int, frame: Any) -> None:
     """SIGTERM after every trainer task said it is done: the PS's work is finished, exit 0."""
-    print("[ps] stop requested after training ended; exiting 0", flush=True)
+    print(f"[{_serving_task}] stop requested after training ended; exiting 0", flush=True)
     os._exit(0)
+
+
+_serving_task = "ps"  # the serving task's name, for the line above
 
 
 def serve_ps(cluster: ClusterInfo, server: Any, config: Any) -> None:
@@ -143,6 +146,8 @@ def serve_until_done(
             seen.add(int(session.run(dequeue)))
         # Training is over: from here a stop request (the operator's cleanPodPolicy deleting
         # this pod as soon as the chief succeeds) is a clean end, not a kill.
+        global _serving_task
+        _serving_task = task
         signal.signal(signal.SIGTERM, _exit_cleanly)
         # Let the last trainer's enqueue call get its reply before this server goes away.
         time.sleep(_LINGER_SECS)
