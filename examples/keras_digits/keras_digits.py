@@ -52,8 +52,8 @@ class Digits(taas.KerasTrainer):
         dataset = tf.data.Dataset.from_tensor_slices((images, labels))
         dataset = dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
         batch = input_context.get_per_replica_batch_size(self.global_batch_size)
-        return dataset.shuffle(len(labels), seed=input_context.input_pipeline_id).repeat().batch(
-            batch
+        return (
+            dataset.shuffle(len(labels), seed=input_context.input_pipeline_id).repeat().batch(batch)
         )
 
     def accuracy(self, model) -> float:

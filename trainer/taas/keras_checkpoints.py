@@ -11,9 +11,11 @@ Only the chief writes (``ckpt-<global step>`` in ``model_dir``, the step in the 
 graph mode). Under MultiWorkerMirroredStrategy saving is collective (every worker must save, at
 the same step): the others save to a scratch directory they delete, and a time-based
 checkpoint is decided by the chief's clock, shared in a small all-reduce every
-``AGREE_EVERY_STEPS`` steps (step-based ones need no agreement). SIGTERM, what Kubernetes sends before it kills a pod: under
-MultiWorkerMirroredStrategy TensorFlow's ``PreemptionCheckpointHandler`` makes every worker
-agree on the step to stop at (the signal reaches one pod, the checkpoint needs them all);
+``AGREE_EVERY_STEPS`` steps (step-based ones need no agreement).
+
+SIGTERM, what Kubernetes sends before it kills a pod: under MultiWorkerMirroredStrategy
+TensorFlow's ``PreemptionCheckpointHandler`` makes every worker agree on the step to stop at
+(the signal reaches one pod, the checkpoint needs them all);
 elsewhere (one process, the ParameterServerStrategy coordinator) a flag checked after each step.
 Either way the chief saves and every task raises :class:`~taas.exit_codes.PreemptedError`
 (exit 143, which ``restartPolicy: ExitCode`` restarts); the restarted job resumes there.
@@ -114,9 +116,9 @@ class CheckpointKeeper:
         """After each finished step: summaries and checkpoints when due, then SIGTERM."""
         self._step = step
         settings = self.settings
-        if self.writes and settings.save_summaries_steps:
-            if step % settings.save_summaries_steps == 0:
-                self._summaries(step, loss)
+        summaries = settings.save_summaries_steps
+        if self.writes and summaries and step % summaries == 0:
+            self._summaries(step, loss)
         if (self.writes or self.collective) and self._checkpoint_due(step):
             self.save(step)
         if self._handler is not None:

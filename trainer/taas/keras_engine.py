@@ -118,7 +118,11 @@ class KerasEngine:
             rpc_layer="grpc",
         )
         if plan.kind == "multi_worker_mirrored":
-            return tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver), resolver, None
+            return (
+                tf.distribute.MultiWorkerMirroredStrategy(cluster_resolver=resolver),
+                resolver,
+                None,
+            )
         coordination.wait_for_ps(self.cluster, self.settings.startup_timeout_secs)
         strategy = tf.distribute.ParameterServerStrategy(resolver)
         return strategy, resolver, tf.distribute.coordinator.ClusterCoordinator(strategy)

@@ -70,7 +70,10 @@ def _report(task: str, code: int, exc: BaseException) -> None:
         print(f"[{task}] exit 3: loss not finite (permanent)", file=sys.stderr)
     elif code == ExitCode.TERMINATED:
         print(f"[{task}] {exc}", file=sys.stderr)
-        print(f"[{task}] exit 143: terminated (retryable: resumes from that checkpoint)", file=sys.stderr)
+        print(
+            f"[{task}] exit 143: terminated (retryable: resumes from that checkpoint)",
+            file=sys.stderr,
+        )
     elif code == ExitCode.USER_ERROR:
         traceback.print_exc()
         print(f"[{task}] exit 1: error in the model or user code (permanent)", file=sys.stderr)

@@ -37,7 +37,7 @@ def step(iterator):
             per_example = tf.reshape(tf.square(model(xs, training=True) - ys), [-1])
             loss = tf.nn.compute_average_loss(per_example, global_batch_size=GLOBAL_BATCH)
         grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         return loss
 
     losses = strategy.run(replica_step, args=(next(iterator),))

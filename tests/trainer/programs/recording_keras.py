@@ -86,7 +86,9 @@ class Recording(taas.KerasTrainer):
                 per_example = tf.reshape(tf.square(self.model(xs, training=True) - ys), [-1])
                 loss = self.average_loss(per_example)
             variables = self.model.trainable_variables
-            self.optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
+            self.optimizer.apply_gradients(
+                zip(tape.gradient(loss, variables), variables, strict=True)
+            )
             return loss
 
     def after_train(self, model, is_chief):
