@@ -15,6 +15,9 @@ Sections:
    the sum of each worker's rate after warm-up; interleaved. Plus the MNIST example alone.
 4. GPU, only when TensorFlow sees one: 1 vs 2 towers on GPU:0, and the MNIST example's
    examples/s (the 2016 seeds reported ~15,000 examples/s on 4 GPUs, 1.92x at 2 GPUs).
+5.-8. TensorFlow 2 (taas.KerasTrainer): overhead against plain fit and a plain custom loop,
+   `taas run` start-up of examples/keras_digits, 1 -> 2 workers under MultiWorkerMirrored
+   and ParameterServer strategies, GPU (see bench/trainer/keras.py).
 Exit 0 when every run completed, 1 when a program failed, 2 on bad arguments.
 """
 
@@ -27,6 +30,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.trainer.keras import keras_gpu, keras_overhead, keras_scaling, keras_startup
 from bench.trainer.procs import (
     PROGRAM,
     QUIET,
@@ -153,7 +157,7 @@ def scaling(rounds: int, steps: int, workdir: Path) -> list[str]:
     ]
 
 
-def gpu(rounds: int, steps: int, workdir: Path) -> list[str]:
+def _gpus() -> int:
     probe = run(
         [
             sys.executable,
@@ -162,7 +166,11 @@ def gpu(rounds: int, steps: int, workdir: Path) -> list[str]:
         ],
         QUIET,
     )
-    gpus = int(re.findall(r"GPUS (\d+)", probe.output)[-1])
+    return int(re.findall(r"GPUS (\d+)", probe.output)[-1])
+
+
+def gpu(rounds: int, steps: int, workdir: Path) -> list[str]:
+    gpus = _gpus()
     if not gpus:
         return ["4. GPU: no GPU visible to TensorFlow here; section not run"]
     rates: dict[int, list[float]] = {1: [], 2: []}
@@ -199,6 +207,18 @@ def gpu(rounds: int, steps: int, workdir: Path) -> list[str]:
     ]
 
 
+SECTIONS = (
+    "overhead",
+    "startup",
+    "scaling",
+    "gpu",
+    "keras_overhead",
+    "keras_startup",
+    "keras_scaling",
+    "keras_gpu",
+)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.trainer",
@@ -209,12 +229,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 5, quick 2)")
     parser.add_argument(
         "--sections",
-        default="overhead,startup,scaling,gpu",
-        help="subset of overhead,startup,scaling,gpu",
+        default=",".join(SECTIONS),
+        help="subset of " + ",".join(SECTIONS),
     )
     args = parser.parse_args(argv)
     sections = [s.strip() for s in args.sections.split(",") if s.strip()]
-    known = {"overhead", "startup", "scaling", "gpu"}
+    known = set(SECTIONS)
     if not sections or set(sections) - known:
         parser.error(f"--sections: choose from {','.join(sorted(known))}")
     if args.rounds is not None and args.rounds < 1:
@@ -233,6 +253,14 @@ def main(argv: list[str] | None = None) -> int:
             out += scaling(rounds, steps, workdir)
         if "gpu" in sections:
             out += gpu(rounds, steps, workdir)
+        if "keras_overhead" in sections:
+            out += keras_overhead(rounds, steps, workdir)
+        if "keras_startup" in sections:
+            out += keras_startup(rounds, workdir)
+        if "keras_scaling" in sections:
+            out += keras_scaling(rounds, steps, workdir)
+        if "keras_gpu" in sections:
+            out += keras_gpu(rounds, steps, workdir, _gpus())
     except BenchError as err:
         print("\n".join(out), flush=True)
         print(f"[bench] broken run: {err}", file=sys.stderr)

@@ -1,7 +1,10 @@
 """TaaS trainer library: write the model, get distributed TensorFlow training.
 
-Subclass :class:`DistributedTrainer` (alias ``CaicloudDistTensorflowBase``), fill in the hooks,
-call ``MyTrainer.main()``. The same program runs alone, under ``taas run job.yaml`` and in a
+Two hook classes, the same hook names: :class:`KerasTrainer` (TensorFlow 2: a Keras model under
+the ``tf.distribute`` strategy the job's shape picks, ``fit`` or a custom step; see
+``taas.keras_base`` and ``taas.strategies``) and :class:`DistributedTrainer` (graph mode,
+``tf.compat.v1``, below). Subclass one (``DistributedTrainer``'s alias is
+``CaicloudDistTensorflowBase``), fill in the hooks, call ``MyTrainer.main()``. The same program runs alone, under ``taas run job.yaml`` and in a
 ``kubeflow.org/v1`` TFJob: the base class reads the cluster, starts the gRPC server, places the
 variables on the PS tasks, and runs the loop. Graph mode (``tf.compat.v1``), TensorFlow 2.21.
 
@@ -125,11 +128,14 @@ code  meaning                                                     ExitCode polic
 138   lost peer: PS unreachable, session aborted/unavailable,     retryable: pod recreated,
       chief not ready within startup_timeout_secs                 resumes from checkpoint
 137   SIGKILL (OOM, node loss) / 143 SIGTERM, set by the kernel   retryable
+      (TensorFlow 2: on SIGTERM a checkpoint first, then 143)
 ====  ==========================================================  =========================
 
-Modules: ``base`` (the hook class), ``engine`` (the engine seam: protocol, step results, which
-engine drives which hook class), ``graph_engine`` / ``graph_model`` / ``evaluator`` (graph
-mode), ``loop`` (the step loop every engine shares), ``program`` (``main()``: settings, cluster,
+Modules: ``base`` (the graph-mode hook class), ``keras_base`` (the TensorFlow 2 hook class),
+``engine`` (the engine seam: protocol, step results, which engine drives which hook class),
+``graph_engine`` / ``graph_model`` / ``evaluator`` (graph mode), ``keras_engine`` /
+``strategies`` / ``keras_steps`` / ``keras_checkpoints`` / ``keras_evaluator`` (TensorFlow 2),
+``loop`` (the step loop every engine shares), ``program`` (``main()``: settings, cluster,
 exit code), ``settings``, ``cluster``, ``cli_flags``, ``coordination``, ``session``, ``towers``,
 ``devices``, ``exporter``, ``progress``, ``preflight``, ``exit_codes``.
 
