@@ -8,7 +8,7 @@
         .watch_sigterm(resolver)        from here SIGTERM means "checkpoint, then exit 143"
 
 Only the chief writes (``ckpt-<global step>`` in ``model_dir``, the step in the name as in
-graph mode). Under MultiWorkerMirroredStrategy saving is collective (every worker must save, at
+graph mode: the optimizer's update count, which is what a resumed run starts from). Under MultiWorkerMirroredStrategy saving is collective (every worker must save, at
 the same step): the others save to a scratch directory they delete, and a time-based
 checkpoint is decided by the chief's clock, shared in a small all-reduce every
 ``AGREE_EVERY_STEPS`` steps (step-based ones need no agreement).
@@ -55,6 +55,7 @@ class CheckpointKeeper:
         self.settings, self.plan, self.task, self.strategy = settings, plan, task, strategy
         self.collective = plan.kind == "multi_worker_mirrored"
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+        self.optimizer = optimizer
         # Created now, on every worker alike: a synchronous strategy broadcasts a new
         # variable's value, so one created later by the chief's first save alone would hang.
         _ = self.checkpoint.save_counter
@@ -171,7 +172,10 @@ class CheckpointKeeper:
             return
         self.saved_step = step
         if self.writes:
-            path = self.manager.save(checkpoint_number=step)
+            # Named by the updates it holds: under ParameterServerStrategy steps still in flight
+            # may have reached the variables, so that can be a few more than the loop's count.
+            number = int(self.optimizer.iterations.numpy())
+            path = self.manager.save(checkpoint_number=number)
             print(f"[{self.task}] saved checkpoint {os.path.basename(path)}", flush=True)
         elif self.collective:
             scratch = tempfile.mkdtemp(prefix="taas-ckpt-")

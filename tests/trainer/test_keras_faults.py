@@ -1,0 +1,60 @@
+"""A parameter server dies under TensorFlow 2's ParameterServerStrategy (real processes, a real
+SIGKILL): the coordinator stops with the retryable code 138 without saving anything after the
+loss, and once the PS and the coordinator are started again (what ``restartPolicy: ExitCode``
+does) the job resumes from the last checkpoint (no step past it is lost) and finishes with a
+real accuracy."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from trainer_harness import LocalCluster
+
+pytestmark = [pytest.mark.tensorflow, pytest.mark.slow]
+
+DIGITS = ["examples/keras_digits/keras_digits.py"]
+STEPS, INTERVAL = 1500, 100
+
+
+@pytest.mark.timeout(400)
+def test_a_dead_ps_stops_the_coordinator_and_the_job_resumes(tmp_path: Path) -> None:
+    cluster = LocalCluster(
+        DIGITS,
+        tmp_path / "logs",
+        {"chief": 1, "ps": 1, "worker": 1},
+        env={
+            "TAAS_MODEL_DIR": str(tmp_path / "model"),
+            "TF_MAX_STEPS": str(STEPS),
+            "TAAS_BATCH_SIZE": "64",
+            "TAAS_SAVE_CHECKPOINTS_STEPS": str(INTERVAL),
+            "TAAS_LOG_EVERY_STEPS": "50",
+            "TAAS_STARTUP_TIMEOUT_SECS": "120",
+        },
+    )
+    try:
+        cluster.start_all()
+        cluster.wait_for_line("chief:0", "] step 250 global", 180)  # two checkpoints by then
+        cluster.kill("ps:0")
+        code = cluster.tasks["chief:0"].proc.wait(120)
+        first_run = cluster.tasks["chief:0"].text()
+        assert code == 138, cluster.logs()
+        last_saved = max(int(s) for s in re.findall(r"saved checkpoint ckpt-(\d+)", first_run))
+        # The PS and the coordinator come back (the operator recreates both pods).
+        cluster.start("ps", 0)
+        cluster.start("chief", 0)
+        codes = cluster.wait(300)
+        assert codes == {"chief:0": 0, "ps:0": 0, "worker:0": 0}, cluster.logs()
+        chief = cluster.tasks["chief:0"].text()
+        found = re.findall(r"resuming from checkpoint \S+ckpt-(\d+) \(global step (\d+)\)", chief)
+        assert [int(name) for name, _ in found] == [last_saved], cluster.logs()
+        # Asynchronous steps still in flight may reach the PS while the save is written: the
+        # checkpoint can hold a few more updates than its name (the in-flight window, 4 here).
+        resumed = int(found[0][1])
+        assert last_saved <= resumed <= last_saved + 5, found
+        assert f"global step {STEPS}" in chief
+        accuracy = float(re.findall(r"test accuracy: ([0-9.]+)", chief)[-1])
+        assert accuracy > 0.9
+    finally:
+        cluster.close()
