@@ -4,9 +4,10 @@ Two hook classes, the same hook names: :class:`KerasTrainer` (TensorFlow 2: a Ke
 the ``tf.distribute`` strategy the job's shape picks, ``fit`` or a custom step; see
 ``taas.keras_base`` and ``taas.strategies``) and :class:`DistributedTrainer` (graph mode,
 ``tf.compat.v1``, below). Subclass one (``DistributedTrainer``'s alias is
-``CaicloudDistTensorflowBase``), fill in the hooks, call ``MyTrainer.main()``. The same program runs alone, under ``taas run job.yaml`` and in a
-``kubeflow.org/v1`` TFJob: the base class reads the cluster, starts the gRPC server, places the
-variables on the PS tasks, and runs the loop. Graph mode (``tf.compat.v1``), TensorFlow 2.21.
+``CaicloudDistTensorflowBase``), fill in the hooks, call ``MyTrainer.main()``. The same program
+runs alone, under ``taas run job.yaml`` and in a ``kubeflow.org/v1`` TFJob: the base class reads
+the cluster, starts the gRPC server, places the variables on the PS tasks, and runs the loop.
+Graph mode (``tf.compat.v1``), TensorFlow 2.21.
 
 Example (``examples/linear_regression/linear_regression.py``)::
 

@@ -7,11 +7,12 @@
         .finish(step)                   chief: the final checkpoint
         .watch_sigterm(resolver)        from here SIGTERM means "checkpoint, then exit 143"
 
-Only the chief writes (``ckpt-<global step>`` in ``model_dir``, the step in the name as in
-graph mode: the optimizer's update count, which is what a resumed run starts from). Under MultiWorkerMirroredStrategy saving is collective (every worker must save, at
-the same step): the others save to a scratch directory they delete, and a time-based
-checkpoint is decided by the chief's clock, shared in a small all-reduce every
-``AGREE_EVERY_STEPS`` steps (step-based ones need no agreement).
+Only the chief writes (``ckpt-<global step>`` in ``model_dir``, the step in the name as in graph
+mode: the optimizer's update count, which is what a resumed run starts from). Under
+MultiWorkerMirroredStrategy saving is collective (every worker must save, at the same step): the
+others save to a scratch directory they delete, and a time-based checkpoint is decided by the
+chief's clock, shared in a small all-reduce every ``AGREE_EVERY_STEPS`` steps (step-based ones
+need no agreement).
 
 SIGTERM, what Kubernetes sends before it kills a pod: under MultiWorkerMirroredStrategy
 TensorFlow's ``PreemptionCheckpointHandler`` makes every worker agree on the step to stop at
