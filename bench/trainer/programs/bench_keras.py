@@ -7,9 +7,11 @@
     BENCH_WARM=20           batches before the meter starts
 
 A tf_keras perceptron (64 -> 512 -> 10) on scikit-learn's digits, Adam, batch TAAS_BATCH_SIZE
-(100). Fit runs are metered per batch by a callback both forms get (the model class adds it to
-every fit call); custom runs from dataset creation to the end of the last step (tracing
-included in both). Each task that runs the loop prints one line `BENCH {json}`.
+(100). Every form is metered per step after the warm-up: fit by a callback both forms get (the
+model class adds it to every fit call), custom steps by the same meter called after each step
+(in the base class through a wrapper of ``taas.keras_steps.report``, which it calls once per
+finished step, as the graph-mode bench patches ``taas.graph_model``). Each task that runs the
+loop prints one line `BENCH {json}`.
 """
 
 from __future__ import annotations
@@ -52,6 +54,18 @@ class Meter(keras.callbacks.Callback):
         if self.batches == WARM:
             self.t0 = now
         self.last = now
+
+
+class StepMeter:
+    """The same timing for custom steps: call once per finished step."""
+
+    def __init__(self) -> None:
+        self.batches, self.t0, self.last = 0, 0.0, 0.0
+
+    on_train_batch_end = Meter.on_train_batch_end
+
+    def step(self) -> None:
+        self.on_train_batch_end(self.batches)
 
 
 class MeteredModel(keras.Sequential):
@@ -120,15 +134,28 @@ def hand(custom: bool) -> None:
         losses = strategy.run(replica, args=(next(iterator),))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
 
-    start = time.monotonic()
+    meter = StepMeter()
     iterator = iter(strategy.distribute_datasets_from_function(lambda c: dataset(c, BATCH)))
     for _ in range(STEPS):
         float(step(iterator))  # the base class reads each step's loss too
-    report("local", STEPS, time.monotonic() - start, BATCH)
+        meter.step()
+    report("local", meter.batches - WARM, meter.last - meter.t0, BATCH)
 
 
 def base(custom: bool):
     import taas
+    import taas.keras_steps
+
+    meter = StepMeter()
+    if custom:
+        original = taas.keras_steps.report
+
+        def metered(*args, **kwargs):
+            more = original(*args, **kwargs)
+            meter.step()
+            return more
+
+        taas.keras_steps.report = metered
 
     class Bench(taas.KerasTrainer):
         def build_model(self):
@@ -136,24 +163,18 @@ def base(custom: bool):
             return net, LOSS, keras.optimizers.Adam(self.settings.learning_rate)
 
         def create_dataset(self, input_context):
-            self.started = getattr(self, "started", None) or time.monotonic()
             return dataset(input_context, self.global_batch_size)
 
         def after_train(self, model, is_chief):
             per_step = self.settings.batch_size
-            if custom:
-                seconds = time.monotonic() - self.started
-                report(self.cluster.task_name, self.settings.max_steps, seconds, per_step)
-            else:
-                extra = {"strategy": type(self.strategy).__name__}
-                meter = model.meter
-                report(
-                    self.cluster.task_name,
-                    meter.batches - WARM,
-                    meter.last - meter.t0,
-                    per_step,
-                    **extra,
-                )
+            timed = meter if custom else model.meter
+            report(
+                self.cluster.task_name,
+                timed.batches - WARM,
+                timed.last - timed.t0,
+                per_step,
+                strategy=type(self.strategy).__name__,
+            )
 
     if custom:
 
