@@ -60,13 +60,14 @@ def train_loop(
         settings.log_every_secs,
         publisher=publisher,
     )
-    step = SCALARS.step = start_step
+    step = start_step
+    SCALARS.stamp(step)
     progress.publish(step)
     first = True
     while step < settings.max_steps and not should_stop():
         result, stop = step_once()
         step = result.global_step if result.global_step is not None else step
-        SCALARS.step = step
+        SCALARS.stamp(step)
         check_finite_loss(result)
         progress.step(step, result.loss, result.examples)
         if first:

@@ -57,6 +57,7 @@ class ProgressReporter:
         self._mark = (self._start, 0, 0)  # (time, local step, examples) at the last line
         self.publisher = publisher
         self._published = (self._start, 0)  # (time, examples) at the last document
+        self._rate: float | None = None  # examples/s in the last document
 
     def step(
         self, global_step: int, loss: float | None = None, examples: int | None = None
@@ -90,10 +91,11 @@ class ProgressReporter:
             return
         now = self.clock() if now is None else now
         then, examples0 = self._published
-        moved = self.examples > examples0 and now > then
-        rate = (self.examples - examples0) / (now - then) if moved else None
+        if self.examples > examples0 and now > then:
+            self._rate = (self.examples - examples0) / (now - then)
+        # else (nothing new since the last document, e.g. the final one): the last rate stands
         eta = 0.0 if global_step >= self.max_steps else self.eta_seconds(global_step, now)
-        doc = document(self.task, global_step, self.max_steps, self.loss, rate, eta)
+        doc = document(self.task, global_step, self.max_steps, self.loss, self._rate, eta)
         self.publisher.update(doc, final=final)
         self._published = (now, self.examples)
 

@@ -56,9 +56,20 @@ class ScalarLog:
     """The last ``MAX_POINTS`` values of each scalar the user logged, with their steps."""
 
     def __init__(self) -> None:
-        self._points: dict[str, deque[tuple[int, float]]] = {}
+        self._points: dict[str, deque[tuple[int | None, float]]] = {}
         self._lock = threading.Lock()
-        self.step = 0  # the global step the loop last saw: the default step of a value
+        self.step = 0  # the global step the loop last saw
+
+    def stamp(self, step: int) -> None:
+        """The loop's step ended at global step ``step``: values logged during it without a
+        step of their own get that one (the step they describe)."""
+        with self._lock:
+            self.step = step
+            for name, points in self._points.items():
+                if any(s is None for s, _ in points):
+                    self._points[name] = deque(
+                        ((step if s is None else s, v) for s, v in points), maxlen=MAX_POINTS
+                    )
 
     def log(self, name: str, value: float, step: int | None = None) -> None:
         """Keep one value (see :func:`log_scalar`)."""
@@ -74,13 +85,16 @@ class ScalarLog:
             return  # JSON has no NaN; a non-finite loss stops training elsewhere anyway
         with self._lock:
             points = self._points.setdefault(name, deque(maxlen=MAX_POINTS))
-            points.append((self.step if step is None else int(step), number))
+            points.append((None if step is None else int(step), number))
 
     def recent(self) -> dict[str, list[dict[str, float]]]:
         """Every scalar's kept values, oldest first, in the order scalars were first logged."""
         with self._lock:
             return {
-                name: [{"step": step, "value": value} for step, value in points]
+                name: [
+                    {"step": self.step if step is None else step, "value": value}
+                    for step, value in points
+                ]
                 for name, points in self._points.items()
             }
 
@@ -96,8 +110,8 @@ SCALARS = ScalarLog()
 def log_scalar(name: str, value: float, step: int | None = None) -> None:
     """Publish a scalar (accuracy, learning rate, ...) with the chief's progress.
 
-    The last five values of each name are kept, each with its global step (the loop's current
-    one unless ``step`` is given); `kubectl get tfjob NAME -o yaml` shows them under
+    The last five values of each name are kept, each with its global step (unless ``step`` is
+    given: the global step the ``train`` call logging it ended at); `kubectl get tfjob NAME -o yaml` shows them under
     ``status.progress.scalars``, as do ``taas get`` and the dashboard. Only the chief's values
     are published. NaN and infinite values are skipped; a name that is not a string or a value
     that is not a number raises TypeError.
