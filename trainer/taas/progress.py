@@ -80,7 +80,9 @@ class ProgressReporter:
     def eta_seconds(self, global_step: int, now: float) -> float:
         """Seconds to ``max_steps`` at the global rate seen since this task started (NaN
         before the global step has moved)."""
-        done_global = global_step - (self.first_global or 0)
+        if self.first_global is None:
+            return float("nan")  # no step yet: no rate
+        done_global = global_step - self.first_global
         total_elapsed = max(now - self._start, 1e-9)
         remaining = max(self.max_steps - global_step, 0)
         return remaining * total_elapsed / done_global if done_global > 0 else float("nan")

@@ -111,10 +111,11 @@ def log_scalar(name: str, value: float, step: int | None = None) -> None:
     """Publish a scalar (accuracy, learning rate, ...) with the chief's progress.
 
     The last five values of each name are kept, each with its global step (unless ``step`` is
-    given: the global step the ``train`` call logging it ended at); `kubectl get tfjob NAME -o yaml` shows them under
-    ``status.progress.scalars``, as do ``taas get`` and the dashboard. Only the chief's values
-    are published. NaN and infinite values are skipped; a name that is not a string or a value
-    that is not a number raises TypeError.
+    given: the global step the ``train`` call logging it ended at); ``kubectl get tfjob NAME
+    -o yaml`` shows them under ``status.progress.scalars``. Only the chief's values are
+    published, with its progress documents (values logged after the loop are not). NaN and
+    infinite values are skipped; a name that is not a string or a value that is not a number
+    raises TypeError.
     """
     SCALARS.log(name, value, step)
 

@@ -144,8 +144,7 @@ class TrainerSettings(BaseSettings):
     )
     progress_file: str | None = Field(
         None,
-        description="chief also writes its progress (JSON) to this file; taas run sets it "
-        "(unset)",
+        description="chief also writes its progress (JSON) to this file; taas run sets it (unset)",
         validation_alias=_aliases("progress_file"),
     )
     startup_timeout_secs: float = Field(

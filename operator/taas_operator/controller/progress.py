@@ -145,7 +145,7 @@ class ProgressPoller:
             else:
                 failures = 0
                 old = self._reports.get(key)
-                if old is None or int(report.time) > int(old.time):
+                if old is None or report.time > old.time:
                     self._reports[key] = report
                     self.request(key)
             delay = self.interval * 2 ** max(failures - 1, 0)

@@ -14,7 +14,7 @@ Public surface:
     replica_labels, job_selector                                          (objects.py)
     set_condition, fail_invalid_spec                                      (conditions.py)
     backoff_delay(attempt, start, cap)                                    (backoff.py)
-    fold_progress, chief_pod, progress_port, job_state, progress_columns,
+    fold_progress, chief_slot, chief_pod, progress_port, job_state, progress_columns,
     format_eta                                                            (progress.py)
 """
 
@@ -36,6 +36,7 @@ from taas_operator.engine.observed import ObservedPod
 from taas_operator.engine.plan import Event, Plan, skip_reason, status_changed
 from taas_operator.engine.progress import (
     chief_pod,
+    chief_slot,
     fold_progress,
     format_eta,
     job_state,
@@ -50,6 +51,7 @@ __all__ = [
     "Plan",
     "backoff_delay",
     "chief_pod",
+    "chief_slot",
     "desired_network_policy",
     "desired_pod",
     "desired_pods",

@@ -1,7 +1,8 @@
 """Training progress in a TFJob's status: the chief's report folded into `status.progress` at a
 bounded rate, and the STATE / PROGRESS / ETA columns every table shows. Pure: no I/O.
 
-    chief_pod(job, pods) -> ObservedPod | None      # the running pod whose progress counts
+    chief_slot(job) -> (replica type, index) | None  # the replica whose progress counts
+    chief_pod(job, pods) -> ObservedPod | None      # its pod, while it runs
     progress_port(job) -> int                       # the TCP port that chief serves it on
     fold_progress(job, plan, report, now, *, interval, last_update=None)
                                                     # plan.status.progress (and requeue_at)
@@ -23,9 +24,9 @@ last one rides along, costing no write. `last_update` is the executor's own memo
 progress write, so the bound holds even where the CRD prunes `status.progress` (Kubeflow's own
 CRD during a migration). A report that must wait sets `plan.requeue_at` to when it may go.
 
-When the job ends: Succeeded shows 100% with ETA 0s (training ended, wherever it stopped;
-`step` keeps the last reported); Failed keeps the percentage and drops the ETA. Both ride along
-with the terminal status write.
+When the job ends: a report newer than the status's is taken whatever the rate (the pass that
+sees the end writes anyway); Succeeded then shows 100% with ETA 0s (training ended, wherever it
+stopped; `step` keeps the last reported), Failed keeps the percentage and drops the ETA.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ MAX_POINTS = 5
 MAX_SCALAR_NAME = 63
 
 
-def _chief_slot(job: TFJob) -> tuple[ReplicaType, int] | None:
+def chief_slot(job: TFJob) -> tuple[ReplicaType, int] | None:
     """(replica type, index) of the pod whose progress counts: the first Chief/Master, else
     worker 0 (`tfjob.rules.is_master_role`)."""
     specs = job.spec.tf_replica_specs
@@ -67,7 +68,7 @@ def _chief_slot(job: TFJob) -> tuple[ReplicaType, int] | None:
 
 def chief_pod(job: TFJob, pods: list[ObservedPod]) -> ObservedPod | None:
     """The chief's pod while it runs (not being deleted), else None."""
-    slot = _chief_slot(job)
+    slot = chief_slot(job)
     for pod in pods:
         if (pod.replica_type, pod.index) == slot and pod.phase == "Running" and not pod.deleting:
             return pod
@@ -77,7 +78,7 @@ def chief_pod(job: TFJob, pods: list[ObservedPod]) -> ObservedPod | None:
 def progress_port(job: TFJob) -> int:
     """The port the chief serves progress on: its `tensorflow` container's TAAS_PROGRESS_PORT
     when the template sets it to a port number, else DEFAULT_PROGRESS_PORT (2223)."""
-    slot = _chief_slot(job)
+    slot = chief_slot(job)
     if slot is None:
         return DEFAULT_PROGRESS_PORT
     for container in job.spec.tf_replica_specs[slot[0]].containers():
@@ -145,7 +146,9 @@ def _finish(status: TFJobStatus) -> None:
 def _newer(report: ProgressReport, current: TFJobProgress | None) -> bool:
     if current is None or current.report_time is None:
         return True
-    return int(report.time) > int(current.report_time.timestamp())
+    # The status keeps whole seconds: within the same second, a report that moved on is newer.
+    stored, made = int(current.report_time.timestamp()), int(report.time)
+    return made > stored or (made == stored and report.global_step != current.step)
 
 
 def fold_progress(
@@ -164,6 +167,8 @@ def fold_progress(
         plan.status = job.status.model_copy(deep=True)
     status = plan.status
     if status.finished:
+        if report is not None and not job.status.finished and _newer(report, status.progress):
+            status.progress = progress_from(report, now)  # the last state rides along
         _finish(status)
     elif (
         report is not None
