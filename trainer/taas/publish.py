@@ -4,6 +4,7 @@
     Publisher.from_settings(task, settings, is_chief) -> Publisher | None
     publisher.update(document)               # the loop hands over each new state
     publisher.close()                        # the last state written; the server keeps serving
+    publisher.stop()                         # stop serving (tests, benchmarks)
 
 What is published: one JSON document (the operator's ``taas_operator.api.progress`` reads it;
 this package never imports the operator, so the names are spelled here too and a test sends a
@@ -244,3 +245,10 @@ class Publisher:
         the last state can still be read while ``after_train`` runs."""
         if self.path and self.body:
             self._write()
+
+    def stop(self) -> None:
+        """Stop serving (a test or benchmark hosting many publishers; a trainer need not)."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None

@@ -75,7 +75,7 @@ def job_lines(job: TFJob, pods: Sequence[ReplicaPod]) -> list[str]:
     rows = [
         [
             f"{job.name}/{pod.replica}",
-            pod.phase,
+            pod.state,
             str(pod.restarts),
             "" if pod.exit_code is None else str(pod.exit_code),
             pod.node or "",

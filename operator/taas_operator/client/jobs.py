@@ -247,7 +247,14 @@ class TFJobClient:
             field_selector=f"involvedObject.name={name},involvedObject.kind=TFJob",
             _preload_content=False,
         )
-        events = [
+        items = sorted(  # creation order: whole-second stamps, then the etcd revision
+            _json(data).get("items") or [],
+            key=lambda e: (
+                e.get("firstTimestamp") or e.get("eventTime") or "",
+                int(e["metadata"].get("resourceVersion") or 0),
+            ),
+        )
+        return [
             JobEvent(
                 type=e.get("type") or "Normal",
                 reason=e.get("reason") or "",
@@ -258,9 +265,8 @@ class TFJobClient:
                 source=(e.get("source") or {}).get("component") or "",
                 name=e["metadata"]["name"],
             )
-            for e in _json(data).get("items") or []
+            for e in items
         ]
-        return sorted(events, key=lambda e: (e.first_time is None, e.first_time, e.name))
 
     # -- following ------------------------------------------------------------------------------
     def watch(

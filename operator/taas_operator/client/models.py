@@ -39,6 +39,7 @@ class ReplicaPod(BaseModel):
     pod_ip: str | None = None
     node: str | None = None
     started: bool = False  # its container has started: its log can be read
+    deleting: bool = False  # deletionTimestamp set: going away
 
     @classmethod
     def from_pod(cls, pod: dict[str, Any]) -> ReplicaPod:
@@ -68,7 +69,13 @@ class ReplicaPod(BaseModel):
             pod_ip=status.get("podIP") or None,
             node=spec.get("nodeName") or None,
             started=bool(state.get("running") or state.get("terminated") or own.get("lastState")),
+            deleting=bool(meta.get("deletionTimestamp")),
         )
+
+    @property
+    def state(self) -> str:
+        """What the table shows: the phase, or Terminating (as kubectl says) while deleted."""
+        return "Terminating" if self.deleting else self.phase
 
     @property
     def order(self) -> tuple[int, int, str]:

@@ -52,7 +52,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    start_http_server,
+)
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -67,6 +73,9 @@ from taas_operator.engine import Plan
 
 FRAMEWORK = "tensorflow"
 REGISTRY = CollectorRegistry(auto_describe=True)
+# No `*_created` timestamp series next to every counter: Kubeflow's (Go) counters have none, and
+# dashboards built for them should see the same series.
+disable_created_metrics()
 
 _JOB_LABELS = ["job_namespace", "framework"]
 JOBS_CREATED = Counter(
