@@ -266,7 +266,9 @@ def test_cli_get_logs_wait_delete(
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(3)
+    assert wait.stdout is not None
+    first = wait.stdout.readline()  # `taas wait` is watching (its first line: the job now)
+    time.sleep(1)
     kubelet.say(ns, f"{name}-worker-0", "the end is near")
     time.sleep(1)
     kubelet.end(ns, f"{name}-worker-0", "Succeeded")
@@ -274,7 +276,7 @@ def test_cli_get_logs_wait_delete(
         kubelet.end(ns, other, "Succeeded")
     out, err = wait.communicate(timeout=60)
     assert wait.returncode == 0, out + err
-    assert out.splitlines()[0] == f"TFJob {name}: Running 25% ETA 1m35s"
+    assert first == f"TFJob {name}: Running 25% ETA 1m35s\n"
     assert out.splitlines()[-1] == f"TFJob {name}: Succeeded 100% ETA 0s"
     followed, err = follow.communicate(timeout=60)
     assert follow.returncode == 0, err

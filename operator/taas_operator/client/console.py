@@ -27,6 +27,8 @@ from taas_operator.client.models import ReplicaPod
 from taas_operator.engine import job_state, progress_columns
 from taas_operator.local.display import Display, format_table
 
+ENDING_EVENT_WAIT_S = 5.0
+
 
 def age(created: str | None, now: datetime) -> str:
     """'13s', '5m', '3h', '2d', like kubectl's AGE (two units below a day: '3h4m')."""
@@ -97,20 +99,36 @@ def follow_job(client: TFJobClient, job: TFJob, display: Display, poll_s: float 
         target=_print_logs, args=(client, job, display), daemon=True, name="taas-logs"
     )
     logs.start()
-    seen_events: set[tuple[str, int]] = set()
+    seen: set[tuple[str, int]] = set()
     while True:
         job = client.get(job.name, job.namespace)
         pods = client.pods(job.name, job.namespace)
-        for event in client.events(job.name, job.namespace):
-            if (event.name, event.count) not in seen_events:
-                seen_events.add((event.name, event.count))
-                display.note(f"{event.type} {event.reason}: {event.message}")
+        reasons = _new_events(client, job, display, seen)
         display.table(job_lines(job, pods))
         if job.status.finished:
             break
         time.sleep(poll_s)
     logs.join()  # the follower ends once the job has ended and its streams are drained
+    # The operator posts the ending event right after the status write that ended the job.
+    ending = job.status.conditions[-1].reason
+    deadline = time.monotonic() + ENDING_EVENT_WAIT_S
+    while ending not in reasons and time.monotonic() < deadline:
+        time.sleep(0.2)
+        reasons |= _new_events(client, job, display, seen)
     return job
+
+
+def _new_events(
+    client: TFJobClient, job: TFJob, display: Display, seen: set[tuple[str, int]]
+) -> set[str]:
+    """Print the job's events not printed yet; the reasons of every event seen so far."""
+    reasons = set()
+    for event in client.events(job.name, job.namespace):
+        reasons.add(event.reason)
+        if (event.name, event.count) not in seen:
+            seen.add((event.name, event.count))
+            display.note(f"{event.type} {event.reason}: {event.message}")
+    return reasons
 
 
 def _print_logs(client: TFJobClient, job: TFJob, display: Display) -> None:
