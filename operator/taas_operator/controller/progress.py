@@ -139,7 +139,11 @@ class ProgressPoller:
     async def _poll(self, key: JobKey, url: str) -> None:
         failures = 0
         while True:
-            report = await self._read(url)
+            try:
+                report = await self._read(url)
+            except Exception:  # a bug here must not end the reads of this job silently
+                logger.exception("progress %s: reading failed", url)
+                report = None
             if report is None:
                 failures += 1
             else:
