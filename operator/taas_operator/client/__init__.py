@@ -8,10 +8,11 @@
     client.wait(job.name, timeout=600)           # raises JobFailed with the job's own message
 
 Modules: `jobs` (TFJobClient: create, get, list, wait, logs, events, pods, delete,
-suspend/resume, watch), `logs` (following replica logs), `models` (ReplicaPod, LogLine, JobEvent,
-JobChange), `errors` (what can go wrong, each naming the fix), `kube` (the one module using the
-official kubernetes client), `console` (the live view of `taas submit`), `commands` (`taas
-submit | logs | get | wait | delete`).
+suspend/resume, watch), `manifests` (what create sends, how stored jobs are read), `watching`
+(list + watch, resumed), `logs` (following replica logs), `models` (ReplicaPod, LogLine,
+JobEvent, JobChange), `errors` (what can go wrong, each naming the fix), `kube` (the one module
+using the official kubernetes client), `console` (the tables and the live view of `taas
+submit`), `commands` (`taas submit | logs | get | wait | delete`).
 
 Why here, a layer of `taas_operator` beside the controller: the trainer package `taas` must not
 import `taas_operator` (a training program needs no operator code), and the kubernetes client

@@ -23,14 +23,11 @@ from __future__ import annotations
 
 import builtins
 import json
-import os
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pydantic import ValidationError
-
-from taas_operator.api import TFJob, TFJobValidationError, parse_tfjob
+from taas_operator.api import TFJob
 from taas_operator.api.constants import (
     COND_FAILED,
     COND_RUNNING,
@@ -40,29 +37,14 @@ from taas_operator.api.constants import (
     PLURAL,
     VERSION,
 )
-from taas_operator.client.errors import ClientError, Invalid, JobFailed, JobNotFound, WaitTimeout
-from taas_operator.client.kube import Connection, Expired, What
+from taas_operator.client.errors import JobFailed, JobNotFound, WaitTimeout
+from taas_operator.client.kube import Connection, What
 from taas_operator.client.logs import LogFollower
+from taas_operator.client.manifests import JobSource, job_manifest, read_job
 from taas_operator.client.models import JobChange, JobEvent, LogLine, ReplicaPod
-from taas_operator.local.documents import InputError, load_tfjobs
+from taas_operator.client.watching import changes
 
 Callback = Callable[[TFJob], None]
-JobSource = str | os.PathLike[str] | dict[str, Any] | TFJob
-
-
-def read_job(obj: dict[str, Any]) -> TFJob:
-    """A TFJob as the cluster stores it (ClientError naming the job when it cannot be read)."""
-    try:
-        return TFJob.model_validate(obj)
-    except ValidationError:
-        pass
-    try:  # stored under an older CRD: the operator's own reading (replica keys normalised)
-        return parse_tfjob(obj)
-    except TFJobValidationError as err:
-        meta = obj.get("metadata") or {}
-        raise ClientError(
-            f"TFJob {meta.get('namespace')}/{meta.get('name')} cannot be read: {err.errors[0]}"
-        ) from None
 
 
 class TFJobClient:
@@ -83,7 +65,7 @@ class TFJobClient:
     # -- create, read, delete -------------------------------------------------------------------
     def create(self, job: JobSource, namespace: str | None = None) -> TFJob:
         """Create one TFJob from a YAML path (one TFJob document), a manifest dict or a model."""
-        manifest = self._manifest(job, namespace)
+        manifest = job_manifest(job, namespace, self.namespace)
         ns = manifest["metadata"]["namespace"]
         what = What("create", PLURAL, ns, manifest["metadata"].get("name", ""))
         created = self.conn.call(
@@ -96,39 +78,6 @@ class TFJobClient:
             manifest,
         )
         return read_job(created)
-
-    def _manifest(self, job: JobSource, namespace: str | None) -> dict[str, Any]:
-        if isinstance(job, TFJob):
-            model = job
-        elif isinstance(job, dict):
-            try:
-                model = parse_tfjob(job)
-            except TFJobValidationError as err:
-                raise Invalid(str(err)) from None
-        else:
-            try:
-                models = load_tfjobs(str(job), namespace)
-            except InputError as err:
-                raise Invalid(str(err)) from None
-            if len(models) != 1:
-                raise Invalid(
-                    f"{job}: holds {len(models)} TFJobs; fix: one TFJob per file for create "
-                    f"(or call create once per document)"
-                )
-            model = models[0]
-        manifest = model.to_dict()
-        manifest.pop("status", None)
-        meta = manifest.setdefault("metadata", {})
-        for key in ("uid", "resourceVersion", "creationTimestamp", "generation"):
-            meta.pop(key, None)
-        own = meta.get("namespace")
-        if namespace and own and own != namespace and not isinstance(job, str | os.PathLike):
-            raise Invalid(
-                f'the TFJob names namespace "{own}" but namespace "{namespace}" was asked for; '
-                f"fix: drop one of them"
-            )
-        meta["namespace"] = namespace or own or self.namespace
-        return manifest
 
     def get(self, name: str, namespace: str | None = None) -> TFJob:
         """The TFJob (JobNotFound when there is none)."""
@@ -148,12 +97,13 @@ class TFJobClient:
         self, namespace: str | None = None, *, all_namespaces: bool = False
     ) -> builtins.list[TFJob]:
         """The TFJobs of a namespace (or of every namespace), by namespace and name."""
-        items, _ = self._list(namespace, all_namespaces)
+        items, _ = self.list_objects(namespace, all_namespaces)
         return [read_job(item) for item in items]
 
-    def _list(
+    def list_objects(
         self, namespace: str | None, all_namespaces: bool
     ) -> tuple[builtins.list[dict[str, Any]], str]:
+        """The stored TFJobs as plain dicts, and the list's resourceVersion (to watch from)."""
         if all_namespaces:
             data = self.conn.call(
                 What("list", PLURAL),
@@ -278,79 +228,9 @@ class TFJobClient:
         timeout: float | None = None,
     ) -> Iterator[JobChange]:
         """The jobs there now (ADDED), then every change (ADDED, MODIFIED, DELETED) until
-        `timeout` seconds have passed (None: until the caller stops). For a dashboard: one
-        list and one watch, resumed by itself when the server expires it."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        items, version = self._list(namespace, all_namespaces)
-        seen: dict[tuple[str, str], TFJob] = {}
-        for item in items:
-            if name is None or item["metadata"]["name"] == name:
-                job = read_job(item)
-                seen[(job.namespace, job.name)] = job
-                yield JobChange(type="ADDED", job=job)
-        while deadline is None or time.monotonic() < deadline:
-            left = None if deadline is None else deadline - time.monotonic()
-            try:
-                for event in self._watch(namespace, all_namespaces, name, version, left):
-                    obj = event["object"]
-                    version = str(obj["metadata"].get("resourceVersion") or version)
-                    job = read_job(obj)
-                    key = (job.namespace, job.name)
-                    if event["type"] == "DELETED":
-                        seen.pop(key, None)
-                    else:
-                        seen[key] = job
-                    yield JobChange(type=event["type"], job=job)
-            except Expired:  # list again; report what changed meanwhile
-                items, version = self._list(namespace, all_namespaces)
-                now = {
-                    (j.namespace, j.name): j
-                    for j in map(read_job, items)
-                    if name is None or j.name == name
-                }
-                for key, job in now.items():
-                    old = seen.get(key)
-                    if (
-                        old is None
-                        or old.metadata.resource_version != job.metadata.resource_version
-                    ):
-                        yield JobChange(type="ADDED" if old is None else "MODIFIED", job=job)
-                for key in set(seen) - set(now):
-                    yield JobChange(type="DELETED", job=seen[key])
-                seen = now
-
-    def _watch(
-        self,
-        namespace: str | None,
-        all_namespaces: bool,
-        name: str | None,
-        version: str,
-        timeout: float | None,
-    ) -> Iterator[dict[str, Any]]:
-        selector = {"field_selector": f"metadata.name={name}"} if name else {}
-        if all_namespaces:
-            return self.conn.watch(
-                What("watch", PLURAL),
-                self.conn.custom.list_cluster_custom_object,
-                GROUP,
-                VERSION,
-                PLURAL,
-                resource_version=version,
-                timeout=timeout,
-                **selector,
-            )
-        ns = self._ns(namespace)
-        return self.conn.watch(
-            What("watch", PLURAL, ns),
-            self.conn.custom.list_namespaced_custom_object,
-            GROUP,
-            VERSION,
-            ns,
-            PLURAL,
-            resource_version=version,
-            timeout=timeout,
-            **selector,
-        )
+        `timeout` seconds have passed (None: until the caller stops); `name`: that job only.
+        For a dashboard: one list and one watch, resumed by itself (`client.watching`)."""
+        return changes(self, namespace, all_namespaces, name, timeout)
 
     def wait(
         self,
