@@ -45,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 
 import aiohttp
 from pydantic import ValidationError
@@ -61,6 +61,9 @@ from taas_operator.settings import OperatorSettings
 logger = logging.getLogger("taas_operator.controller")
 
 READ_TIMEOUT_S = 2.0
+#: Read a little after the next progress write may go (the last write + the interval), so the
+#: pass a new report asks for can write it at once instead of waiting for a second pass.
+ALIGN_S = 0.2
 MAX_BYTES = 64 * 1024
 MAX_BACKOFF_S = 300.0
 
@@ -154,6 +157,11 @@ class ProgressPoller:
                     self.request(key)
             delay = self.interval * 2 ** max(failures - 1, 0)
             await asyncio.sleep(min(delay, max(MAX_BACKOFF_S, self.interval)))
+            written = self._written.get(key)
+            if written is not None:  # read when the next write may go: one pass, not two
+                left = (written - datetime.now(UTC)).total_seconds() + self.interval + ALIGN_S
+                if left > 0:
+                    await asyncio.sleep(left)
 
     async def _read(self, url: str) -> ProgressReport | None:
         if self._session is None:
