@@ -1,7 +1,8 @@
 """`python -m bench.operator`: run the operator benchmark and print the table.
 
-    python -m bench.operator                 # full: (a) 1x64, (b) 200x4, (c) 1,000 idle
-    python -m bench.operator --quick         # CI-sized: 1x16, 20x4, 100 idle
+    python -m bench.operator                 # full: (a) 1x64, (b) 200x4, (c) 1,000 idle,
+                                             #       (d) 10 jobs training 60 s (progress)
+    python -m bench.operator --quick         # CI-sized: 1x16, 20x4, 100 idle, (d) 4 jobs
     python -m bench.operator --workloads b --controllers taas,floor --json out.json
 
 Each (workload, controller) pair gets its own fresh etcd + kube-apiserver; controllers run in
@@ -22,6 +23,7 @@ from pathlib import Path
 from bench.operator.controllers import CONTROLLERS
 from bench.operator.measure import RunResult, run_one
 from bench.operator.report import breakdown, table
+from bench.operator.training import TrainingResult, run_training, training_table
 from bench.operator.workloads import WORKLOADS_FULL, WORKLOADS_QUICK
 
 
@@ -42,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--quick", action="store_true", help="CI-sized workloads")
-    parser.add_argument("--workloads", default="a,b,c", help="subset of a,b,c (default all)")
+    parser.add_argument("--workloads", default="a,b,c,d", help="subset of a,b,c,d (default all)")
     parser.add_argument(
         "--controllers", default="taas,kubeflow,floor", help="subset of taas,kubeflow,floor"
     )
@@ -54,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     catalogue = WORKLOADS_QUICK if args.quick else WORKLOADS_FULL
     try:
-        workload_keys = _csv(args.workloads, dict(catalogue), "--workloads")
+        workload_keys = _csv(args.workloads, {**catalogue, "d": None}, "--workloads")
         controller_names = _csv(args.controllers, dict(CONTROLLERS), "--controllers")
     except argparse.ArgumentTypeError as err:
         parser.error(str(err))
@@ -62,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"[bench] work dir {workdir}", file=sys.stderr, flush=True)
 
     results: list[RunResult] = []
-    for key in workload_keys:
+    for key in [k for k in workload_keys if k != "d"]:
         workload = catalogue[key]
         for name in controller_names:
             started = time.monotonic()
@@ -80,13 +82,39 @@ def main(argv: list[str] | None = None) -> int:
                 print(result.broken, file=sys.stderr, flush=True)
             results.append(result)
 
-    workloads = [catalogue[k] for k in workload_keys]
-    print(table(results, workloads))
-    print()
-    print(breakdown(results))
+    training = (
+        _training(controller_names, args.quick, workdir, args.keep_files)
+        if ("d" in workload_keys)
+        else []
+    )
+    workloads = [catalogue[k] for k in workload_keys if k != "d"]
+    if workloads:
+        print(table(results, workloads))
+        print()
+        print(breakdown(results))
+    if training:
+        print()
+        print(training_table(training))
     if args.json:
-        Path(args.json).write_text(json.dumps([r.model_dump() for r in results], indent=2))
-    return 1 if any(r.broken for r in results) else 0
+        dumped = [r.model_dump() for r in [*results, *training]]
+        Path(args.json).write_text(json.dumps(dumped, indent=2))
+    return 1 if any(r.broken for r in [*results, *training]) else 0
+
+
+def _training(
+    controllers: list[str], quick: bool, workdir: Path, keep_files: bool
+) -> list[TrainingResult]:
+    """Workload (d) (bench.operator.training): TaaS with progress on and off, training-operator."""
+    names = [n for n in ("taas", "taas-noprogress", "kubeflow") if n.split("-")[0] in controllers]
+    jobs = 4 if quick else 10
+    results = []
+    for name in names:
+        print(f"[bench] (d) {jobs} jobs training 60 s: {name} ...", file=sys.stderr, flush=True)
+        run = run_training(name, jobs, 60.0, workdir / f"d-{name}", keep_files)
+        state = "BROKEN" if run.broken else f"{run.succeeded_jobs}/{run.jobs} jobs"
+        print(f"[bench]   {state} in {run.wall_s or 0:.0f}s", file=sys.stderr, flush=True)
+        results.append(run)
+    return results
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@ from crds import install_crd
 
 from api.cases import BAD, DIST_MNIST, KUBEFLOW_GUIDE, good
 from taas_controlplane.crd.generate import INPUT, fetch_input
-from taas_operator.api import TFJobValidationError, parse_tfjob
-from taas_operator.engine import ObservedPod, plan_job
+from taas_operator.api import ProgressReport, TFJobValidationError, parse_tfjob
+from taas_operator.engine import ObservedPod, fold_progress, plan_job
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 
@@ -83,7 +83,10 @@ def test_status_from_engine_is_accepted_and_shown_in_columns(crd, namespace):
         ObservedPod(name="cols-ps-0", replica_type="PS", index=0, phase="Running"),
         ObservedPod(name="cols-worker-0", replica_type="Worker", index=0, phase="Running"),
     ]
-    plan = plan_job(job, pods, datetime.now(UTC))
+    now = datetime.now(UTC)
+    plan = plan_job(job, pods, now)
+    report = ProgressReport(time=now.timestamp(), global_step=400, max_steps=1000, eta_seconds=95)
+    fold_progress(job, plan, report, now, interval=30)  # status.progress passes the schema too
     stored["status"] = plan.status.to_dict()
     result = crd.kubectl(
         "replace", "--subresource=status", "-n", namespace, "-f", "-", "-o", "json",
@@ -93,8 +96,8 @@ def test_status_from_engine_is_accepted_and_shown_in_columns(crd, namespace):
     written = json.loads(result.stdout)["status"]
     assert written == plan.status.to_dict()
     table = crd.kubectl("get", "tfj", "cols", "-n", namespace).stdout.splitlines()
-    assert table[0].split() == ["NAME", "STATE", "WORKERS", "PS", "AGE"]
-    assert table[1].split()[:4] == ["cols", "Running", "2", "1"]
+    assert table[0].split() == ["NAME", "STATE", "WORKERS", "PS", "PROGRESS", "ETA", "AGE"]
+    assert table[1].split()[:6] == ["cols", "Running", "2", "1", "40%", "1m35s"]
 
 
 def test_generation_input_is_what_the_apiserver_serves(control_plane):

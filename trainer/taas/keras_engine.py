@@ -181,7 +181,7 @@ class KerasEngine:
             flush=True,
         )
         keeper.watch_sigterm(resolver)
-        loop = TrainLoop(task, settings, start)
+        loop = TrainLoop(task, settings, start, plan.is_chief)
         if not loop.running:
             line = nothing_to_train(
                 task, start, settings.max_steps, settings.model_dir, plan.is_chief, checkpoint

@@ -1,6 +1,6 @@
 """The training loop every engine shares: step until ``max_steps``, progress, early stop.
 
-    train_loop(task, settings, start_step, step_once, should_stop) -> final global step
+    train_loop(task, settings, start_step, step_once, should_stop, chief=False) -> final step
 
 ``step_once()`` runs the trainer's ``train`` hook once and returns ``(StepResult, stop)``; the
 loop turns results into progress lines (``taas.progress``), prints the first-step and
@@ -11,6 +11,9 @@ values into checkpoints and an export. An engine that can check inside the step 
 engine does: the update never runs) stops it earlier; this is the check every engine gets.
 The graph engine and the TensorFlow 2 engine's custom steps drive it through ``step_once``;
 ``Keras fit`` feeds the same :class:`TrainLoop` from a callback, one finished batch at a time.
+On the chief (``chief=True``) the loop also publishes the progress (``taas.publish``: served
+to the operator, written for ``taas run``) from the same numbers as the lines, with the
+user's ``taas.log_scalar`` values, so every engine publishes alike.
 
 This module does not import TensorFlow.
 """
@@ -23,6 +26,7 @@ from collections.abc import Callable
 from taas.engine import StepResult
 from taas.exit_codes import LOSS_NOT_FINITE, LossNotFiniteError
 from taas.progress import ProgressReporter, process_age
+from taas.publish import SCALARS, Publisher
 from taas.settings import TrainerSettings
 
 StepOnce = Callable[[], tuple[StepResult, bool]]
@@ -45,18 +49,24 @@ class TrainLoop:
     the same object, so both engines print the same lines and apply the same checks.
     """
 
-    def __init__(self, task: str, settings: TrainerSettings, start_step: int) -> None:
+    def __init__(
+        self, task: str, settings: TrainerSettings, start_step: int, chief: bool = False
+    ) -> None:
         self.task = task
         self.max_steps = settings.max_steps
+        self.publisher = Publisher.from_settings(task, settings, chief)
         self.progress = ProgressReporter(
             task,
             settings.max_steps,
             settings.batch_size,
             settings.log_every_steps,
             settings.log_every_secs,
+            publisher=self.publisher,
         )
         self.global_step = start_step
         self._first = True
+        SCALARS.stamp(start_step)
+        self.progress.publish(start_step)
 
     @property
     def running(self) -> bool:
@@ -67,6 +77,7 @@ class TrainLoop:
         """Account one finished step; return False when the loop should end after it."""
         if result.global_step is not None:
             self.global_step = result.global_step
+        SCALARS.stamp(self.global_step)
         check_finite_loss(result)
         self.progress.step(self.global_step, result.loss, result.examples)
         if self._first:
@@ -82,6 +93,9 @@ class TrainLoop:
         progress = self.progress
         if progress.pending:
             progress.emit(self.global_step)
+        progress.publish(self.global_step, final=True)
+        if self.publisher is not None:
+            self.publisher.close()
         print(
             f"[{self.task}] training done: {progress.local_step} local steps, global step "
             f"{self.global_step}, {progress.examples_per_sec:.1f} ex/s",
@@ -96,9 +110,11 @@ def train_loop(
     start_step: int,
     step_once: StepOnce,
     should_stop: Callable[[], bool],
+    chief: bool = False,
 ) -> int:
-    """Run ``step_once`` until the global step reaches ``max_steps``; return the last one."""
-    loop = TrainLoop(task, settings, start_step)
+    """Run ``step_once`` until the global step reaches ``max_steps``; return the last one.
+    ``chief``: this task publishes the job's progress (``taas.publish``)."""
+    loop = TrainLoop(task, settings, start_step, chief)
     while loop.running and not should_stop():
         result, stop = step_once()
         if not loop.step(result, stop):

@@ -61,8 +61,8 @@ class RunOptions(BaseModel):
 def _table(runs: Sequence[JobRun]) -> list[str]:
     header = ["REPLICA", "STATE", "RESTARTS", "EXIT", "PID", "ADDRESS"]
     lines = format_table(header, [row for run in runs for row in run.table_rows()])
-    lines += [f"TFJob {run.job.name}: {run.condition()}" for run in runs]
-    return lines
+    jobs = ["TFJOB", "STATE", "PROGRESS", "ETA", "MESSAGE"]
+    return lines + format_table(jobs, [run.job_row() for run in runs])
 
 
 @contextlib.contextmanager
@@ -166,6 +166,7 @@ def run_jobs(jobs: Sequence[TFJob], options: RunOptions, stream: Any = None) -> 
                 pod.flush_logs(timeout=1.0)
             if run.network is not None:
                 run.network.close()
+            run.progress.close()
         display.final(_report(runs, stopped))
         display.close()
     return _exit_code(runs, stopped)
