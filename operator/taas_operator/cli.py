@@ -65,7 +65,11 @@ def _run(args: argparse.Namespace) -> int:
         host_network=args.host_network,
         allow_oversubscribe=args.allow_oversubscribe,
     )
-    return run_jobs(jobs, options)
+    if args.dashboard is None:
+        return run_jobs(jobs, options)
+    from taas_operator.dashboard.local_run import run_with_dashboard
+
+    return run_with_dashboard(jobs, options, args.dashboard, args.dashboard_host, args.keep_serving)
 
 
 def add_run(subparsers: argparse._SubParsersAction) -> None:
@@ -108,6 +112,27 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="start the replicas even when they do not fit this machine's memory or CPUs "
         "(default: refuse with exit 2, saying what was measured)",
+    )
+    parser.add_argument(
+        "--dashboard",
+        nargs="?",
+        type=int,
+        const=0,
+        default=None,
+        metavar="PORT",
+        help="also serve the job page (the dashboard `taas dashboard` serves for a cluster) on "
+        "http://127.0.0.1:PORT/ while the job runs (no PORT: a free one; the URL is printed)",
+    )
+    parser.add_argument(
+        "--dashboard-host",
+        default="127.0.0.1",
+        metavar="ADDRESS",
+        help="address the page listens on (default 127.0.0.1: this machine only)",
+    )
+    parser.add_argument(
+        "--keep-serving",
+        action="store_true",
+        help="with --dashboard: keep serving the page after the run ends, until Ctrl-C",
     )
     parser.set_defaults(handler=_run)
 
