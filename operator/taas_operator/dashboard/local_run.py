@@ -49,9 +49,7 @@ def run_with_dashboard(
 
 def _wait_for_stop() -> None:
     stop = threading.Event()
-    previous = {
-        s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)
-    }
+    previous = {s: signal.signal(s, lambda *_: stop.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         while not stop.wait(0.5):
             pass

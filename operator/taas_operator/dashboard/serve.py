@@ -11,6 +11,7 @@ picks a free one. A port already taken is an InputError naming it and the fix (e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 
@@ -23,7 +24,7 @@ from taas_operator.local.documents import InputError
 
 def url_of(settings: ServerSettings, port: int) -> str:
     host = settings.host
-    shown = "127.0.0.1" if host in ("0.0.0.0", "") else host  # noqa: S104 (a URL to show)
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
     shown = f"[{shown}]" if ":" in shown else shown
     return f"http://{shown}:{port}/"
 
@@ -85,9 +86,7 @@ class Background:
     def stop(self) -> None:
         if self.runner is not None:
             future = asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop)
-            try:
+            with contextlib.suppress(Exception):  # the process is ending anyway
                 future.result(timeout=5)
-            except Exception:  # noqa: BLE001 (the process is ending anyway)
-                pass
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)

@@ -61,7 +61,6 @@ _CSP = (
 _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
 
 
-
 class ServerSettings(BaseModel):
     """How the server answers: where it listens (for the Host check) and whether it may act."""
 

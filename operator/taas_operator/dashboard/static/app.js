@@ -71,7 +71,7 @@ function progressOf(job) {
   if (percent == null && step != null && max) percent = (100 * step) / max;
   const eta = p.etaSeconds ?? p.remainingSeconds ?? null;
   return { percent, step, max, eta, loss: p.loss ?? null,
-    rate: p.examplesPerSecond ?? null, updated: p.updatedAt ?? p.updateTime ?? null,
+    rate: p.examplesPerSecond ?? null, updated: p.reportTime ?? p.lastUpdateTime ?? null,
     scalars: p.scalars || null, raw: p };
 }
 
@@ -337,6 +337,13 @@ function renderActions() {
   set($("act-suspend"), perms && perms.suspend, finished ? "the job has finished" : "");
   set($("act-resume"), perms && perms.suspend, "");
   set($("act-delete"), perms && perms.delete, "");
+  const refused = [];
+  if (perms && !perms.suspend.allowed) refused.push(["suspend or resume", perms.suspend.reason]);
+  if (perms && !perms.delete.allowed) refused.push(["delete", perms.delete.reason]);
+  const note = $("perm-note");
+  note.hidden = !refused.length;
+  note.textContent = refused.length ? `You may not ${refused.map((r) => r[0]).join(" or ")} ` +
+    `this job: ${[...new Set(refused.map((r) => r[1]))].join("; ")}.` : "";
   $("act-suspend").hidden = suspended;
   $("act-resume").hidden = !suspended;
   $("submit-open").hidden = !(state.info && !state.info.readOnly && perms && perms.create.allowed);
@@ -416,20 +423,21 @@ function renderProgress(job) {
 
 /* ---------- the loss chart (uPlot) ---------- */
 function addPoints(p) {
+  /* status.progress carries the latest loss and, per user scalar, its last few {step, value}:
+     the page keeps every point it has seen while open (a chart of the run so far). */
   const seen = new Map(state.points.map((pt) => [pt[0], pt]));
-  const history = Array.isArray(p.raw.history) ? p.raw.history : [];
-  for (const h of history) {
-    if (h && h.step != null) seen.set(h.step, [h.step, h.loss ?? null, h.scalars || {}]);
-  }
-  if (p.step != null && (p.loss != null || p.scalars)) {
-    const scalars = {};
-    for (const [k, v] of Object.entries(p.scalars || {})) {
-      const last = Array.isArray(v) ? v[v.length - 1] : v;
-      const value = last && typeof last === "object" ? last.value : last;
-      if (typeof value === "number") scalars[k] = value;
+  const point = (step) => {
+    if (!seen.has(step)) seen.set(step, [step, null, {}]);
+    return seen.get(step);
+  };
+  for (const [name, values] of Object.entries(p.scalars || {})) {
+    for (const v of Array.isArray(values) ? values : []) {
+      if (!v || v.step == null || typeof v.value !== "number") continue;
+      if (name === "loss") point(v.step)[1] = v.value;
+      else point(v.step)[2][name] = v.value;
     }
-    seen.set(p.step, [p.step, p.loss, scalars]);
   }
+  if (p.step != null && typeof p.loss === "number") point(p.step)[1] = p.loss;
   state.points = [...seen.values()].sort((a, b) => a[0] - b[0]).slice(-2000);
   drawChart();
 }
