@@ -141,6 +141,8 @@ class TaasController(Controller):
             "--all-namespaces",
             "--health-port",
             str(free_ports(1)[0]),
+            "--metrics-port",
+            str(free_ports(1)[0]),
         ]
 
 

@@ -5,6 +5,7 @@
     taas render JOB.yaml     the pods, services and NetworkPolicy the operator would create
     taas dashboard [FLAGS]   a live web page of the cluster's TFJobs (flags: dashboard.flags)
     taas operator [FLAGS]    run the TFJob operator against a cluster (flags: controller.flags)
+    taas submit | logs | get | wait | delete   TFJobs on a cluster (taas_operator.client)
 
 Each subcommand is registered by an `add_<verb>(subparsers)` function that adds its parser and
 sets `handler` (a function `Namespace -> int`, the exit code). To add a subcommand, write such a
@@ -22,6 +23,7 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
 
+from taas_operator.client.commands import add_cluster_commands
 from taas_operator.local.documents import InputError
 
 Handler = Callable[[argparse.Namespace], int]
@@ -260,6 +262,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     add_render,
     add_dashboard,
     add_operator,
+    add_cluster_commands,
 ]
 
 
@@ -271,7 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="examples:\n"
         "  taas run examples/mnist/async.yaml     # a TFJob on this machine, no cluster\n"
         "  taas validate job.yaml                 # kubectl apply's checks, offline\n"
-        "  taas render job.yaml                   # the pods/services the operator creates\n\n"
+        "  taas render job.yaml                   # the pods/services the operator creates\n"
+        "  taas submit job.yaml                   # on a cluster: create, follow to the end\n"
+        "  taas get                               # STATE, PROGRESS, ETA of the TFJobs there\n\n"
         "Run 'taas <command> --help' for a command's options.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -70,10 +70,40 @@ class OperatorSettings(BaseSettings):
     )
     health_host: str = Field(
         default="127.0.0.1",
-        description="IP address /healthz listens on: 127.0.0.1 keeps it on this machine; in a "
-        "pod, the pod's IP (the chart's default) lets the kubelet probe it; 0.0.0.0 is every "
-        "interface.",
+        description="IP address /healthz and /metrics listen on: 127.0.0.1 keeps them on this "
+        "machine; in a pod, the pod's IP (the chart's default) lets the kubelet probe it and "
+        "Prometheus scrape it; 0.0.0.0 is every interface.",
         json_schema_extra=_flag("--health-host", "IP"),
+    )
+    metrics_port: int = Field(
+        default=8081,
+        ge=0,
+        le=65535,
+        description="Port of /metrics (Prometheus: Kubeflow's training_operator_jobs_*_total "
+        "counters and TaaS's own), on the health host; 0 turns it off.",
+        json_schema_extra=_flag("--metrics-port", "P"),
+    )
+    progress: bool = Field(
+        default=True,
+        description="Read each running TFJob's training progress from its chief (programs "
+        "using the trainer library serve it on port 2223) into status.progress: the PROGRESS "
+        "and ETA columns of `kubectl get tfjobs`.",
+        json_schema_extra=_flag("--no-progress"),
+    )
+    progress_interval: int = Field(
+        default=30,
+        ge=1,
+        le=3600,
+        description="Seconds between two reads of a chief's progress, and the least time "
+        "between two status writes that only update it.",
+        json_schema_extra=_flag("--progress-interval", "S"),
+    )
+    operator_namespace: str = Field(
+        default="",
+        description="Namespace of the operator's own pods (the chart passes it): each TFJob's "
+        "NetworkPolicy admits it to the chief's progress port. Empty: no such rule (an "
+        "operator outside the cluster).",
+        json_schema_extra=_flag("--operator-namespace", "NS"),
     )
     network_policy: bool = Field(
         default=True,
@@ -103,6 +133,16 @@ class OperatorSettings(BaseSettings):
             return None
         host = f"[{self.health_host}]" if ":" in self.health_host else self.health_host
         return f"http://{host}:{self.health_port}/healthz"
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """(host, port) of /metrics; None when it is off."""
+        return (self.health_host, self.metrics_port) if self.metrics_port else None
+
+    @property
+    def progress_namespace(self) -> str:
+        """The namespace each job's NetworkPolicy admits to the progress port ("": none)."""
+        return self.operator_namespace if self.progress else ""
 
     @property
     def passes_at_once(self) -> int:

@@ -22,7 +22,6 @@ from typing import Any
 import yaml
 
 from taas_operator.dashboard.cluster_source import ClusterSource
-from taas_operator.dashboard.kubeapi import KubeApi
 from taas_operator.dashboard.serve import Background
 from taas_operator.dashboard.server import ACTION_HEADER, ServerSettings
 
@@ -53,7 +52,7 @@ def dashboard(
     kubeconfig: str, namespaces: list[str] | None = None, read_only: bool = False
 ) -> Iterator[str]:
     """`taas dashboard` in this process (a thread): yields its URL."""
-    source = ClusterSource(KubeApi.load(kubeconfig), namespaces)
+    source = ClusterSource.load(kubeconfig, None, namespaces)
     server = Background.start(source, ServerSettings(port=0, read_only=read_only))
     try:
         yield server.url

@@ -154,6 +154,10 @@ CHART_VALUES: dict[str, tuple[str, str, object]] = {
     "peering": ("replicaCount", "replicaCount=2", "taas"),
     "health_port": ("healthPort", "healthPort=9090", 9090),
     "health_host": ("healthHost", "healthHost=0.0.0.0", "0.0.0.0"),
+    "metrics_port": ("metricsPort", "metricsPort=9091", 9091),
+    "progress": ("progress.enabled", "progress.enabled=false", False),
+    "progress_interval": ("progress.intervalSeconds", "progress.intervalSeconds=60", 60),
+    "operator_namespace": ("operatorNamespace", "operatorNamespace=ops", "ops"),
     "network_policy": ("networkPolicy.enabled", "networkPolicy.enabled=false", False),
     "network_policy_extra_namespaces": (
         "networkPolicy.extraNamespaces",
@@ -183,9 +187,11 @@ def _settings_from(env: dict[str, str]) -> OperatorSettings:
 def test_every_setting_reaches_the_chart(render_docs: Render) -> None:
     """Each OperatorSettings field has a value in values.yaml and values.schema.json and a
     TAAS_* variable in the Deployment; the chart's defaults are the operator's defaults, and
-    changing each value changes that setting. One deliberate exception: by default the chart
+    changing each value changes that setting. Two deliberate exceptions: by default the chart
     sets the health host to the pod's IP (downward API) where the operator alone uses
-    127.0.0.1, so the kubelet's probes reach it."""
+    127.0.0.1, so the kubelet's probes reach it; and the operator's namespace to the release
+    namespace (downward API) where the operator alone has none, so each job's NetworkPolicy
+    admits the operator to the chief's progress port."""
     assert set(CHART_VALUES) == set(OperatorSettings.model_fields), (
         "a setting without chart wiring: add it to charts/taas (values.yaml, "
         "values.schema.json, templates/deployment.yaml) and to CHART_VALUES"
@@ -206,6 +212,9 @@ def test_every_setting_reaches_the_chart(render_docs: Render) -> None:
     assert _settings_from(container_env(render_docs())) == OperatorSettings()
     assert _env_source(render_docs(), "TAAS_HEALTH_HOST") == {
         "fieldRef": {"fieldPath": "status.podIP"}
+    }
+    assert _env_source(render_docs(), "TAAS_OPERATOR_NAMESPACE") == {
+        "fieldRef": {"fieldPath": "metadata.namespace"}
     }
     changed = _settings_from(container_env(render_docs(*(s for _, s, _ in CHART_VALUES.values()))))
     for name, (_, assignment, expected) in CHART_VALUES.items():
@@ -332,7 +341,8 @@ def test_install_yaml_has_not_drifted(helm: Path) -> None:
 
 def test_operator_pods_get_a_network_policy_of_their_own(render_docs: Render) -> None:
     """Default: ingress to the operator's pods is closed (the node, which Kubernetes always
-    admits, probes them); scrapers open the health port only, to exactly those peers."""
+    admits, probes them); scrapers open the health and metrics ports only, to exactly those
+    peers."""
     docs = render_docs()
     selector = one(docs, "Deployment")["spec"]["selector"]["matchLabels"]
     policy = one(docs, "NetworkPolicy")["spec"]
@@ -349,7 +359,7 @@ def test_operator_pods_get_a_network_policy_of_their_own(render_docs: Render) ->
     )
     (rule,) = one(docs, "NetworkPolicy")["spec"]["ingress"]
     assert rule == {
-        "ports": [{"port": "http", "protocol": "TCP"}],
+        "ports": [{"port": "http", "protocol": "TCP"}, {"port": "metrics", "protocol": "TCP"}],
         "from": [
             {
                 "namespaceSelector": {"matchLabels": monitoring},
@@ -358,7 +368,7 @@ def test_operator_pods_get_a_network_policy_of_their_own(render_docs: Render) ->
         ],
     }
     ports = one(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["ports"]
-    assert [p["name"] for p in ports] == ["http"]  # the one port the rule names
+    assert [p["name"] for p in ports] == ["http", "metrics"]  # the ports the rule names
     assert not of_kind(render_docs("operatorNetworkPolicy.enabled=false"), "NetworkPolicy")
 
 
@@ -383,3 +393,32 @@ def test_namespace_with_pod_security_labels_on_request(render_docs: Render) -> N
     assert one(relaxed, "Namespace")["metadata"]["labels"][
         "pod-security.kubernetes.io/enforce"
     ] == ("baseline")
+
+
+def test_metrics_port_on_the_service_and_an_optional_service_monitor(render_docs: Render) -> None:
+    """The Service exposes `metrics` next to `http`; the ServiceMonitor is off by default and,
+    on, scrapes that port of exactly this release's Service; metricsPort=0 removes the port
+    everywhere (and a ServiceMonitor asked for then fails the render, naming why)."""
+    docs = render_docs()
+    service = one(docs, "Service")
+    assert [(p["name"], p["port"], p["targetPort"]) for p in service["spec"]["ports"]] == [
+        ("http", 8080, "http"),
+        ("metrics", 8081, "metrics"),
+    ]
+    assert container_env(docs)["TAAS_METRICS_PORT"] == "8081"
+    assert not of_kind(docs, "ServiceMonitor")
+    docs = render_docs("serviceMonitor.enabled=true", "serviceMonitor.labels.release=prom")
+    monitor = one(docs, "ServiceMonitor")
+    assert monitor["apiVersion"] == "monitoring.coreos.com/v1"
+    assert monitor["spec"]["selector"]["matchLabels"] == service["spec"]["selector"]
+    assert monitor["spec"]["endpoints"] == [
+        {"port": "metrics", "path": "/metrics", "interval": "30s"}
+    ]
+    assert monitor["metadata"]["labels"]["release"] == "prom"
+    off = render_docs("metricsPort=0")
+    assert [p["name"] for p in one(off, "Service")["spec"]["ports"]] == ["http"]
+    container = one(off, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert [p["name"] for p in container["ports"]] == ["http"]
+    with pytest.raises(RenderError) as error:
+        render_docs("metricsPort=0", "serviceMonitor.enabled=true")
+    assert "serviceMonitor.enabled needs service.enabled=true and a metricsPort" in str(error.value)

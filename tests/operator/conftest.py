@@ -55,6 +55,8 @@ def start_operator(
         flags += ["--kubeconfig", kubeconfig or control_plane.kubeconfig, *args]
         if not any(a.startswith("--health-port") for a in args):
             flags.append("--health-port=0")
+        if not any(a.startswith("--metrics-port") for a in args):
+            flags.append("--metrics-port=0")  # several operators run at once: no fixed port
         proc = launch_operator(flags, logs / f"operator-{len(started)}.log", env)
         started.append(proc)
         return proc

@@ -135,8 +135,10 @@ class Api:
         exit_code: int | None = None,
         reason: str | None = None,
         restart_count: int = 0,
+        pod_ip: str | None = None,
     ) -> dict[str, Any]:
-        """Play the kubelet: write the pod's phase and its tensorflow container's state."""
+        """Play the kubelet: write the pod's phase and its tensorflow container's state (and
+        its IP, where the operator reads a chief's training progress)."""
         if phase == "Running":
             state: dict[str, Any] = {"running": {"startedAt": _now()}}
         elif phase in ("Succeeded", "Failed"):
@@ -146,7 +148,7 @@ class Api:
             state = {"terminated": terminated}
         else:
             state = {"waiting": {"reason": "ContainerCreating"}}
-        status = {
+        status: dict[str, Any] = {
             "phase": phase,
             "containerStatuses": [
                 {
@@ -159,6 +161,8 @@ class Api:
                 }
             ],
         }
+        if pod_ip:
+            status["podIP"] = pod_ip
         return self.merge_patch(f"{PODS.format(ns=ns)}/{name}/status", {"status": status})
 
 

@@ -96,6 +96,7 @@ def start_taas(
 
     def start(ns: str) -> OperatorProcess:
         args = [f"--namespace={ns}", "--kubeconfig", plane.kubeconfig, "--health-port=0"]
+        args.append("--metrics-port=0")
         proc = launch_operator(args, logs / f"operator-{len(started)}.log")
         started.append(proc)
         return proc

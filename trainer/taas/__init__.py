@@ -80,6 +80,11 @@ batch_size               TF_BATCH_SIZE               examples per step, for exam
 learning_rate                                        the default optimizer's (0.01)
 log_every_steps                                      progress every N local steps, 0 = off (100)
 log_every_secs                                       ...or every N seconds, 0 = off (0)
+progress_port                                        chief serves GET /progress on this TCP port,
+                                                     0 = off (2223 in a Kubernetes pod, where the
+                                                     operator reads it; else off)
+progress_file                                        chief also writes its progress (JSON) to
+                                                     this file; taas run sets it (unset)
 startup_timeout_secs                                 wait for PS, chief, new checkpoints (300)
 log_device_placement                                 log the device of every op (false)
 allow_soft_placement                                 fall back to a device that exists (true)
@@ -110,6 +115,13 @@ Progress, every N steps or seconds, from every task::
 
     [worker:1] step 200 global 410/1000 loss 0.3124 | 2450.1 ex/s 0.041 s/batch | ETA 24s
 
+The chief also publishes it (``taas.publish``): in a Kubernetes pod it serves ``GET /progress``
+on port 2223 (``progress_port``), which the operator reads into the TFJob's
+``status.progress`` (the PROGRESS and ETA columns of ``kubectl get tfjobs``); under ``taas run``
+it writes the same document to ``progress_file``. ``taas.log_scalar(name, value)`` (or
+``self.log_scalar`` in a hook) adds any scalar, e.g. an accuracy: its last five values are
+published with it.
+
 Exit codes (for the TFJob ``ExitCode`` restart policy; see ``taas.exit_codes``):
 
 ====  ==========================================================  =========================
@@ -131,7 +143,7 @@ Modules: ``base`` (the hook class), ``engine`` (the engine seam: protocol, step 
 engine drives which hook class), ``graph_engine`` / ``graph_model`` / ``evaluator`` (graph
 mode), ``loop`` (the step loop every engine shares), ``program`` (``main()``: settings, cluster,
 exit code), ``settings``, ``cluster``, ``cli_flags``, ``coordination``, ``session``, ``towers``,
-``devices``, ``exporter``, ``progress``, ``preflight``, ``exit_codes``.
+``devices``, ``exporter``, ``progress``, ``publish``, ``preflight``, ``exit_codes``.
 
 Porting Caicloud code: ``from taas import dist_base`` (``dist_base.CaicloudDistTensorflowBase``)
 and ``from taas import entry; entry.start(MyModel)``; use ``tensorflow.compat.v1``
@@ -149,6 +161,7 @@ __all__ = [
     "ExitCode",
     "SettingsError",
     "TrainerSettings",
+    "log_scalar",
     "run",
 ]
 
@@ -160,6 +173,7 @@ _LAZY = {
     "ExitCode": "taas.exit_codes",
     "SettingsError": "taas.settings",
     "TrainerSettings": "taas.settings",
+    "log_scalar": "taas.publish",
 }
 
 

@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from taas.cluster import ClusterInfo
 from taas.exporter import ModelExporter
+from taas.publish import log_scalar
 from taas.settings import TrainerSettings
 
 if TYPE_CHECKING:
@@ -145,6 +146,11 @@ class DistributedTrainer:
                 "train() and start the trainer with main()"
             )
         return self._taas_steps.run(session, self.train_op, self.loss, feed_dict, examples)
+
+    def log_scalar(self, name: str, value: float, step: int | None = None) -> None:
+        """Publish a scalar (accuracy, learning rate, ...) with the chief's progress: its last
+        five values show in the TFJob's ``status.progress.scalars`` (``taas.log_scalar``)."""
+        log_scalar(name, value, step)
 
     def init_model_exporter(
         self,

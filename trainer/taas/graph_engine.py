@@ -188,7 +188,7 @@ class GraphEngine:
                 result = StepResult(global_step, result.loss, result.examples)
             return result, bool(stop)
 
-        train_loop(task, settings, step, step_once, session.should_stop)
+        train_loop(task, settings, step, step_once, session.should_stop, cluster.is_chief)
         trainer.after_train(raw, cluster.is_chief)  # raw: no hooks fire after the loop
         if cluster.is_chief and model.release_op is not None:
             raw.run(model.release_op)  # unblock sync workers waiting for a token

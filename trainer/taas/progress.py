@@ -8,6 +8,10 @@ first (0 turns a trigger off), e.g.::
 and, when a task starts with the global step already at ``max_steps`` (a re-run on a finished
 model dir), one line saying so (:func:`nothing_to_train`). :func:`process_age` times the
 "session ready" and "first step done" lines from the start of the process.
+
+Given a :class:`taas.publish.Publisher` (the chief's), the reporter also hands it a document
+with the same numbers (global step, loss, examples/s, ETA) at most once a second, whatever the
+line settings: the operator's PROGRESS and ETA columns come from here.
 """
 
 from __future__ import annotations
@@ -18,6 +22,10 @@ import sys
 import time
 from collections.abc import Callable
 from typing import TextIO
+
+from taas.publish import Publisher, document
+
+PUBLISH_EVERY_SECS = 1.0
 
 
 class ProgressReporter:
@@ -32,6 +40,7 @@ class ProgressReporter:
         every_secs: float,
         stream: TextIO | None = None,
         clock: Callable[[], float] = time.monotonic,
+        publisher: Publisher | None = None,
     ) -> None:
         self.task = task
         self.max_steps = max_steps
@@ -46,6 +55,9 @@ class ProgressReporter:
         self.loss: float | None = None
         self._start = clock()
         self._mark = (self._start, 0, 0)  # (time, local step, examples) at the last line
+        self.publisher = publisher
+        self._published = (self._start, 0)  # (time, examples) at the last document
+        self._rate: float | None = None  # examples/s in the last document
 
     def step(
         self, global_step: int, loss: float | None = None, examples: int | None = None
@@ -62,6 +74,32 @@ class ProgressReporter:
         by_time = self.every_secs and now - self._mark[0] >= self.every_secs
         if by_steps or by_time:
             self.emit(global_step, now)
+        if self.publisher is not None and now - self._published[0] >= PUBLISH_EVERY_SECS:
+            self.publish(global_step, now)
+
+    def eta_seconds(self, global_step: int, now: float) -> float:
+        """Seconds to ``max_steps`` at the global rate seen since this task started (NaN
+        before the global step has moved)."""
+        if self.first_global is None:
+            return float("nan")  # no step yet: no rate
+        done_global = global_step - self.first_global
+        total_elapsed = max(now - self._start, 1e-9)
+        remaining = max(self.max_steps - global_step, 0)
+        return remaining * total_elapsed / done_global if done_global > 0 else float("nan")
+
+    def publish(self, global_step: int, now: float | None = None, final: bool = False) -> None:
+        """Hand the publisher a document of the current state (examples/s since the last)."""
+        if self.publisher is None:
+            return
+        now = self.clock() if now is None else now
+        then, examples0 = self._published
+        if self.examples > examples0 and now > then:
+            self._rate = (self.examples - examples0) / (now - then)
+        # else (nothing new since the last document, e.g. the final one): the last rate stands
+        eta = 0.0 if global_step >= self.max_steps else self.eta_seconds(global_step, now)
+        doc = document(self.task, global_step, self.max_steps, self.loss, self._rate, eta)
+        self.publisher.update(doc, final=final)
+        self._published = (now, self.examples)
 
     def emit(self, global_step: int, now: float | None = None) -> None:
         """Print one progress line now."""
@@ -71,10 +109,7 @@ class ProgressReporter:
         steps = self.local_step - steps0
         rate = (self.examples - examples0) / elapsed
         per_batch = elapsed / steps if steps else 0.0
-        done_global = global_step - (self.first_global or 0)
-        total_elapsed = max(now - self._start, 1e-9)
-        remaining = max(self.max_steps - global_step, 0)
-        eta = remaining * total_elapsed / done_global if done_global > 0 else float("nan")
+        eta = self.eta_seconds(global_step, now)
         loss = f" loss {self.loss:.4f}" if self.loss is not None else ""
         print(
             f"[{self.task}] step {self.local_step} global {global_step}/{self.max_steps}{loss} | "

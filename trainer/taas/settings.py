@@ -134,6 +134,19 @@ class TrainerSettings(BaseSettings):
         description="...or every N seconds, 0 = off",
         validation_alias=_aliases("log_every_secs"),
     )
+    progress_port: int | None = Field(
+        None,
+        ge=0,
+        le=65535,
+        description="chief serves GET /progress on this TCP port, 0 = off (2223 in a "
+        "Kubernetes pod, where the operator reads it; else off)",
+        validation_alias=_aliases("progress_port"),
+    )
+    progress_file: str | None = Field(
+        None,
+        description="chief also writes its progress (JSON) to this file; taas run sets it (unset)",
+        validation_alias=_aliases("progress_file"),
+    )
     startup_timeout_secs: float = Field(
         300.0,
         gt=0,

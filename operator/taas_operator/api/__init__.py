@@ -3,7 +3,9 @@
 Public surface:
     parse_tfjob(obj) -> TFJob            validate a manifest dict (raises TFJobValidationError)
     template_errors(replica_type, template) -> list[FieldError]   a pod template's schema errors
-    TFJob, TFJobSpec, ReplicaSpec, RunPolicy, TFJobStatus, JobCondition, ReplicaStatus, Recreation
+    TFJob, TFJobSpec, ReplicaSpec, RunPolicy, TFJobStatus, JobCondition, ReplicaStatus, Recreation,
+    TFJobProgress, ScalarPoint
+    ProgressReport                       what a chief publishes (taas_operator.api.progress)
     TFJobValidationError (.errors: list[FieldError(path, message)])
     constants (label keys, reasons, defaults) in `taas_operator.api.constants`
     messages (shared with the CRD's CEL rules) in `taas_operator.api.messages`
@@ -17,12 +19,15 @@ from taas_operator.api.models import (
     ReplicaSpec,
     ReplicaStatus,
     RunPolicy,
+    ScalarPoint,
     SchedulingPolicy,
     TFJob,
+    TFJobProgress,
     TFJobSpec,
     TFJobStatus,
     format_time,
 )
+from taas_operator.api.progress import ProgressReport
 from taas_operator.api.validation import (
     FieldError,
     TFJobValidationError,
@@ -35,12 +40,15 @@ __all__ = [
     "FieldError",
     "JobCondition",
     "ObjectMeta",
+    "ProgressReport",
     "Recreation",
     "ReplicaSpec",
     "ReplicaStatus",
     "RunPolicy",
+    "ScalarPoint",
     "SchedulingPolicy",
     "TFJob",
+    "TFJobProgress",
     "TFJobSpec",
     "TFJobStatus",
     "TFJobValidationError",

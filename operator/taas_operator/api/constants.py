@@ -67,3 +67,12 @@ REASON_RESUMED: Final = "TFJobResumed"
 REASON_EXITED_WITH_CODE: Final = "ExitedWithCode"
 REASON_TEMPLATE_RESTART_POLICY: Final = "SettedPodTemplateRestartPolicy"
 REASON_INVALID_SPEC: Final = "InvalidTFJobSpec"
+
+# Training progress (TaaS): the chief of a job run with the trainer library publishes a JSON
+# document (`taas_operator.api.progress.ProgressReport`): over HTTP at GET PROGRESS_PATH on
+# TCP port $TAAS_PROGRESS_PORT (default DEFAULT_PROGRESS_PORT) in a pod, and into the file
+# $TAAS_PROGRESS_FILE under `taas run`. The trainer (`taas.publish`) spells the same names.
+PROGRESS_PORT_ENV: Final = "TAAS_PROGRESS_PORT"
+PROGRESS_FILE_ENV: Final = "TAAS_PROGRESS_FILE"
+DEFAULT_PROGRESS_PORT: Final = 2223
+PROGRESS_PATH: Final = "/progress"

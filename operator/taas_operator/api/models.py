@@ -8,9 +8,11 @@ timezone-aware `datetime`s, written as RFC 3339 with whole seconds like Kubernet
 The pod template stays a plain dict (a Kubernetes PodTemplateSpec): TaaS copies it into pods and
 only looks at the `tensorflow` container's name, ports and env.
 
-TaaS adds one status field Kubeflow lacks: `status.recreations` (pod name -> `Recreation`), the
+TaaS adds two status fields Kubeflow lacks: `status.recreations` (pod name -> `Recreation`), the
 count of pods the operator deleted and recreated after a failure, so backoffLimit can cap
-recreations (ExitCode, evictions) level-triggered, across operator restarts.
+recreations (ExitCode, evictions) level-triggered, across operator restarts; and
+`status.progress` (`TFJobProgress`), the chief's training progress as last read (what the
+PROGRESS and ETA columns of `kubectl get tfjobs` show; `taas_operator.engine.progress`).
 """
 
 from __future__ import annotations
@@ -148,6 +150,36 @@ class Recreation(_Wire):
     last_reason: str | None = None
 
 
+class ScalarPoint(_Wire):
+    """One logged value of a scalar: the global step it was logged at, and the value."""
+
+    step: int = 0
+    value: float
+
+
+class TFJobProgress(_Wire):
+    """TaaS: how far training got, as the chief last reported it (engine.progress writes it).
+
+    `percent` and `etaSeconds` are for programs; `percentText` ("40%") and `eta` ("1m35s") are
+    what `kubectl get tfjobs` prints (printer columns read strings as they are). The ETA is the
+    chief's estimate at `reportTime`; `lastUpdateTime` is when the operator wrote this.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    percent: int = Field(default=0, ge=0, le=100)
+    percent_text: str = "0%"
+    step: int = 0
+    max_steps: int = 0
+    loss: float | None = None
+    examples_per_second: float | None = None
+    eta_seconds: int | None = None
+    eta: str | None = None
+    scalars: dict[str, list[ScalarPoint]] = Field(default_factory=dict)
+    report_time: Time | None = None
+    last_update_time: Time | None = None
+
+
 class TFJobStatus(_Wire):
     """status of a TFJob."""
 
@@ -159,6 +191,7 @@ class TFJobStatus(_Wire):
     completion_time: Time | None = None
     last_reconcile_time: Time | None = None
     recreations: dict[str, Recreation] = Field(default_factory=dict)
+    progress: TFJobProgress | None = None
 
     def condition(self, type_: str) -> JobCondition | None:
         """The condition of this type, if present."""

@@ -12,6 +12,8 @@ Modules (each one job; only `kube` talks to the API). Nothing is imported here, 
     actions     Actions: create/delete pods and services, the NetworkPolicy, the TTL delete
     events      EventRecorder: one event per kind and verb per pass; each Warning once
     pruning     PrunedRecreations: status.recreations kept in memory under Kubeflow's CRD
+    progress    ProgressPoller: each running job's chief read for training progress (why pull)
+    metrics     Prometheus metrics (Kubeflow's job counters and TaaS's own), /metrics
     handlers    build_registry(controller), kopf_settings(settings): kopf watch handlers
                 (no finalizers, no kopf bookkeeping on objects)
     flags       add_arguments(parser), settings_from_args(args), UsageError

@@ -1,6 +1,7 @@
 """Carrying out a Plan's object changes: pods, services, the job's NetworkPolicy, the TTL delete.
 
-    actions = Actions(kube, echoes, request, network_policy=True, extra_namespaces=())
+    actions = Actions(kube, echoes, request, network_policy=True, extra_namespaces=(),
+                      progress_namespace="")
     await actions.apply(job, plan, policies) -> Applied     # deletions and creations at once
     await actions.delete_job(job) -> bool                   # ttlSecondsAfterFinished passed
 
@@ -91,9 +92,11 @@ class Actions:
         *,
         network_policy: bool = True,
         extra_namespaces: Sequence[str] = (),
+        progress_namespace: str = "",
     ) -> None:
         self.kube, self.echoes, self.request = kube, echoes, request
         self.network_policy, self.extra_namespaces = network_policy, tuple(extra_namespaces)
+        self.progress_namespace = progress_namespace  # admitted to the chief's progress port
 
     async def apply(self, job: TFJob, plan: Plan, policies: list[dict[str, Any]]) -> Applied:
         """Deletions and creations of `plan`, concurrently (and the NetworkPolicy)."""
@@ -152,7 +155,7 @@ class Actions:
 
     async def _sync_policy(self, job: TFJob, policies: list[dict[str, Any]]) -> _Outcome:
         """Create the job's NetworkPolicy, or put its spec back if someone changed it."""
-        desired = desired_network_policy(job, self.extra_namespaces)
+        desired = desired_network_policy(job, self.extra_namespaces, self.progress_namespace)
         current = next((p for p in policies if p["metadata"]["name"] == job.name), None)
         if current is None:
             return await self._create(POLICY, job, desired)

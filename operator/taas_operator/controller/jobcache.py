@@ -4,7 +4,7 @@
     cache.has_seen(body) -> bool     # this version (or a newer one) of this job is cached
     cache.remember(body)             # keep it unless a newer version of the same job is cached
     cache.replace(key, body)         # a fresh GET: keep it whatever is cached
-    cache.get(key) -> dict | None    cache.forget(key)    len(cache)
+    cache.get(key) -> dict | None    cache.forget(key)    len(cache)    cache.values()
     job_key(body) -> JobKey          # (namespace, name)
     resource_version(body) -> int
 
@@ -70,6 +70,10 @@ class JobCache:
             or resource_version(body) >= resource_version(cached)
         ):
             self._jobs[key] = body
+
+    def values(self) -> list[dict[str, Any]]:
+        """Every cached job (a copy of the list: safe to read from the metrics thread)."""
+        return list(self._jobs.values())
 
     def replace(self, key: JobKey, body: dict[str, Any]) -> None:
         """Cache `body` as it is (read fresh from the apiserver)."""

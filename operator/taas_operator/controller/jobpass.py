@@ -36,11 +36,13 @@ from typing import Any
 from taas_operator.api import TFJobStatus, TFJobValidationError, parse_tfjob
 from taas_operator.api.constants import REASON_INVALID_SPEC
 from taas_operator.api.models import TFJob
+from taas_operator.controller import metrics
 from taas_operator.controller.actions import Actions
 from taas_operator.controller.echoes import Echoes
 from taas_operator.controller.events import EventRecorder
 from taas_operator.controller.jobcache import JobCache, JobKey
 from taas_operator.controller.kube import POD, POLICY, SERVICE, KubeClient
+from taas_operator.controller.progress import ProgressPoller
 from taas_operator.controller.pruning import PrunedRecreations
 from taas_operator.controller.status import StatusWriter
 from taas_operator.engine import (
@@ -92,7 +94,9 @@ class JobPass:
             request,
             network_policy=settings.network_policy,
             extra_namespaces=settings.network_policy_extra_namespaces,
+            progress_namespace=settings.progress_namespace,
         )
+        self.progress = ProgressPoller(settings, request)
         self.pruned = PrunedRecreations()
         self._forget_job = forget
         self._must_list: set[JobKey] = set()  # jobs whose next pass must LIST their children
@@ -102,6 +106,7 @@ class JobPass:
         self._must_list.discard(key)
         self.recorder.clear(key)
         self.pruned.forget(key)
+        self.progress.forget(key)
 
     async def run(self, key: JobKey) -> datetime | None:
         """Run one pass for the job; return when it must run again (None: on the next event)."""
@@ -139,6 +144,7 @@ class JobPass:
         plan = plan_job(job, observed, now, services=service_names, options=self.options)
         if plan.skipped:
             return None
+        self.progress.fold(key, job, observed, plan, now)
         if plan.status_changed:
             written = plan.status.to_dict()
             stored = await self.writer.write(key, body, written)
@@ -146,7 +152,9 @@ class JobPass:
                 return None
             body = stored
             self.pruned.check(key, job.metadata.uid or "", written, body)
+            metrics.status_written(job.namespace, job.status.to_dict(), written)
         applied = await self.actions.apply(job, plan, policies)
+        metrics.pods_created(job, plan, bool(applied.errors))
         await self.recorder.post(key, body, applied.events)
         if applied.name_taken and not listed:  # look at what is there
             self._must_list.add(key)
@@ -190,5 +198,6 @@ class JobPass:
         logger.warning("%s", message)
         stored = await self.writer.write(key, body, status.to_dict())
         if stored is not None:
+            metrics.status_written(key[0], body.get("status"), status.to_dict())
             event = Event(type="Warning", reason=REASON_INVALID_SPEC, message=message)
             await self.recorder.post(key, stored, [event])

@@ -38,6 +38,7 @@ from kubernetes.client.rest import RESTClientObject
 
 from taas_operator.api.constants import API_VERSION, GROUP, KIND, PLURAL, VERSION
 from taas_operator.api.models import format_time
+from taas_operator.controller import metrics
 
 COMPONENT = "taas-operator"
 _MAX_EVENT_MESSAGE = 1024
@@ -212,6 +213,7 @@ class KubeClient:
             return status, data
         verb = _VERBS.get(method, "get" if name else "list")
         message = data.get("message", "") if isinstance(data, dict) else str(data)
+        metrics.api_error(verb, kind.plural + (f"/{sub}" if sub else ""), status)
         raise _ERRORS.get(status, ApiError)(status, verb, kind, namespace, sub, message)
 
     # -- TFJobs ---------------------------------------------------------------------------------

@@ -6,7 +6,9 @@
 
 Standalone unless the `peering` setting names a kopf peering object (leader election between
 replicas through that (Cluster)KopfPeering); `/healthz` on `health_host:health_port` (127.0.0.1
-unless told otherwise) unless the port is 0; every namespace unless `namespaces` lists some.
+unless told otherwise) unless the port is 0, `/metrics` on `health_host:metrics_port` likewise
+(`controller.metrics`; a port that cannot be bound exits 2); every namespace unless
+`namespaces` lists some.
 Flags: `taas_operator.controller.flags`.
 """
 
@@ -15,9 +17,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from collections.abc import Callable
 
 import kopf
 
+from taas_operator.controller import metrics
 from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
 from taas_operator.controller.handlers import build_registry, kopf_settings
 from taas_operator.controller.kube import KubeClient
@@ -42,6 +46,10 @@ def run(settings: OperatorSettings, kubeconfig: str | None = None) -> int:
         # kopf logs every handled watch event at INFO ("Handler ... succeeded"): too chatty.
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
     controller = Controller(settings, kube)
+    stop_metrics = _serve_metrics(settings, controller)
+    if stop_metrics is None:
+        kube.close()
+        return 2
     kopf_config = kopf_settings(settings)
     scope = ", ".join(settings.namespaces) if settings.namespaces else "all namespaces"
     mode = (
@@ -63,8 +71,27 @@ def run(settings: OperatorSettings, kubeconfig: str | None = None) -> int:
             liveness_endpoint=settings.health_url,
         )
     finally:
+        stop_metrics()
         kube.close()
     return 0
+
+
+def _serve_metrics(settings: OperatorSettings, controller: Controller) -> Callable[[], None] | None:
+    """Start /metrics (a no-op stop when it is off); None, with the reason printed, when the
+    address cannot be bound."""
+    address = settings.metrics_address
+    if address is None:
+        return lambda: None
+    host, port = address
+    try:
+        return metrics.serve(host, port, controller.jobs.values, controller.queue.depth)
+    except OSError as err:
+        print(
+            f"taas operator: cannot serve /metrics on {host}:{port}: {err.strerror}; fix: "
+            f"--metrics-port (TAAS_METRICS_PORT) a free port, or 0 to turn metrics off",
+            file=sys.stderr,
+        )
+        return None
 
 
 def run_from_args(args: argparse.Namespace) -> int:

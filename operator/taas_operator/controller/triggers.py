@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from taas_operator.api.constants import PLURAL
+from taas_operator.controller import metrics
 from taas_operator.controller.echoes import Echoes, Ref
 from taas_operator.controller.jobcache import JobCache, JobKey, job_key
 from taas_operator.controller.jobpass import JobPass
@@ -61,6 +62,8 @@ class Controller:
 
     def job_gone(self, namespace: str, name: str) -> None:
         """A TFJob was deleted: forget it (its children go with their owner reference)."""
+        if self.jobs.get((namespace, name)) is not None:
+            metrics.job_deleted(namespace)
         self._gone((namespace, name))
 
     def child_seen(
@@ -80,8 +83,9 @@ class Controller:
         self.queue.request(key)
 
     async def close(self) -> None:
-        """Stop the work queue (timers and running passes)."""
+        """Stop the work queue (timers and running passes) and the progress reads."""
         await self.queue.close()
+        await self.passes.progress.close()
 
     def _gone(self, key: JobKey) -> None:
         self.jobs.forget(key)
@@ -91,4 +95,5 @@ class Controller:
 
     async def _run_pass(self, key: Hashable) -> datetime | None:
         assert isinstance(key, tuple)
-        return await self.passes.run(key)
+        with metrics.timed_pass():
+            return await self.passes.run(key)

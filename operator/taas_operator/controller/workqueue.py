@@ -3,6 +3,7 @@
     queue = WorkQueue(run_pass, max_running=4)  # run_pass(key) -> datetime | None (wake-up)
     queue.request(key)                     # a pass soon (many requests -> one pass)
     queue.forget(key)                      # the job is gone: drop its timer
+    queue.depth() -> int                   # keys with a pass requested or running
     await queue.close()
 
 Events for one job arrive in bursts (its pods and services change together); `request` only
@@ -61,6 +62,12 @@ class WorkQueue:
         slot.dirty = True
         if slot.task is None or slot.task.done():
             slot.task = asyncio.get_running_loop().create_task(self._run(key, slot))
+
+    def depth(self) -> int:
+        """Keys with a pass requested or running (the metrics' queue depth)."""
+        return sum(
+            1 for s in list(self._slots.values()) if s.task is not None and not s.task.done()
+        )
 
     def forget(self, key: Hashable) -> None:
         """Drop the key's timer (its object was deleted); a running pass ends on its own."""

@@ -1,6 +1,6 @@
 """The dashboard's jobs from a cluster: Kubernetes watches, as the user, nothing polled.
 
-    ClusterSource(api: KubeApi, namespaces=[])     # [] : every namespace the user may list
+    ClusterSource.load(kubeconfig, context, namespaces=[])   # []: every namespace you may list
 
 The jobs list is one list-then-watch of TFJobs: cluster-wide when the user may list them in
 every namespace (`kubectl get tfjobs -A`), else one per namespace (`namespaces`, or the
@@ -15,8 +15,9 @@ again (so nothing changed meanwhile is missed) and the message goes away. A watc
 ended with 410 Gone lists again at once.
 
 Permissions and actions: `permissions(ns)` asks the apiserver with SelfSubjectAccessReviews
-(patch, delete, create on tfjobs.kubeflow.org); actions are plain requests as the user, and a
-refusal returns the apiserver's own message (kubectl's words).
+(patch, delete, create on tfjobs.kubeflow.org); actions are the TFJob client's own calls
+(`taas_operator.client`: suspend, resume, delete, create) as the user, and a refusal returns its
+message, which carries the apiserver's words.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from taas_operator.api.constants import DEFAULT_CONTAINER_NAME, GROUP, LABEL_JOB_NAME, PLURAL
+from taas_operator.client.jobs import TFJobClient
 from taas_operator.dashboard.board import JobWatch, Key, key_of
 from taas_operator.dashboard.kubeapi import KubeApi, StreamRefused, Unreachable
 from taas_operator.dashboard.source import (
@@ -142,9 +144,11 @@ class ClusterSource(Source):
 
     mode = "cluster"
 
-    def __init__(self, api: KubeApi, namespaces: list[str] | None = None) -> None:
+    def __init__(
+        self, api: KubeApi, client: TFJobClient, namespaces: list[str] | None = None
+    ) -> None:
         super().__init__()
-        self.api = api
+        self.api, self.client = api, client
         self.namespaces = list(namespaces or [])
         self.tasks: list[asyncio.Task[None]] = []
         self.watches: dict[Key, JobWatch] = {}
@@ -153,8 +157,17 @@ class ClusterSource(Source):
         self.refused: dict[str, str] = {}
         self.scope_note = ""
 
+    @classmethod
+    def load(
+        cls, kubeconfig: str | None, context: str | None, namespaces: list[str] | None = None
+    ) -> ClusterSource:
+        """As kubectl would connect; InputError naming the fix when the kubeconfig is unusable."""
+        api = KubeApi.load(kubeconfig, context)
+        return cls(api, TFJobClient(kubeconfig, context), namespaces)
+
     # -- the jobs list -------------------------------------------------------------------------
     async def start(self) -> None:
+        await self.api.who_am_i()
         self.tasks.append(asyncio.create_task(self._follow_jobs()))
 
     async def close(self) -> None:
@@ -410,33 +423,36 @@ class ClusterSource(Source):
         )
         return Permissions(suspend=patch, delete=delete, create=create)
 
-    async def _act(self, method: str, path: str, body: Any, content_type: str) -> Any:
+    async def _act(self, call: Callable[[], Any]) -> Any:
+        """An action through the TFJob client (in a thread: its calls block), its errors as
+        the HTTP status the page gets and the client's message (the apiserver's words)."""
+        from taas_operator.client import errors
+
+        statuses: list[tuple[type[Exception], int]] = [
+            (errors.Forbidden, 403),
+            (errors.JobNotFound, 404),
+            (errors.AlreadyExists, 409),
+            (errors.Invalid, 422),
+            (errors.Unreachable, 503),
+            (errors.ClientError, 500),
+        ]
         try:
-            status, data = await self.api.request(
-                method, path, body=body, content_type=content_type
-            )
-        except Unreachable as exc:
-            message = f"the apiserver at {self.api.server} is not answering ({exc})"
-            raise ActionError(503, message) from None
-        if status >= 300:
-            message = data.get("message", "") if isinstance(data, dict) else str(data)
-            raise ActionError(status, message or f"HTTP {status}")
-        return data
+            return await asyncio.to_thread(call)
+        except errors.ClientError as exc:
+            status = next(code for kind, code in statuses if isinstance(exc, kind))
+            raise ActionError(status, str(exc)) from None
 
     async def set_suspend(self, namespace: str, name: str, suspend: bool) -> None:
-        patch = {"spec": {"runPolicy": {"suspend": suspend}}}
-        path = tfjobs_path(namespace, name)
-        await self._act("PATCH", path, patch, "application/merge-patch+json")
+        act = self.client.suspend if suspend else self.client.resume
+        await self._act(lambda: act(name, namespace))
 
     async def delete(self, namespace: str, name: str) -> None:
-        body = {"propagationPolicy": "Background"}
-        await self._act("DELETE", tfjobs_path(namespace, name), body, "application/json")
+        await self._act(lambda: self.client.delete(name, namespace))
 
     async def create(self, manifest: dict[str, Any]) -> tuple[str, str]:
         namespace = str(manifest["metadata"].get("namespace") or self.api.namespace)
-        manifest["metadata"]["namespace"] = namespace
-        made = await self._act("POST", tfjobs_path(namespace), manifest, "application/json")
-        return namespace, str((made.get("metadata") or {}).get("name"))
+        made = await self._act(lambda: self.client.create(manifest, namespace))
+        return made.namespace, made.name
 
     def info(self) -> dict[str, Any]:
         context = f" · context {self.api.context_name}" if self.api.context_name else ""

@@ -10,9 +10,10 @@ aiohttp, with the user's own kubeconfig identity.
 Why not the TFJob client's blocking calls: a web server follows many streams at once (the jobs
 list, each open page's pods and events, a log per replica); aiohttp (already installed: kopf
 uses it) streams them all on one event loop, where blocking calls would hold a thread each. The
-kubeconfig is read by the official client's loader (`kubernetes.config`: contexts, client
-certificates, tokens, exec plugins), so the identity is exactly kubectl's, and every request is
-made as that user: the apiserver's RBAC decides what the page may show and do.
+kubeconfig is read by the TFJob client's `Connection` (`taas_operator.client.kube`, the official
+loader: contexts, client certificates, tokens, exec plugins), so the identity is exactly
+kubectl's, and every request is made as that user: the apiserver's RBAC decides what the page
+may show and do.
 
 Errors: `Unreachable` when the apiserver cannot be reached (the page says so and the callers
 retry); any other answer is returned with its status for the caller to judge.
@@ -26,8 +27,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
-import kubernetes.client
-import kubernetes.config
 
 from taas_operator.local.documents import InputError
 
@@ -42,9 +41,7 @@ class Unreachable(Exception):
 class KubeApi:
     """Requests and streams as one kubeconfig user."""
 
-    def __init__(
-        self, config: kubernetes.client.Configuration, context: str = "", user: str = ""
-    ) -> None:
+    def __init__(self, config: Any, context: str = "", user: str = "") -> None:
         self.config, self.context_name, self.user = config, context, user
         self.server = str(config.host).rstrip("/")
         self.namespace = "default"
@@ -53,36 +50,34 @@ class KubeApi:
 
     @classmethod
     def load(cls, kubeconfig: str | None = None, context: str | None = None) -> KubeApi:
-        """The kubeconfig's identity (kubectl's rules: --kubeconfig, $KUBECONFIG,
-        ~/.kube/config; --context or the current one), or the pod's service account."""
-        config = kubernetes.client.Configuration()
-        fix = "fix: give --kubeconfig a working kubeconfig (kubectl config view shows yours)"
+        """The identity the TFJob client finds, as kubectl does (--kubeconfig, $KUBECONFIG,
+        ~/.kube/config, else the pod's service account; --context or the current one)."""
+        from taas_operator.client.errors import ConfigError
+        from taas_operator.client.kube import Connection
+
         try:
-            if kubeconfig is None and context is None:
-                try:
-                    kubernetes.config.load_incluster_config(client_configuration=config)
-                    api = cls(config, "in-cluster", "the dashboard's service account")
-                    api.namespace = _pod_namespace()
-                    return api
-                except kubernetes.config.ConfigException:
-                    pass
-            kubernetes.config.load_kube_config(
-                config_file=kubeconfig, context=context, client_configuration=config
-            )
-            contexts, current = kubernetes.config.list_kube_config_contexts(kubeconfig)
-        except (kubernetes.config.ConfigException, OSError, ValueError, TypeError) as exc:
-            where = f"--kubeconfig {kubeconfig}" if kubeconfig else "the kubeconfig"
-            raise InputError(f"{where}: cannot be used ({exc}); {fix}") from None
-        chosen = current
-        if context:
-            chosen = next((c for c in contexts if c["name"] == context), current)
-        details = (chosen or {}).get("context") or {}
-        api = cls(config, str((chosen or {}).get("name", "")), str(details.get("user", "")))
-        api.namespace = str(details.get("namespace") or "default")
+            connection = Connection(kubeconfig, context)
+        except ConfigError as exc:
+            raise InputError(str(exc)) from None
+        api = cls(connection.configuration, connection.context)
+        api.namespace = connection.namespace
         return api
 
+    async def who_am_i(self) -> str:
+        """The user name the apiserver sees (SelfSubjectReview), "" when it cannot say."""
+        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        path = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+        try:
+            status, data = await self.request("POST", path, body=review)
+        except Unreachable:
+            return ""
+        if status != 201 or not isinstance(data, dict):
+            return ""
+        self.user = str(((data.get("status") or {}).get("userInfo") or {}).get("username", ""))
+        return self.user
+
     @staticmethod
-    def _ssl_context(config: kubernetes.client.Configuration) -> ssl.SSLContext:
+    def _ssl_context(config: Any) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=config.ssl_ca_cert or None)
         if not config.verify_ssl:
             context.check_hostname = False
@@ -200,11 +195,3 @@ def _status_object(status: int, text: str) -> dict[str, Any]:
 def _why(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     return text.split(" [")[0] if "Cannot connect" in text else text
-
-
-def _pod_namespace() -> str:
-    try:
-        with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace") as file:
-            return file.read().strip() or "default"
-    except OSError:
-        return "default"

@@ -15,15 +15,14 @@ import signal
 import sys
 
 from taas_operator.dashboard.cluster_source import ClusterSource
-from taas_operator.dashboard.kubeapi import KubeApi
 from taas_operator.dashboard.serve import serve
 from taas_operator.dashboard.server import ServerSettings
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
     """Serve the cluster's dashboard until stopped."""
-    api = KubeApi.load(args.kubeconfig, args.context)
-    source = ClusterSource(api, args.namespace)
+    source = ClusterSource.load(args.kubeconfig, args.context, args.namespace)
+    api = source.api
     settings = ServerSettings(host=args.host, port=args.port, read_only=args.read_only)
 
     def ready(url: str) -> None:

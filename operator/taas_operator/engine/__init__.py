@@ -14,6 +14,8 @@ Public surface:
     replica_labels, job_selector                                          (objects.py)
     set_condition, fail_invalid_spec                                      (conditions.py)
     backoff_delay(attempt, start, cap)                                    (backoff.py)
+    fold_progress, chief_slot, chief_pod, progress_port, job_state, progress_columns,
+    format_eta                                                            (progress.py)
 """
 
 from taas_operator.engine.backoff import backoff_delay
@@ -32,6 +34,15 @@ from taas_operator.engine.objects import (
 )
 from taas_operator.engine.observed import ObservedPod
 from taas_operator.engine.plan import Event, Plan, skip_reason, status_changed
+from taas_operator.engine.progress import (
+    chief_pod,
+    chief_slot,
+    fold_progress,
+    format_eta,
+    job_state,
+    progress_columns,
+    progress_port,
+)
 
 __all__ = [
     "BuildOptions",
@@ -39,15 +50,22 @@ __all__ = [
     "ObservedPod",
     "Plan",
     "backoff_delay",
+    "chief_pod",
+    "chief_slot",
     "desired_network_policy",
     "desired_pod",
     "desired_pods",
     "desired_service",
     "desired_services",
     "fail_invalid_spec",
+    "fold_progress",
+    "format_eta",
     "job_selector",
+    "job_state",
     "owner_reference",
     "plan_job",
+    "progress_columns",
+    "progress_port",
     "replica_labels",
     "set_condition",
     "skip_reason",

@@ -8,7 +8,7 @@
     desired_pods(job, options) -> list[dict]
     desired_service(job, replica_type, index) -> dict
     desired_services(job) -> list[dict]
-    desired_network_policy(job, extra_namespaces=()) -> dict
+    desired_network_policy(job, extra_namespaces=(), progress_namespace="") -> dict
 
 Pods and headless services are named `<job>-<lowercase type>-<index>` and labelled like
 Kubeflow's (operator-name, job-name, replica-type, replica-index; job-role=master on the pods
@@ -47,6 +47,7 @@ from taas_operator.api.constants import (
     ReplicaType,
 )
 from taas_operator.api.models import TFJob
+from taas_operator.engine.progress import progress_port
 from taas_operator.tfjob.cluster_spec import (
     HostFn,
     cluster_env,
@@ -219,12 +220,16 @@ def _other_ports(job: TFJob, tf: list[int]) -> list[int]:
     return sorted(found)
 
 
-def desired_network_policy(job: TFJob, extra_namespaces: Sequence[str] = ()) -> dict[str, Any]:
+def desired_network_policy(
+    job: TFJob, extra_namespaces: Sequence[str] = (), progress_namespace: str = ""
+) -> dict[str, Any]:
     """NetworkPolicy `<job>`: the TF ports admit only the job's own pods (and `extra_namespaces`).
 
     TensorFlow's gRPC servers are unauthenticated. Other ports the job's containers declare stay
     open to everyone (a policy that selects a pod denies all ingress it does not allow, so they
-    are listed explicitly); ports no container declares are closed.
+    are listed explicitly); ports no container declares are closed. With `progress_namespace`
+    (the operator's own), that namespace is admitted to the chief's progress port (read-only
+    training progress, `engine.progress`), unless a container already declares that port.
     """
     tf = tf_ports(job)
     peers: list[dict[str, Any]] = [{"podSelector": {"matchLabels": {LABEL_JOB_NAME: job.name}}}]
@@ -248,6 +253,15 @@ def desired_network_policy(job: TFJob, extra_namespaces: Sequence[str] = ()) -> 
     other = _other_ports(job, tf)
     if other:
         ingress.append({"ports": [{"protocol": "TCP", "port": p} for p in other]})
+    progress = progress_port(job)
+    if progress_namespace and progress not in tf and progress not in other:
+        namespace = {"kubernetes.io/metadata.name": progress_namespace}
+        ingress.append(
+            {
+                "from": [{"namespaceSelector": {"matchLabels": namespace}}],
+                "ports": [{"protocol": "TCP", "port": progress}],
+            }
+        )
     return {
         "apiVersion": "networking.k8s.io/v1",
         "kind": "NetworkPolicy",

@@ -1,6 +1,7 @@
 """What the lifecycle engine needs to know about one existing pod of a job.
 
-    ObservedPod(name, replica_type, index, phase, uid, exit_code, reason, restart_count, deleting)
+    ObservedPod(name, replica_type, index, phase, uid, exit_code, reason, restart_count, deleting,
+                pod_ip)
     ObservedPod.from_manifest(pod: Mapping) -> ObservedPod | None
 
 The operator builds them from real pod objects with `from_manifest` (camelCase JSON, e.g. what
@@ -45,6 +46,8 @@ class ObservedPod(BaseModel):
     #: The pod has a deletionTimestamp: it is going away and must not be counted or replaced yet.
     deleting: bool = False
     container: str = DEFAULT_CONTAINER_NAME
+    #: status.podIP (None locally): where the operator reads the chief's training progress.
+    pod_ip: str | None = None
 
     @property
     def active(self) -> bool:
@@ -83,4 +86,5 @@ class ObservedPod(BaseModel):
             reason=reason,
             restart_count=sum(int(cs.get("restartCount") or 0) for cs in statuses + init_statuses),
             deleting=bool(meta.get("deletionTimestamp")),
+            pod_ip=status.get("podIP") or None,
         )

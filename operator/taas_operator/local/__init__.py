@@ -12,6 +12,7 @@ and runs the lifecycle; this package only plays the kubelet and shows what happe
     fit.py         do the replicas fit this machine's memory and CPUs?
     unapplied.py   which parts of the pod templates are not applied here, in one line
     kubelet.py     LocalPod: one pod's process, restarts in place, phase, exit code
+    progress.py    ProgressFile: the chief's training progress, written to a file, read here
     display.py     logs prefixed per replica, the live table
     job_run.py     JobRun: one job's pods and status; kubelet poll -> engine plan -> act on it
     runner.py      run_jobs: every JobRun stepped until done, signals, the final report

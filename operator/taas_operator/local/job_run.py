@@ -5,7 +5,8 @@
         .network                       # a local.netns.PrivateNetwork its pods start in, or None
         .step(now) -> bool             # poll pods, plan and act when needed; True: table changed
         .stop(now)  .kill()  .alive  .done  .skipped
-        .condition() -> str  .table_rows() -> list[list[str]]
+        .table_rows() -> list[list[str]]  .job_row() -> list[str]
+        .progress                      # local.progress.ProgressFile: the chief's progress
 
 `BuildOptions(hosts=...)` points every replica at `127.0.0.1:<its port>`, so TF_CONFIG and
 PS_HOSTS/WORKER_HOSTS/... come from the operator's own builder; with a `network` (the runner's
@@ -18,6 +19,10 @@ default) that 127.0.0.1 is the job's own loopback, shared by its replicas only. 
 3. the job is done when its status is Succeeded or Failed and no process of it is left.
    With cleanPodPolicy None the replicas it keeps run on until they exit by themselves (a note
    says so; Ctrl-C stops them), as they would in a cluster.
+Training progress: the chief (a program using the trainer library) writes it to the job's
+`ProgressFile`; a new document makes `sync` fold it into the status with the operator's own
+`engine.fold_progress` (at most once a second here), so the job row shows the PROGRESS and ETA
+`kubectl get tfjobs` would.
 """
 
 from __future__ import annotations
@@ -27,15 +32,24 @@ from collections import Counter
 from datetime import datetime
 from typing import Any
 
-from taas_operator.api import TFJob
+from taas_operator.api import ProgressReport, TFJob
 from taas_operator.api.constants import DEFAULT_CONTAINER_NAME
-from taas_operator.engine import BuildOptions, desired_pods, plan_job
+from taas_operator.engine import (
+    BuildOptions,
+    chief_slot,
+    desired_pods,
+    fold_progress,
+    job_state,
+    plan_job,
+    progress_columns,
+)
 from taas_operator.local.container import LOCAL_IP, launch_spec
 from taas_operator.local.display import Display
 from taas_operator.local.documents import InputError
 from taas_operator.local.kubelet import LocalPod
 from taas_operator.local.netns import PrivateNetwork
 from taas_operator.local.process import free_ports
+from taas_operator.local.progress import INTERVAL_S, ProgressFile
 from taas_operator.local.unapplied import unapplied
 from taas_operator.tfjob import replica_name
 
@@ -67,6 +81,8 @@ class JobRun:
         self.done = False
         self.skipped: str | None = None
         self.waiting_note = False
+        self.progress = ProgressFile(chief_slot(job))
+        self.report: ProgressReport | None = None
 
     def _host(self, replica_type: str, index: int, port: int) -> str:
         return f"{LOCAL_IP}:{self.ports[(replica_type, index)]}"
@@ -113,7 +129,10 @@ class JobRun:
                 self.ended[pod.name] = self.pods.pop(pod.name)
                 changed = True
         due = self.requeue_at is not None and now >= self.requeue_at
-        if not self.done and (changed or self.dirty or due):
+        report = self.progress.read()
+        if report is not None:
+            self.report = report
+        if not self.done and (changed or self.dirty or due or report is not None):
             self.sync(now)
             changed = True
         return changed
@@ -129,6 +148,7 @@ class JobRun:
             self.stop(now)
             self.done = True
             return
+        fold_progress(self.job, plan, self.report, now, interval=INTERVAL_S)
         if plan.status_changed:
             self.job = self.job.model_copy(update={"status": plan.status})
         for name in plan.delete_pods:
@@ -182,10 +202,12 @@ class JobRun:
         """Start a pod the plan asked for; a new uid per start (recreations count per uid)."""
         name = manifest["metadata"]["name"]
         self.starts[name] += 1
+        launch = launch_spec(manifest)
+        launch.env.update(self.progress.env(manifest))
         pod = LocalPod(
             manifest,
             f"{name}-{self.starts[name]}",
-            launch_spec(manifest),
+            launch,
             lambda pod_name, raw: self.display.line(self.job.name, pod_name, raw),
             namespaces=self.network.fds if self.network else (),
         )
@@ -208,13 +230,14 @@ class JobRun:
         return any(p.alive for p in self.pods.values())
 
     # -- output --------------------------------------------------------------------------------
-    def condition(self) -> str:
-        """The latest true condition, e.g. `Running`, with its message."""
-        true = [c for c in self.job.status.conditions if c.status == "True"]
-        if not true:
-            return "Pending"
-        last = true[-1]
-        return f"{last.type}: {last.message}"
+    def job_row(self) -> list[str]:
+        """TFJOB, STATE, PROGRESS, ETA (as `kubectl get tfjobs` shows them) and the message
+        of the latest true condition."""
+        status = self.job.status
+        progress, eta = progress_columns(status)
+        true = [c for c in status.conditions if c.status == "True"]
+        message = true[-1].message if true else ""
+        return [self.job.name, job_state(status) or "Pending", progress, eta, message]
 
     def table_rows(self) -> list[list[str]]:
         """One row per replica slot."""

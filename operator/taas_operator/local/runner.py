@@ -64,8 +64,8 @@ class RunOptions(BaseModel):
 def _table(runs: Sequence[JobRun]) -> list[str]:
     header = ["REPLICA", "STATE", "RESTARTS", "EXIT", "PID", "ADDRESS"]
     lines = format_table(header, [row for run in runs for row in run.table_rows()])
-    lines += [f"TFJob {run.job.name}: {run.condition()}" for run in runs]
-    return lines
+    jobs = ["TFJOB", "STATE", "PROGRESS", "ETA", "MESSAGE"]
+    return lines + format_table(jobs, [run.job_row() for run in runs])
 
 
 @contextlib.contextmanager
@@ -183,6 +183,7 @@ def run_jobs(
                 pod.flush_logs(timeout=1.0)
             if run.network is not None:
                 run.network.close()
+            run.progress.close()
         if observer is not None:
             observer.finished(runs)
         display.final(_report(runs, stopped))

@@ -1,0 +1,55 @@
+"""A Python client for TFJobs on a cluster, and the `taas` commands built on it.
+
+    from taas_operator.client import TFJobClient
+    client = TFJobClient()                       # kubeconfig as kubectl finds it
+    job = client.create("examples/mnist/async.yaml")
+    for line in client.logs(job.name, follow=True):
+        print(f"[{line.replica}] {line.text}")
+    client.wait(job.name, timeout=600)           # raises JobFailed with the job's own message
+
+Modules: `jobs` (TFJobClient: create, get, list, wait, logs, events, pods, delete,
+suspend/resume, watch), `logs` (following replica logs), `models` (ReplicaPod, LogLine, JobEvent,
+JobChange), `errors` (what can go wrong, each naming the fix), `kube` (the one module using the
+official kubernetes client), `console` (the live view of `taas submit`), `commands` (`taas
+submit | logs | get | wait | delete`).
+
+Why here, a layer of `taas_operator` beside the controller: the trainer package `taas` must not
+import `taas_operator` (a training program needs no operator code), and the kubernetes client
+may only be imported by the layers that talk to a cluster (`controller`, `client`; the
+import-linter contracts in pyproject.toml). The client reuses the API
+models (`taas_operator.api.TFJob`), the offline validation and YAML reading of `taas validate`
+(`local.documents`), and the table of `taas run` (`local.display`), so it sits above `local`.
+Names are imported lazily: `import taas_operator.client` costs nothing until used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "TFJobClient": "taas_operator.client.jobs",
+    "ReplicaPod": "taas_operator.client.models",
+    "LogLine": "taas_operator.client.models",
+    "JobEvent": "taas_operator.client.models",
+    "JobChange": "taas_operator.client.models",
+    "ClientError": "taas_operator.client.errors",
+    "ConfigError": "taas_operator.client.errors",
+    "Unreachable": "taas_operator.client.errors",
+    "CrdMissing": "taas_operator.client.errors",
+    "JobNotFound": "taas_operator.client.errors",
+    "AlreadyExists": "taas_operator.client.errors",
+    "Forbidden": "taas_operator.client.errors",
+    "Invalid": "taas_operator.client.errors",
+    "ApiFailure": "taas_operator.client.errors",
+    "JobFailed": "taas_operator.client.errors",
+    "WaitTimeout": "taas_operator.client.errors",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'taas_operator.client' has no attribute {name!r}")

@@ -1,0 +1,242 @@
+"""`taas submit | logs | get | wait | delete`: TFJobs on a cluster, from the command line.
+
+    taas submit JOB.yaml [--detach]      create, then the live table and merged logs until it
+                                         ends; exit 0 Succeeded, 1 Failed (as `taas run`)
+    taas logs JOB [-f] [--replica R]     the replicas' logs ([worker-1] prefixes), -f follows
+    taas get [JOB] [-A] [-o yaml|json]   NAME STATE WORKERS PS PROGRESS ETA AGE
+    taas wait JOB [--for C] [--timeout S]  until Succeeded (or C); 1 when it fails or times out
+    taas delete JOB
+
+Every command takes `-n/--namespace`, `--kubeconfig` and `--context` as kubectl does. A missing
+job, a missing CRD, RBAC refusing the user, a broken kubeconfig or an unreachable server print
+one `error:` line naming the fix and exit 2; never a traceback. Ctrl-C leaves the job running
+(exit 130; `taas delete` stops it).
+
+This module imports no kubernetes code at import time (`taas run` must start fast): each
+handler imports the client when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from taas_operator.client.errors import ClientError, JobFailed, WaitTimeout
+
+if TYPE_CHECKING:
+    from taas_operator.client.jobs import TFJobClient
+
+EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 1, 2, 130
+
+
+def _connection_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-n", "--namespace", help="namespace (default: the kubeconfig context's, else default)"
+    )
+    parser.add_argument("--kubeconfig", metavar="PATH", help="kubeconfig file (default: kubectl's)")
+    parser.add_argument("--context", metavar="NAME", help="kubeconfig context to use")
+
+
+def _client(args: argparse.Namespace) -> TFJobClient:
+    from taas_operator.client.jobs import TFJobClient
+
+    return TFJobClient(args.kubeconfig, args.context, args.namespace)
+
+
+def _safely(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """Exit 2 with the message for a ClientError; 130 on Ctrl-C (the job keeps running)."""
+
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return handler(args)
+        except ClientError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            job = getattr(args, "job", None) or "the TFJob"
+            print(
+                f"\ntaas: interrupted; {job} goes on running in the cluster "
+                f"(taas delete {job} stops it)",
+                file=sys.stderr,
+            )
+            return EXIT_INTERRUPTED
+
+    return run
+
+
+def _display(stream: Any = None) -> Any:
+    from taas_operator.local.display import Display
+
+    out = stream or sys.stdout
+    return Display(out, color=out.isatty(), live=out.isatty())
+
+
+# -- submit --------------------------------------------------------------------------------------
+def _submit(args: argparse.Namespace) -> int:
+    from taas_operator.client.console import follow_job
+
+    client = _client(args)
+    job = client.create(args.file)
+    args.job = job.name
+    print(f"tfjob.kubeflow.org/{job.name} created (namespace {job.namespace})", flush=True)
+    if args.detach:
+        return 0
+    display = _display()
+    try:
+        final = follow_job(client, job, display)
+    finally:
+        display.close()
+    return _verdict(final)
+
+
+def _verdict(job: Any) -> int:
+    if job.status.is_true("Succeeded"):
+        print(f"TFJob {job.name} Succeeded", flush=True)
+        return 0
+    failed = job.status.condition("Failed")
+    print(f"TFJob {job.name} Failed: {failed.message if failed else ''}", flush=True)
+    return EXIT_FAILED
+
+
+# -- logs ----------------------------------------------------------------------------------------
+def _logs(args: argparse.Namespace) -> int:
+    client = _client(args)
+    display = _display()
+    try:
+        for line in client.logs(args.job, replica=args.replica, follow=args.follow):
+            if args.replica:
+                print(line.text, flush=True)
+            else:
+                display.line(args.job, line.pod, line.text.encode())
+    finally:
+        display.close()
+    return 0
+
+
+# -- get -----------------------------------------------------------------------------------------
+def _get(args: argparse.Namespace) -> int:
+    from taas_operator.client.console import jobs_table, now_utc
+
+    client = _client(args)
+    one = [client.get(args.job)] if args.job else None
+    jobs = one or client.list(all_namespaces=args.all_namespaces)
+    if args.output in ("yaml", "json"):
+        objects = [job.to_dict() for job in jobs]
+        listed = {"apiVersion": "v1", "kind": "List", "items": objects}
+        body: Any = objects[0] if one else listed
+        text = json.dumps(body, indent=2) + "\n" if args.output == "json" else yaml.safe_dump(body)
+        sys.stdout.write(text)
+        return 0
+    if not jobs:
+        where = "any namespace" if args.all_namespaces else f"namespace {client.namespace}"
+        print(f"No TFJobs found in {where}.", file=sys.stderr)
+        return 0
+    print("\n".join(jobs_table(jobs, now_utc(), args.all_namespaces)))
+    return 0
+
+
+# -- wait ----------------------------------------------------------------------------------------
+def _wait(args: argparse.Namespace) -> int:
+    from taas_operator.engine import job_state, progress_columns
+
+    client = _client(args)
+    shown: list[tuple[str, str, str]] = []
+
+    def say(job: Any) -> None:
+        state = (job_state(job.status) or "Pending", *progress_columns(job.status))
+        if not shown or shown[-1] != state:
+            shown.append(state)
+            print(f"TFJob {job.name}: {state[0]} {state[1]} ETA {state[2]}", flush=True)
+
+    try:
+        conditions = tuple(args.conditions or ["Succeeded"])
+        client.wait(args.job, conditions=conditions, timeout=args.timeout, callback=say)
+    except (JobFailed, WaitTimeout) as err:
+        print(f"taas: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    return 0
+
+
+# -- delete --------------------------------------------------------------------------------------
+def _delete(args: argparse.Namespace) -> int:
+    client = _client(args)
+    client.delete(args.job)
+    print(f'tfjob.kubeflow.org "{args.job}" deleted')
+    return 0
+
+
+def add_cluster_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Register submit, logs, get, wait and delete."""
+    raw = argparse.RawDescriptionHelpFormatter
+    submit = subparsers.add_parser(
+        "submit",
+        help="create a TFJob on a cluster and follow it to its end",
+        description="Create the TFJob in JOB.yaml (checked first as `taas validate` checks it), "
+        "then show its replicas, PROGRESS and ETA and every replica's log lines until it "
+        "Succeeded or Failed.",
+        epilog="exit status: 0 Succeeded, 1 Failed, 2 bad input or cluster access, 130 "
+        "interrupted (the job keeps running)",
+        formatter_class=raw,
+    )
+    submit.add_argument("file", metavar="JOB.yaml", help="one TFJob ('-' reads stdin)")
+    submit.add_argument("--detach", action="store_true", help="return once it is created")
+    _connection_arguments(submit)
+    submit.set_defaults(handler=_safely(_submit))
+
+    logs = subparsers.add_parser(
+        "logs",
+        help="a TFJob's replica logs",
+        description="Print the logs of every replica of a TFJob ([worker-1] prefixes), or of one.",
+        epilog="examples:\n  taas logs mnist -f\n  taas logs mnist --replica worker-1",
+        formatter_class=raw,
+    )
+    logs.add_argument("job", metavar="JOB")
+    logs.add_argument(
+        "-f", "--follow", action="store_true", help="follow until the job ends (waits for pods)"
+    )
+    logs.add_argument("--replica", metavar="R", help="one replica only, e.g. worker-1 or ps-0")
+    _connection_arguments(logs)
+    logs.set_defaults(handler=_safely(_logs))
+
+    get = subparsers.add_parser(
+        "get",
+        help="list TFJobs (or one) with STATE, PROGRESS and ETA",
+        description="The columns of `kubectl get tfjobs`: NAME STATE WORKERS PS PROGRESS ETA AGE.",
+    )
+    get.add_argument("job", metavar="JOB", nargs="?")
+    get.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace")
+    get.add_argument("-o", "--output", choices=["table", "yaml", "json"], default="table")
+    _connection_arguments(get)
+    get.set_defaults(handler=_safely(_get))
+
+    wait = subparsers.add_parser(
+        "wait",
+        help="wait until a TFJob Succeeded",
+        description="Print the job's state and progress as they change until it Succeeded (or "
+        "a --for condition is true).",
+        epilog="exit status: 0 the condition is true, 1 the job Failed (its message is printed) "
+        "or the timeout passed, 2 bad input or cluster access",
+        formatter_class=raw,
+    )
+    wait.add_argument("job", metavar="JOB")
+    wait.add_argument(
+        "--for",
+        dest="conditions",
+        action="append",
+        metavar="CONDITION",
+        choices=["Created", "Running", "Restarting", "Succeeded", "Failed", "Suspended"],
+        help="condition to wait for (repeatable; default Succeeded)",
+    )
+    wait.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after this long")
+    _connection_arguments(wait)
+    wait.set_defaults(handler=_safely(_wait), conditions=None)
+
+    delete = subparsers.add_parser("delete", help="delete a TFJob (its pods and services go too)")
+    delete.add_argument("job", metavar="JOB")
+    _connection_arguments(delete)
+    delete.set_defaults(handler=_safely(_delete))
