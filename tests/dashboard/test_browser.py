@@ -252,7 +252,12 @@ def test_local_run_page_streams_logs(page: Any, artifacts: Path, tmp_path: Path)
     """`taas run --dashboard`: the same page for a job on this machine, logs as they come."""
     expect = _expect()
     job = tmp_path / "job.yaml"
-    program = "import os, time\nfor i in range(40):\n    print(f'step {i} task {os.environ[\"TASK_INDEX\"]}', flush=True)\n    time.sleep(0.25)\n"
+    program = (
+        "import os, time\n"
+        "for i in range(40):\n"
+        "    print(f'step {i} task {os.environ[\"TASK_INDEX\"]}', flush=True)\n"
+        "    time.sleep(0.25)\n"
+    )
     job.write_text(
         textwrap.dedent(f"""\
         apiVersion: kubeflow.org/v1
