@@ -8,6 +8,8 @@ status written through the status subresource where a test needs one.
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
 import uuid
 from typing import Any
 
@@ -78,6 +80,7 @@ def test_streams_follow_changes(control_plane: ControlPlane, admin: Api, namespa
                 {"type": "Running", "status": "True", "reason": "TFJobRunning", "message": "r"},
             ],
             "replicaStatuses": {"Worker": {"active": 2}},
+            "progress": {"percent": 40, "percentText": "40%", "step": 40, "maxSteps": 100},
         }
         path = f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/gamma/status"
         admin.merge_patch(path, {"status": status})
@@ -87,6 +90,7 @@ def test_streams_follow_changes(control_plane: ControlPlane, admin: Api, namespa
         job = detail[1][1]["job"]
         assert job["state"] == "Running"
         assert job["replicas"]["Worker"]["active"] == 2
+        assert job["progress"]["percent"] == 40 and job["progress"]["maxSteps"] == 100
         timeline = [c["type"] for c in detail[1][1]["conditions"]]
         assert timeline == ["Created", "Running"]
         missing = sse_events(f"{url}api/jobs/{namespace}/nope/stream", 2)
@@ -191,3 +195,28 @@ def test_guards(control_plane: ControlPlane) -> None:
         assert rebound.status == 421
         info = call(url + "api/info").json
         assert info["mode"] == "cluster" and info["readOnly"] is False
+
+
+def test_cli_bad_input_exits_2(control_plane: ControlPlane, tmp_path: Any) -> None:
+    missing = subprocess.run(
+        ["taas", "dashboard", "--kubeconfig", str(tmp_path / "nope")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("error: ") and "does not exist" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = subprocess.run(
+            ["taas", "dashboard", "--kubeconfig", control_plane.kubeconfig, "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert busy.returncode == 2
+    assert f"--port {port}: cannot listen on 127.0.0.1:{port}" in busy.stderr
+    assert "fix: choose another --port" in busy.stderr
