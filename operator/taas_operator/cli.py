@@ -3,6 +3,7 @@
     taas run JOB.yaml        run a TFJob on this machine, one process per replica
     taas validate JOB.yaml   the checks `kubectl apply` makes, offline
     taas render JOB.yaml     the pods, services and NetworkPolicy the operator would create
+    taas dashboard [FLAGS]   a live web page of the cluster's TFJobs (flags: dashboard.flags)
     taas operator [FLAGS]    run the TFJob operator against a cluster (flags: controller.flags)
     taas submit | logs | get | wait | delete   TFJobs on a cluster (taas_operator.client)
 
@@ -67,7 +68,11 @@ def _run(args: argparse.Namespace) -> int:
         host_network=args.host_network,
         allow_oversubscribe=args.allow_oversubscribe,
     )
-    return run_jobs(jobs, options)
+    if args.dashboard is None:
+        return run_jobs(jobs, options)
+    from taas_operator.dashboard.local_run import run_with_dashboard
+
+    return run_with_dashboard(jobs, options, args.dashboard, args.dashboard_host, args.keep_serving)
 
 
 def add_run(subparsers: argparse._SubParsersAction) -> None:
@@ -110,6 +115,27 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="start the replicas even when they do not fit this machine's memory or CPUs "
         "(default: refuse with exit 2, saying what was measured)",
+    )
+    parser.add_argument(
+        "--dashboard",
+        nargs="?",
+        type=int,
+        const=0,
+        default=None,
+        metavar="PORT",
+        help="also serve the job page (the dashboard `taas dashboard` serves for a cluster) on "
+        "http://127.0.0.1:PORT/ while the job runs (no PORT: a free one; the URL is printed)",
+    )
+    parser.add_argument(
+        "--dashboard-host",
+        default="127.0.0.1",
+        metavar="ADDRESS",
+        help="address the page listens on (default 127.0.0.1: this machine only)",
+    )
+    parser.add_argument(
+        "--keep-serving",
+        action="store_true",
+        help="with --dashboard: keep serving the page after the run ends, until Ctrl-C",
     )
     parser.set_defaults(handler=_run)
 
@@ -199,12 +225,42 @@ def add_operator(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(handler=_operator)
 
 
+# -- dashboard -----------------------------------------------------------------------------------
+def _dashboard(args: argparse.Namespace) -> int:
+    from taas_operator.dashboard.main import run_dashboard
+
+    return run_dashboard(args)
+
+
+def add_dashboard(subparsers: argparse._SubParsersAction) -> None:
+    """`taas dashboard` (flags: taas_operator.dashboard.flags, which imports no aiohttp)."""
+    from taas_operator.dashboard.flags import add_arguments
+
+    parser = subparsers.add_parser(
+        "dashboard",
+        help="serve a live web page of the cluster's TFJobs (http://127.0.0.1:8765/)",
+        description="Serve the TaaS dashboard: every TFJob you may read, live (state, replicas, "
+        "progress and ETA), and one page per job (conditions, replicas, events, logs, loss "
+        "chart, YAML), with suspend, resume, delete and submit where your RBAC allows them. "
+        "It acts as the kubeconfig's user: nothing is shown or done that kubectl would refuse "
+        "you. It listens on 127.0.0.1 only unless told otherwise.",
+        epilog="examples:\n"
+        "  taas dashboard                          # then open http://127.0.0.1:8765/\n"
+        "  taas dashboard -n team-a -n team-b      # only these namespaces\n"
+        "  taas dashboard --context prod --read-only\n",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=_dashboard)
+
+
 #: Subcommands, in `taas --help` order. Add a subcommand here (e.g. `add_operator`, whose
 #: handler imports the controller lazily).
 COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     add_run,
     add_validate,
     add_render,
+    add_dashboard,
     add_operator,
     add_cluster_commands,
 ]

@@ -1,8 +1,10 @@
 """What people see during `taas run`: replica logs, a live replica table, notes and events.
 
-    Display(stream, color: bool, live: bool, logs_dir: str | None, prefix_job: bool)
+    Display(stream, color: bool, live: bool, logs_dir: str | None, prefix_job: bool,
+            observer: RunObserver | None)
         .line(job, pod, raw: bytes)   one log line of a replica: `[worker-0] ...`, coloured
         .note(text)                   a runner message: `taas: ...`
+        .event(job, event)            an engine event: `taas: Normal TFJobRunning: ...`
         .warn(text)                   a runner warning: `taas: warning: ...`
         .table(rows, header)          the replica table; redrawn in place on a TTY
         .close()
@@ -10,6 +12,7 @@
 On a TTY the table is a footer: it is erased, the new log lines are written above it, and it is
 drawn again, so logs scroll and the table stays at the bottom. Elsewhere (a pipe, CI) the table
 is printed as plain lines each time it changes. Thread-safe: replica log threads call `line`.
+An `observer` (`taas run --dashboard`) is handed every log line and event too.
 
     logs_dir(path) -> Path   # --logs-dir checked before anything starts: InputError naming it
 """
@@ -23,7 +26,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from taas_operator.api import TFJob
+from taas_operator.engine import Event
 from taas_operator.local.documents import InputError
+from taas_operator.local.observer import RunObserver
 
 _COLORS = ("36", "33", "35", "32", "34", "91", "96", "93", "95", "92", "94")
 _RESET = "\x1b[0m"
@@ -68,8 +74,10 @@ class Display:
         live: bool,
         logs_dir: str | None = None,
         prefix_job: bool = False,
+        observer: RunObserver | None = None,
     ) -> None:
         self.stream, self.color, self.live, self.prefix_job = stream, color, live, prefix_job
+        self.observer = observer
         self.logs_dir = Path(logs_dir) if logs_dir else None
         self._lock = threading.Lock()
         self._colors: dict[str, str] = {}
@@ -102,6 +110,8 @@ class Display:
     def line(self, job: str, pod: str, raw: bytes) -> None:
         """One output line of a replica: to the terminal (prefixed) and its log file."""
         text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        if self.observer is not None:
+            self.observer.line(job, pod, raw)
         with self._lock:
             if self.logs_dir is not None:
                 file = self._files.get(pod)
@@ -118,6 +128,12 @@ class Display:
         with self._lock:
             label = "\x1b[1mtaas:\x1b[0m" if self.color else "taas:"
             self._write(f"{label} {text}\n")
+
+    def event(self, job: TFJob, event: Event) -> None:
+        """An event the engine records on the job (in a cluster: a Kubernetes Event)."""
+        if self.observer is not None:
+            self.observer.event(job, event.type, event.reason, event.message)
+        self.note(f"{event.type} {event.reason}: {event.message}")
 
     def warn(self, text: str) -> None:
         """A warning of the runner: something runs differently than asked, or unprotected."""

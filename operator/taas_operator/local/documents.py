@@ -1,6 +1,7 @@
 """Read TFJob YAML files the way `kubectl apply -f` does, and render what the operator creates.
 
     load_tfjobs(path: str, namespace: str | None = None) -> list[TFJob]   # raises InputError
+    parse_tfjobs(text, source, namespace=None) -> list[TFJob]             # the same, from text
     render_objects(jobs, cluster_domain="", network_policy=True) -> str   # multi-doc YAML
 
 `path` is a file or `-` (stdin) holding one or more YAML documents. Each TFJob document is
@@ -107,6 +108,12 @@ def _set_namespace(doc: dict[str, Any], namespace: str | None, source: str) -> N
 def load_tfjobs(path: str, namespace: str | None = None) -> list[TFJob]:
     """Validated TFJobs of a file (or stdin); InputError on any problem."""
     text, source = read_text(path)
+    return parse_tfjobs(text, source, namespace)
+
+
+def parse_tfjobs(text: str, source: str, namespace: str | None = None) -> list[TFJob]:
+    """Validated TFJobs of YAML text (`source` names it in messages); InputError on any
+    problem. `taas validate` and the dashboard's submit form both check with this."""
     docs = load_documents(text, source)
     jobs: list[TFJob] = []
     names: set[tuple[str, str]] = set()

@@ -157,7 +157,7 @@ class JobRun:
         for manifest in plan.create_pods:
             self.start(manifest)
         for event in plan.events:
-            self.display.note(f"{event.type} {event.reason}: {event.message}")
+            self.display.event(self.job, event)
         self.requeue_at = plan.requeue_at
         self.dirty = bool(plan.status_changed or plan.create_pods or plan.delete_pods)
         if self.job.status.finished:

@@ -2,7 +2,7 @@
 
     RunOptions(logs_dir=None, color=True, table=True, host_network=False,
                allow_oversubscribe=False)
-    run_jobs(jobs: Sequence[TFJob], options: RunOptions) -> int     # the exit code
+    run_jobs(jobs: Sequence[TFJob], options: RunOptions, observer=None) -> int   # the exit code
 
 Before anything starts (InputError, exit 2, on any problem): the run must fit this machine
 (`local.fit`; `allow_oversubscribe` turns a misfit into a warning), --logs-dir must be writable,
@@ -13,7 +13,9 @@ and the replicas use the host network; `host_network` asks for that instead.
 
 Each job is a `local.job_run.JobRun` (its pods, its status, the engine's plans) with one free
 port on 127.0.0.1 per replica. The loop (every 0.1 s, main thread only) steps every job, redraws
-the table when something changed, and ends when every job is done.
+the table when something changed, and ends when every job is done. An `observer`
+(`local.observer.RunObserver`, e.g. `taas run --dashboard`'s page) is told of every change, log
+line and event.
 
 SIGINT, SIGTERM and SIGHUP stop every replica (SIGTERM, then SIGKILL after the grace period;
 a second signal kills at once) and the run ends as "stopped" with 128 + the signal number
@@ -42,6 +44,7 @@ from taas_operator.local.documents import InputError
 from taas_operator.local.fit import Machine, check_fit
 from taas_operator.local.job_run import JobRun
 from taas_operator.local.netns import NetworkUnavailable, PrivateNetwork
+from taas_operator.local.observer import RunObserver
 
 TICK_SECONDS = 0.1
 EXIT_SUCCEEDED, EXIT_FAILED = 0, 1
@@ -110,7 +113,12 @@ def _exit_code(runs: Sequence[JobRun], stopped: int | None) -> int:
     return EXIT_FAILED
 
 
-def run_jobs(jobs: Sequence[TFJob], options: RunOptions, stream: Any = None) -> int:
+def run_jobs(
+    jobs: Sequence[TFJob],
+    options: RunOptions,
+    stream: Any = None,
+    observer: RunObserver | None = None,
+) -> int:
     """Run `jobs` to completion (or until stopped); return the exit code."""
     out = stream or sys.stdout
     fit = check_fit(jobs, Machine.here())
@@ -128,6 +136,7 @@ def run_jobs(jobs: Sequence[TFJob], options: RunOptions, stream: Any = None) -> 
         live=live,
         logs_dir=options.logs_dir,
         prefix_job=len(jobs) > 1,
+        observer=observer,
     )
     if fit.problems:
         display.warn(f"{fit.misfit}; starting anyway (--allow-oversubscribe)")
@@ -139,11 +148,17 @@ def run_jobs(jobs: Sequence[TFJob], options: RunOptions, stream: Any = None) -> 
     width = shutil.get_terminal_size().columns
     stopped: int | None = None
     _private_networks(runs, options.host_network, display)
+    if observer is not None:
+        observer.started(runs)
     try:
         with _stop_signals() as received:
             while not all(r.done for r in runs) and not received:
                 now = datetime.now(UTC)
                 changed = [run.step(now) for run in runs]
+                if observer is not None:
+                    for run, moved in zip(runs, changed, strict=True):
+                        if moved:
+                            observer.changed(run)
                 if options.table and any(changed):
                     lines = _table(runs)
                     display.table([line[:width] for line in lines] if live else lines)
@@ -157,6 +172,8 @@ def run_jobs(jobs: Sequence[TFJob], options: RunOptions, stream: Any = None) -> 
                 while any(r.alive for r in runs) and len(received) < 2:
                     for run in runs:
                         _poll_only(run)
+                        if observer is not None:
+                            observer.changed(run)
                     time.sleep(TICK_SECONDS)
     finally:
         for run in runs:
@@ -167,6 +184,8 @@ def run_jobs(jobs: Sequence[TFJob], options: RunOptions, stream: Any = None) -> 
             if run.network is not None:
                 run.network.close()
             run.progress.close()
+        if observer is not None:
+            observer.finished(runs)
         display.final(_report(runs, stopped))
         display.close()
     return _exit_code(runs, stopped)

@@ -1,0 +1,197 @@
+"""The dashboard's asynchronous access to the apiserver: requests, watches and log streams over
+aiohttp, with the user's own kubeconfig identity.
+
+    api = KubeApi.load(kubeconfig=None, context=None)     # InputError on a broken kubeconfig
+    await api.request(method, path, params=..., body=..., content_type=...) -> (status, data)
+    async for event in api.watch(path, params): ...        # {"type": ..., "object": ...}
+    async for line in api.lines(path, params): ...         # a followed pod log
+    await api.close()
+
+Why not the TFJob client's blocking calls: a web server follows many streams at once (the jobs
+list, each open page's pods and events, a log per replica); aiohttp (already installed: kopf
+uses it) streams them all on one event loop, where blocking calls would hold a thread each. The
+kubeconfig is read by the TFJob client's `Connection` (`taas_operator.client.kube`, the official
+loader: contexts, client certificates, tokens, exec plugins), so the identity is exactly
+kubectl's, and every request is made as that user: the apiserver's RBAC decides what the page
+may show and do.
+
+Errors: `Unreachable` when the apiserver cannot be reached (the page says so and the callers
+retry); any other answer is returned with its status for the caller to judge.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+
+from taas_operator.local.documents import InputError
+
+#: A watch is re-opened at least this often (the apiserver also ends watches by itself).
+WATCH_SECONDS = 240
+
+
+class Unreachable(Exception):
+    """The apiserver did not answer (refused, reset, timed out)."""
+
+
+class KubeApi:
+    """Requests and streams as one kubeconfig user."""
+
+    def __init__(self, config: Any, context: str = "", user: str = "") -> None:
+        self.config, self.context_name, self.user = config, context, user
+        self.server = str(config.host).rstrip("/")
+        self.namespace = "default"
+        self.ssl = self._ssl_context(config)
+        self._session: aiohttp.ClientSession | None = None
+
+    @classmethod
+    def load(cls, kubeconfig: str | None = None, context: str | None = None) -> KubeApi:
+        """The identity the TFJob client finds, as kubectl does (--kubeconfig, $KUBECONFIG,
+        ~/.kube/config, else the pod's service account; --context or the current one)."""
+        from taas_operator.client.errors import ConfigError
+        from taas_operator.client.kube import Connection
+
+        try:
+            connection = Connection(kubeconfig, context)
+        except ConfigError as exc:
+            raise InputError(str(exc)) from None
+        api = cls(connection.configuration, connection.context)
+        api.namespace = connection.namespace
+        return api
+
+    async def who_am_i(self) -> str:
+        """The user name the apiserver sees (SelfSubjectReview), "" when it cannot say."""
+        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+        path = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+        try:
+            status, data = await self.request("POST", path, body=review)
+        except Unreachable:
+            return ""
+        if status != 201 or not isinstance(data, dict):
+            return ""
+        self.user = str(((data.get("status") or {}).get("userInfo") or {}).get("username", ""))
+        return self.user
+
+    @staticmethod
+    def _ssl_context(config: Any) -> ssl.SSLContext:
+        context = ssl.create_default_context(cafile=config.ssl_ca_cert or None)
+        if not config.verify_ssl:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if config.cert_file:
+            context.load_cert_chain(config.cert_file, config.key_file)
+        return context
+
+    def _headers(self, content_type: str = "application/json") -> dict[str, str]:
+        headers = {"Accept": "application/json", "Content-Type": content_type}
+        # Also runs the loader's refresh hook (rotated service-account tokens, exec plugins).
+        token = self.config.get_api_key_with_prefix("BearerToken", alias="authorization")
+        if token:
+            headers["Authorization"] = str(token)
+        return headers
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=self.ssl, limit=200)
+            )
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+    ) -> tuple[int, Any]:
+        """One call; (status, decoded JSON or text). Raises Unreachable."""
+        data = None if body is None else json.dumps(body)
+        try:
+            async with self._client().request(
+                method,
+                self.server + path,
+                params=params,
+                data=data,
+                headers=self._headers(content_type),
+                timeout=aiohttp.ClientTimeout(total=30, connect=5),
+            ) as response:
+                text = await response.text()
+                try:
+                    return response.status, json.loads(text) if text else None
+                except ValueError:
+                    return response.status, text
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise Unreachable(_why(exc)) from None
+
+    async def watch(self, path: str, params: dict[str, str]) -> AsyncIterator[dict[str, Any]]:
+        """The watch events of `path` until the server ends the watch. A refused watch yields
+        one {"type": "ERROR", "object": Status}. Raises Unreachable."""
+        query = {**params, "watch": "1", "timeoutSeconds": str(WATCH_SECONDS)}
+        query["allowWatchBookmarks"] = "true"
+        async for line, status in self._stream(path, query, WATCH_SECONDS + 30):
+            if status != 200:
+                yield {"type": "ERROR", "object": _status_object(status, line)}
+                return
+            if line.strip():
+                yield json.loads(line)
+
+    async def lines(self, path: str, params: dict[str, str]) -> AsyncIterator[str]:
+        """A text stream (a followed log), line by line. A refusal raises StreamRefused."""
+        async for line, status in self._stream(path, params, None):
+            if status != 200:
+                raise StreamRefused(status, _status_object(status, line).get("message", line))
+            yield line
+
+    async def _stream(
+        self, path: str, params: dict[str, str], seconds: float | None
+    ) -> AsyncIterator[tuple[str, int]]:
+        try:
+            async with self._client().get(
+                self.server + path,
+                params=params,
+                headers=self._headers(),
+                timeout=aiohttp.ClientTimeout(total=seconds, connect=5, sock_read=None),
+            ) as response:
+                if response.status != 200:
+                    yield await response.text(), response.status
+                    return
+                while True:
+                    raw = await response.content.readline()
+                    if not raw:
+                        return
+                    yield raw.decode("utf-8", errors="replace").rstrip("\r\n"), 200
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise Unreachable(_why(exc)) from None
+
+
+class StreamRefused(Exception):
+    """A stream the apiserver answered with an error (e.g. a log of a pod not started)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def _status_object(status: int, text: str) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and data.get("kind") == "Status":
+        return data
+    return {"kind": "Status", "code": status, "message": text.strip()[:500]}
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.split(" [")[0] if "Cannot connect" in text else text
