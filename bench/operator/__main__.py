@@ -1,8 +1,10 @@
 """`python -m bench.operator`: run the operator benchmark and print the table.
 
-    python -m bench.operator                 # full: (a) 1x64, (b) 200x4, (c) 1,000 idle
-    python -m bench.operator --quick         # CI-sized: 1x16, 20x4, 100 idle
+    python -m bench.operator                 # full: (a) 1x64, (b) 200x4, (c) 1,000 idle,
+                                             #       (d) restart among 5,000
+    python -m bench.operator --quick         # CI-sized: 1x16, 20x4, 100 idle, restart among 500
     python -m bench.operator --workloads b --controllers taas,floor --json out.json
+    python -m bench.operator --workloads c --controllers taas --profile prof/   # py-spy
 
 Each (workload, controller) pair gets its own fresh etcd + kube-apiserver; controllers run in
 turn for each workload so noise spreads evenly. Exit 0 when every run finished (slow or not),
@@ -21,7 +23,9 @@ from pathlib import Path
 
 from bench.operator.controllers import CONTROLLERS
 from bench.operator.measure import RunResult, run_one
+from bench.operator.profiler import py_spy, summarize
 from bench.operator.report import breakdown, table
+from bench.operator.restart import run_restart
 from bench.operator.workloads import WORKLOADS_FULL, WORKLOADS_QUICK
 
 
@@ -42,14 +46,22 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--quick", action="store_true", help="CI-sized workloads")
-    parser.add_argument("--workloads", default="a,b,c", help="subset of a,b,c (default all)")
+    parser.add_argument("--workloads", default="a,b,c,d", help="subset of a,b,c,d (default all)")
     parser.add_argument(
-        "--controllers", default="taas,kubeflow,floor", help="subset of taas,kubeflow,floor"
+        "--controllers",
+        default=",".join(CONTROLLERS),
+        help=f"subset of {','.join(CONTROLLERS)} (default all)",
     )
     parser.add_argument("--json", metavar="FILE", help="also write every figure as JSON")
     parser.add_argument("--workdir", metavar="DIR", help="logs and control planes (default tmp)")
     parser.add_argument(
         "--keep-files", action="store_true", help="keep etcd data and audit logs in the workdir"
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="py-spy the Python controllers (TaaS, floor) during each measured run: collapsed "
+        "stacks in DIR/<workload>-<controller>.collapsed, a summary printed after the table",
     )
     args = parser.parse_args(argv)
     catalogue = WORKLOADS_QUICK if args.quick else WORKLOADS_FULL
@@ -58,17 +70,27 @@ def main(argv: list[str] | None = None) -> int:
         controller_names = _csv(args.controllers, dict(CONTROLLERS), "--controllers")
     except argparse.ArgumentTypeError as err:
         parser.error(str(err))
+    if args.profile and py_spy() is None:
+        parser.error("--profile needs py-spy: pip install py-spy")
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="taas-bench-operator-"))
     print(f"[bench] work dir {workdir}", file=sys.stderr, flush=True)
 
     results: list[RunResult] = []
+    profiles: list[Path] = []
     for key in workload_keys:
         workload = catalogue[key]
         for name in controller_names:
+            if workload.restart and not CONTROLLERS[name].restartable:
+                continue
             started = time.monotonic()
             print(f"[bench] ({key}) {workload.title}: {name} ...", file=sys.stderr, flush=True)
-            result = run_one(
-                CONTROLLERS[name], workload, workdir / f"{key}-{name}", args.keep_files
+            profile = None
+            if args.profile and CONTROLLERS[name].python:
+                profile = Path(args.profile) / f"{key}-{name}.collapsed"
+                profiles.append(profile)
+            runner = run_restart if workload.restart else run_one
+            result = runner(
+                CONTROLLERS[name], workload, workdir / f"{key}-{name}", args.keep_files, profile
             )
             state = "BROKEN" if result.broken else f"{result.complete_jobs}/{result.jobs} jobs"
             print(
@@ -84,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
     print(table(results, workloads))
     print()
     print(breakdown(results))
+    for profile in profiles:
+        print()
+        print(summarize(profile) if profile.exists() else f"{profile}: not written")
     if args.json:
         Path(args.json).write_text(json.dumps([r.model_dump() for r in results], indent=2))
     return 1 if any(r.broken for r in results) else 0
