@@ -15,10 +15,10 @@ import pytest
 
 from taas_operator.cli import main as taas_main
 from taas_operator.controller import workqueue
-from taas_operator.controller.events import CREATE, DELETE, Done, grouped
+from taas_operator.controller.events import CREATE, DELETE, Done, pass_events
 from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
 from taas_operator.controller.handlers import CHILD_SELECTOR, kopf_settings
-from taas_operator.controller.kube import POD, SERVICE
+from taas_operator.controller.kube import POD, POLICY, SERVICE
 from taas_operator.controller.workqueue import WorkQueue
 from taas_operator.engine import Event, backoff_delay
 from taas_operator.settings import OperatorSettings
@@ -227,31 +227,44 @@ def test_running_passes_are_capped_and_served_in_request_order() -> None:
     assert most == 2
 
 
-def test_creations_of_one_kind_make_one_event_naming_them() -> None:
-    """Per pass: one Normal event per verb and kind, capped under Kubernetes' 1024 characters;
-    the engine's and the failed calls' events pass through as they are."""
+def test_a_pass_makes_one_event_naming_what_it_did() -> None:
+    """The objects a pass changed are named in its first Normal lifecycle event (capped under
+    Kubernetes' 1024 characters); Warnings, the engine's and failed calls', stay apart."""
     names = [f"job-worker-{i}" for i in range(200)]
+    created = Event(type="Normal", reason="TFJobCreated", message="TFJob job is created.")
     restart = Event(type="Warning", reason="TFJobRestarting", message="restarting")
-    events = grouped(
-        [
-            *(Done(CREATE, POD, name) for name in names),
-            Done(DELETE, SERVICE, "job-ps-0"),
-            restart,
-            Done(CREATE, POD, "job-ps-0"),
-        ]
-    )
-    assert [e.reason for e in events] == [
-        "SuccessfulCreatePod",
-        "SuccessfulDeleteService",
-        "TFJobRestarting",
+    failure = Event(type="Warning", reason="FailedCreateService", message="Error creating ...")
+    done = [
+        *(Done(CREATE, POD, name) for name in names),
+        Done(DELETE, SERVICE, "job-ps-0"),
+        Done(CREATE, POD, "job-ps-0"),
+        Done(CREATE, POLICY, "job"),
     ]
-    created = events[0].message
-    assert created.startswith("Created 201 pods: job-worker-0, job-worker-1, ")
-    assert len(created) <= 1000 and created.endswith(" more)")
-    shown = created.split(": ", 1)[1].split(" (and ")[0].split(", ")
-    assert created.endswith(f"(and {201 - len(shown)} more)")
-    assert events[1].message == "Deleted service: job-ps-0"
-    assert events[2] is restart
+    events = pass_events(done, [failure], [restart, created])
+    assert events[0] is restart and events[2] is failure and len(events) == 3
+    merged = events[1]
+    assert (merged.type, merged.reason) == ("Normal", "TFJobCreated")
+    assert len(merged.message) <= 1000
+    head, pods, services, policy = merged.message.split(". ")
+    assert head == "TFJob job is created"
+    assert pods.startswith("Created 201 pods: job-worker-0, job-worker-1, ")
+    shown = pods.split(": ", 1)[1].split(" (and ")[0].split(", ")
+    assert pods.endswith(f"(and {201 - len(shown)} more)") and len(shown) > 5
+    assert services == "Deleted service: job-ps-0"
+    assert policy == "Created policy: job"
+
+
+def test_a_pass_without_a_transition_makes_one_event_of_its_objects() -> None:
+    """Kubeflow's reason for one kind (SuccessfulCreatePod), Kubernetes' for several kinds."""
+    one = pass_events([Done(CREATE, POD, "job-worker-1")], [], [])
+    assert [(e.reason, e.message) for e in one] == [
+        ("SuccessfulCreatePod", "Created pod: job-worker-1")
+    ]
+    both = pass_events([Done(CREATE, POD, "a"), Done(CREATE, SERVICE, "a")], [], [])
+    assert [(e.reason, e.message) for e in both] == [
+        ("SuccessfulCreate", "Created pod: a. Created service: a")
+    ]
+    assert pass_events([], [], []) == []
 
 
 def test_backoff_doubles_up_to_its_cap() -> None:

@@ -30,7 +30,6 @@ from taas_operator.controller.events import (
     UPDATE,
     Done,
     failed,
-    grouped,
     kind_title,
     log_api_error,
     noun,
@@ -64,20 +63,22 @@ _Outcome = Done | Event | _Taken | None
 
 @dataclass
 class Applied:
-    """What `Actions.apply` did: the events to post (grouped), and whether a name was taken."""
+    """What `Actions.apply` did: the objects changed, the Warnings of the calls that failed,
+    and whether a name was taken."""
 
-    events: list[Event] = field(default_factory=list)
+    done: list[Done] = field(default_factory=list)
+    problems: list[Event] = field(default_factory=list)
     name_taken: bool = False
 
     @property
     def errors(self) -> list[str]:
         """Messages of the calls that failed (the pass is retried)."""
-        return [e.message for e in self.events if e.type == "Warning"]
+        return [e.message for e in self.problems]
 
     @property
     def invalid(self) -> list[str]:
         """Messages of the objects the apiserver refused: a permanent error of the spec."""
-        return [e.message for e in self.events if e.reason.startswith("Invalid")]
+        return [e.message for e in self.problems if e.reason.startswith("Invalid")]
 
 
 class Actions:
@@ -108,7 +109,8 @@ class Actions:
             calls.append(self._sync_policy(job, policies))
         outcomes = await asyncio.gather(*calls)
         return Applied(
-            events=grouped([o for o in outcomes if isinstance(o, Done | Event)]),
+            done=[o for o in outcomes if isinstance(o, Done)],
+            problems=[o for o in outcomes if isinstance(o, Event)],
             name_taken=any(isinstance(o, _Taken) for o in outcomes),
         )
 

@@ -16,7 +16,8 @@ A pass (level-triggered, idempotent; the rules are `taas_operator.engine.lifecyc
    creating makes the next pass list;
 4. `engine.plan_job` -> Plan; the status written FIRST (`status.StatusWriter`: a Conflict reads
    the job again and repeats the pass), then deletions and creations concurrently
-   (`actions.Actions`), then the plan's events (`events.EventRecorder`), then the TTL deletion;
+   (`actions.Actions`), then the pass's events (`events.pass_events`: one Normal event naming
+   what it did, Warnings apart), then the TTL deletion;
 5. the plan's `requeue_at` is returned, so the work queue wakes the job exactly then.
 Failed API calls become Warning events (once per distinct error) and a `PassError`, so the
 work queue retries with backoff; 403s name the missing verb and resource.
@@ -38,7 +39,7 @@ from taas_operator.api.constants import REASON_INVALID_SPEC
 from taas_operator.api.models import TFJob
 from taas_operator.controller.actions import Actions
 from taas_operator.controller.echoes import Echoes
-from taas_operator.controller.events import EventRecorder
+from taas_operator.controller.events import EventRecorder, pass_events
 from taas_operator.controller.jobcache import JobCache, JobKey
 from taas_operator.controller.kube import POD, POLICY, SERVICE, KubeClient
 from taas_operator.controller.pruning import PrunedRecreations
@@ -147,11 +148,11 @@ class JobPass:
             body = stored
             self.pruned.check(key, job.metadata.uid or "", written, body)
         applied = await self.actions.apply(job, plan, policies)
-        await self.recorder.post(key, body, applied.events)
+        events = pass_events(applied.done, applied.problems, plan.events)
+        await self.recorder.post(key, body, events)
         if applied.name_taken and not listed:  # look at what is there
             self._must_list.add(key)
             self.request(key)
-        await self.recorder.post(key, body, plan.events)
         if applied.invalid:  # a permanent error: retrying would fail the same way forever
             await self._reject(key, self.cache.get(key) or body, "; ".join(applied.invalid))
             return None

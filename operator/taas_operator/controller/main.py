@@ -51,20 +51,17 @@ def run(settings: OperatorSettings, kubeconfig: str | None = None) -> int:
     logging.getLogger("taas_operator.controller").info(
         "TaaS operator starting: server %s, watching %s, %s", kube.config.host, scope, mode
     )
-    try:
-        kopf.run(
-            registry=build_registry(controller),
-            settings=kopf_config,
-            standalone=not settings.peering,
-            peering_name=settings.peering or None,
-            clusterwide=not settings.namespaces,
-            namespaces=settings.namespaces,
-            liveness_endpoint=(
-                f"http://0.0.0.0:{settings.health_port}/healthz" if settings.health_port else None
-            ),
-        )
-    finally:
-        kube.close()
+    kopf.run(
+        registry=build_registry(controller),
+        settings=kopf_config,
+        standalone=not settings.peering,
+        peering_name=settings.peering or None,
+        clusterwide=not settings.namespaces,
+        namespaces=settings.namespaces,
+        liveness_endpoint=(
+            f"http://0.0.0.0:{settings.health_port}/healthz" if settings.health_port else None
+        ),
+    )
     return 0
 
 

@@ -80,8 +80,9 @@ class Controller:
         self.queue.request(key)
 
     async def close(self) -> None:
-        """Stop the work queue (timers and running passes)."""
+        """Stop the work queue (timers and running passes), then close the API connections."""
         await self.queue.close()
+        await self.kube.close()
 
     def _gone(self, key: JobKey) -> None:
         self.jobs.forget(key)
