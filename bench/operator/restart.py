@@ -19,6 +19,7 @@ The floor has no restart story (it would create every object again) and is not r
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, cast
@@ -49,6 +50,15 @@ from taas_operator.engine import BuildOptions, desired_pods, desired_services
 CATCH_UP_POLL_S = 10.0
 
 
+def _create(create: Callable[..., Any], namespace: str, manifest: dict[str, Any]) -> None:
+    """Create; an object already there is fine (the running controller was quicker)."""
+    try:
+        create(namespace, manifest)
+    except client.ApiException as err:
+        if err.status != 409:
+            raise
+
+
 def prepopulate(api: client.ApiClient, namespace: str, workload: Workload) -> None:
     """Create every TFJob of the workload and, owned by it, its pods and services."""
     custom = client.CustomObjectsApi(api)
@@ -62,9 +72,9 @@ def prepopulate(api: client.ApiClient, namespace: str, workload: Workload) -> No
         )
         job = parse_tfjob(cast(dict[str, Any], stored))
         for pod in desired_pods(job, options):
-            core.create_namespaced_pod(namespace, cast(Any, pod))
+            _create(core.create_namespaced_pod, namespace, pod)
         for service in desired_services(job):
-            core.create_namespaced_service(namespace, cast(Any, service))
+            _create(core.create_namespaced_service, namespace, service)
 
     with ThreadPoolExecutor(CREATE_THREADS) as pool:
         for future in [pool.submit(make, name) for name in workload.job_names()]:

@@ -271,3 +271,52 @@ def test_backoff_doubles_up_to_its_cap() -> None:
     """One formula for the work queue (1 s to 5 min) and the local kubelet (1 s to 10 s)."""
     assert [backoff_delay(n, 1.0, 10.0) for n in range(1, 7)] == [1, 2, 4, 8, 10, 10]
     assert backoff_delay(10, workqueue.BACKOFF_START, workqueue.BACKOFF_MAX) == 300
+
+
+def test_only_watch_event_and_index_handlers_so_no_diff_base_is_needed() -> None:
+    """kopf's diff base is off (`NoDiffBase`): safe only while TaaS registers no change
+    handlers (on.create/update/delete/resume/field) and no daemons or timers."""
+    import kubernetes.client
+
+    from taas_operator.controller.handlers import NoDiffBase, build_registry
+    from taas_operator.controller.kube import KubeClient
+    from taas_operator.controller.triggers import Controller
+
+    registry = build_registry(
+        Controller(OperatorSettings(), KubeClient(kubernetes.client.Configuration()))
+    )
+    assert registry._changing.get_all_handlers() == []
+    assert registry._spawning.get_all_handlers() == []
+    assert registry._watching.get_all_handlers() and registry._indexing.get_all_handlers()
+    assert isinstance(kopf_settings(OperatorSettings()).persistence.diffbase_storage, NoDiffBase)
+
+
+def test_background_passes_wait_for_every_other() -> None:
+    """A restart re-checks every listed job in the background lane: a new job requested
+    meanwhile (and a listed job that gets a real event) is served before the rest."""
+
+    async def scenario() -> list[Hashable]:
+        started: list[Hashable] = []
+        gate = asyncio.Event()
+
+        async def run_pass(key: Hashable) -> datetime | None:
+            started.append(key)
+            await gate.wait()
+            return None
+
+        queue = WorkQueue(run_pass, max_running=1)
+        for key in range(5):
+            queue.request(key, background=True)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        queue.request("new")  # a new job
+        await asyncio.sleep(0)  # (events come one loop turn apart)
+        queue.request(3)  # a listed job that changed: to the front lane
+        queue.request(4, background=True)  # still background
+        gate.set()
+        for _ in range(50):
+            await asyncio.sleep(0)
+        await queue.close()
+        return started
+
+    assert asyncio.run(scenario()) == [0, "new", 3, 1, 2, 4]

@@ -1,7 +1,7 @@
 """Carrying out a Plan's object changes: pods, services, the job's NetworkPolicy, the TTL delete.
 
     actions = Actions(kube, echoes, request, network_policy=True, extra_namespaces=())
-    await actions.apply(job, plan, policies) -> Applied     # deletions and creations at once
+    await actions.apply(job, plan, policies) -> Applied     # policies: name -> spec existing
     await actions.delete_job(job) -> bool                   # ttlSecondsAfterFinished passed
 
 `apply` deletes `plan.delete_pods`/`delete_services` and creates `plan.create_pods`/
@@ -96,7 +96,7 @@ class Actions:
         self.kube, self.echoes, self.request = kube, echoes, request
         self.network_policy, self.extra_namespaces = network_policy, tuple(extra_namespaces)
 
-    async def apply(self, job: TFJob, plan: Plan, policies: list[dict[str, Any]]) -> Applied:
+    async def apply(self, job: TFJob, plan: Plan, policies: dict[str, dict[str, Any]]) -> Applied:
         """Deletions and creations of `plan`, concurrently (and the NetworkPolicy)."""
         ns = job.namespace
         calls = [
@@ -152,13 +152,14 @@ class Actions:
             return failed(DELETE, kind, name, err)
         return Done(DELETE, kind, name) if gone else None
 
-    async def _sync_policy(self, job: TFJob, policies: list[dict[str, Any]]) -> _Outcome:
-        """Create the job's NetworkPolicy, or put its spec back if someone changed it."""
+    async def _sync_policy(self, job: TFJob, policies: dict[str, dict[str, Any]]) -> _Outcome:
+        """Create the job's NetworkPolicy, or put its spec back if someone changed it
+        (`policies`: the job's policies that exist, name -> spec)."""
         desired = desired_network_policy(job, self.extra_namespaces)
-        current = next((p for p in policies if p["metadata"]["name"] == job.name), None)
+        current = policies.get(job.name)
         if current is None:
             return await self._create(POLICY, job, desired)
-        if current.get("spec") == desired["spec"]:
+        if current == desired["spec"]:
             return None
         try:
             await self.kube.replace_spec(POLICY, job.namespace, job.name, desired["spec"])

@@ -6,6 +6,7 @@
     await client.replace_job_status(job, status) -> dict     # PUT, resourceVersion-checked
     await client.delete_job(ns, name, uid)
     await client.list(kind, ns, labels) -> list[dict]                 # kind: POD, SERVICE, POLICY
+    await client.list_all(kind, ns, selector) -> (list[dict], list resourceVersion)
     await client.create(kind, ns, manifest) -> dict | None            # None: it already existed
     await client.delete(kind, ns, name) -> bool                       # False: it was already gone
     await client.replace_spec(kind, ns, name, spec)                   # JSON patch of /spec
@@ -62,6 +63,8 @@ POD = Kind("", "v1", "pods")
 SERVICE = Kind("", "v1", "services")
 POLICY = Kind("networking.k8s.io", "v1", "networkpolicies")
 EVENT = Kind("", "v1", "events")
+CHILD_KINDS = {kind.plural: kind for kind in (POD, SERVICE, POLICY)}
+Objects = list[dict[str, Any]]
 
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
@@ -237,6 +240,16 @@ class KubeClient:
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
         _, data = await self._request("GET", kind, namespace, query={"labelSelector": selector})
         return list(data.get("items") or [])
+
+    async def list_all(self, kind: Kind, namespace: str, selector: str) -> tuple[Objects, int]:
+        """Objects of `kind` in `namespace` matching the label `selector`, and the list's
+        resourceVersion (0 when not a number)."""
+        _, data = await self._request("GET", kind, namespace, query={"labelSelector": selector})
+        try:
+            version = int((data.get("metadata") or {}).get("resourceVersion") or 0)
+        except ValueError:
+            version = 0
+        return list(data.get("items") or []), version
 
     async def create(
         self, kind: Kind, namespace: str, manifest: dict[str, Any]
