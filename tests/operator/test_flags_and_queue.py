@@ -273,7 +273,7 @@ def test_backoff_doubles_up_to_its_cap() -> None:
     assert backoff_delay(10, workqueue.BACKOFF_START, workqueue.BACKOFF_MAX) == 300
 
 
-def test_only_watch_event_and_index_handlers_so_no_diff_base_is_needed() -> None:
+def test_only_watch_event_handlers_so_no_diff_base_is_needed() -> None:
     """kopf's diff base is off (`NoDiffBase`): safe only while TaaS registers no change
     handlers (on.create/update/delete/resume/field) and no daemons or timers."""
     import kubernetes.client
@@ -287,7 +287,7 @@ def test_only_watch_event_and_index_handlers_so_no_diff_base_is_needed() -> None
     )
     assert registry._changing.get_all_handlers() == []
     assert registry._spawning.get_all_handlers() == []
-    assert registry._watching.get_all_handlers() and registry._indexing.get_all_handlers()
+    assert registry._watching.get_all_handlers()
     assert isinstance(kopf_settings(OperatorSettings()).persistence.diffbase_storage, NoDiffBase)
 
 

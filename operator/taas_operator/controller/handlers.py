@@ -73,14 +73,6 @@ def build_registry(controller: Controller) -> kopf.OperatorRegistry:
 
     children = [*_CHILDREN, _POLICIES] if controller.settings.network_policy else _CHILDREN
     for group, version, plural in children:
-        # An index handler that stores nothing in kopf: it fills the Controller's child cache,
-        # and kopf calls no other handler before every indexed kind is listed and indexed, so
-        # no pass runs on a half-filled cache (`children.ChildCache`).
-        @kopf.index(
-            group, version, plural, id=f"{plural}-cache", labels=_CHILD_LABELS, registry=registry
-        )
-        async def child_cache(body: kopf.Body, resource: kopf.Resource, **_: Any) -> None:
-            controller.child_listed(resource.plural, body)
 
         @kopf.on.event(
             group, version, plural, id=f"{plural}-event", labels=_CHILD_LABELS, registry=registry
@@ -88,9 +80,9 @@ def build_registry(controller: Controller) -> kopf.OperatorRegistry:
         async def child_event(event: kopf.RawEvent, resource: kopf.Resource, **_: Any) -> None:
             on_child_event(controller, event, resource.plural)
 
-    @kopf.on.startup(id="taas-audits", registry=registry)
+    @kopf.on.startup(id="taas-children", registry=registry)
     async def startup(**_: Any) -> None:
-        controller.start()
+        await controller.start()  # before kopf starts any watch: the child cache (`children`)
 
     @kopf.on.probe(id="jobs", registry=registry)
     def cached_jobs(**_: Any) -> int:

@@ -6,7 +6,7 @@
     await client.replace_job_status(job, status) -> dict     # PUT, resourceVersion-checked
     await client.delete_job(ns, name, uid)
     await client.list(kind, ns, labels) -> list[dict]                 # kind: POD, SERVICE, POLICY
-    await client.list_all(kind, ns, selector) -> (list[dict], list resourceVersion)
+    async for items, rv in client.list_pages(kind, ns, selector): ...  # ns "": every namespace
     await client.create(kind, ns, manifest) -> dict | None            # None: it already existed
     await client.delete(kind, ns, name) -> bool                       # False: it was already gone
     await client.replace_spec(kind, ns, name, spec)                   # JSON patch of /spec
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import socket
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -49,8 +50,11 @@ class Kind:
     plural: str
 
     def path(self, namespace: str, name: str = "", sub: str = "") -> str:
+        """The URL path; every namespace when `namespace` is empty (a cluster-wide list)."""
         base = "/api/v1" if not self.group else f"/apis/{self.group}/{self.version}"
-        path = f"{base}/namespaces/{namespace}/{self.plural}"
+        path = (
+            f"{base}/namespaces/{namespace}/{self.plural}" if namespace else f"{base}/{self.plural}"
+        )
         return path + (f"/{name}" if name else "") + (f"/{sub}" if sub else "")
 
     def rbac_name(self, sub: str = "") -> str:
@@ -65,6 +69,8 @@ POLICY = Kind("networking.k8s.io", "v1", "networkpolicies")
 EVENT = Kind("", "v1", "events")
 CHILD_KINDS = {kind.plural: kind for kind in (POD, SERVICE, POLICY)}
 Objects = list[dict[str, Any]]
+#: Objects per page of a large LIST (the apiserver's snapshot stays consistent across pages).
+LIST_PAGE = 500
 
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
@@ -78,9 +84,8 @@ class ApiError(Exception):
         self.status, self.verb, self.kind, self.namespace = status, verb, kind, namespace
         self.resource = kind.rbac_name(sub)
         self.server_message = message
-        super().__init__(
-            f"HTTP {status} on {verb} {self.resource} in namespace {namespace}: {message}"
-        )
+        self.where = f"in namespace {namespace}" if namespace else "in every namespace"
+        super().__init__(f"HTTP {status} on {verb} {self.resource} {self.where}: {message}")
 
 
 class Conflict(ApiError):
@@ -92,8 +97,8 @@ class Forbidden(ApiError):
 
     def __str__(self) -> str:
         return (
-            f"forbidden: the operator may not {self.verb} {self.resource} in namespace "
-            f"{self.namespace}; grant the verb {self.verb!r} on {self.resource} in the "
+            f"forbidden: the operator may not {self.verb} {self.resource} {self.where}; "
+            f"grant the verb {self.verb!r} on {self.resource} in the "
             f"operator's Role/ClusterRole (server said: {self.server_message})"
         )
 
@@ -241,15 +246,24 @@ class KubeClient:
         _, data = await self._request("GET", kind, namespace, query={"labelSelector": selector})
         return list(data.get("items") or [])
 
-    async def list_all(self, kind: Kind, namespace: str, selector: str) -> tuple[Objects, int]:
-        """Objects of `kind` in `namespace` matching the label `selector`, and the list's
-        resourceVersion (0 when not a number)."""
-        _, data = await self._request("GET", kind, namespace, query={"labelSelector": selector})
-        try:
-            version = int((data.get("metadata") or {}).get("resourceVersion") or 0)
-        except ValueError:
-            version = 0
-        return list(data.get("items") or []), version
+    async def list_pages(
+        self, kind: Kind, namespace: str, selector: str, limit: int = LIST_PAGE
+    ) -> AsyncIterator[tuple[Objects, int]]:
+        """Objects of `kind` matching the label `selector` in `namespace` (every namespace when
+        empty), `limit` at a time, each page with the list's resourceVersion (0 when not a
+        number): one consistent snapshot, without holding it all in memory at once."""
+        query = {"labelSelector": selector, "limit": str(limit)}
+        while True:
+            _, data = await self._request("GET", kind, namespace, query=query)
+            meta = data.get("metadata") or {}
+            try:
+                version = int(meta.get("resourceVersion") or 0)
+            except ValueError:
+                version = 0
+            yield list(data.get("items") or []), version
+            if not meta.get("continue"):
+                return
+            query = {**query, "continue": str(meta["continue"])}
 
     async def create(
         self, kind: Kind, namespace: str, manifest: dict[str, Any]

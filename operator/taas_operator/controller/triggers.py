@@ -3,9 +3,8 @@
     controller = Controller(settings: OperatorSettings, kube: KubeClient)
     controller.job_seen(body, event_type)        # a TFJob watch event (ADDED/MODIFIED/listing)
     controller.job_gone(namespace, name)         # a TFJob DELETED event
-    controller.child_listed(plural, body)        # kopf's index hook: a child listed/added/changed
+    await controller.start()                     # kopf startup: LIST the children (ChildSync)
     controller.child_seen(plural, event_type, body)   # a child's watch event (deletions too)
-    controller.start()                           # in the loop: arm the periodic child audit
     len(controller.jobs)                         # TFJobs cached (the liveness probe shows it)
     await controller.close()
 
@@ -20,27 +19,22 @@ among thousands of jobs re-checks them all, but serves a new job first.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Coroutine, Hashable, Mapping
+from collections.abc import Hashable, Mapping
 from datetime import datetime
 from typing import Any
 
 from taas_operator.api.constants import LABEL_JOB_NAME, PLURAL
-from taas_operator.controller.children import CHILD_SELECTOR, ChildCache
+from taas_operator.controller.children import ChildCache
+from taas_operator.controller.childsync import ChildSync
 from taas_operator.controller.echoes import Echoes
 from taas_operator.controller.jobcache import JobCache, JobKey, job_key
 from taas_operator.controller.jobpass import JobPass
-from taas_operator.controller.kube import CHILD_KINDS, KubeClient
+from taas_operator.controller.kube import POD, POLICY, SERVICE, KubeClient
 from taas_operator.controller.workqueue import WorkQueue
 from taas_operator.settings import OperatorSettings
 
 logger = logging.getLogger("taas_operator.controller")
-#: A re-list is over when no unchanged child came again for this long; then one LIST checks it.
-AUDIT_QUIET_S = 2.0
-AUDIT_RETRY_S = 10.0
-#: Every this often, each kind and namespace cached is audited anyway (see `children`).
-AUDIT_PERIOD_S = 900.0
 
 
 class Controller:
@@ -51,13 +45,12 @@ class Controller:
         self.jobs = JobCache()
         self.children = ChildCache()
         self._echoes = Echoes()
-        self._audits: dict[tuple[str, str], asyncio.TimerHandle] = {}
-        self._periodic: asyncio.TimerHandle | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
         self.queue = WorkQueue(self._run_pass, max_running=settings.passes_at_once)
         self.passes = JobPass(
             settings, kube, self.jobs, self.children, self._echoes, self.queue.request, self._gone
         )
+        kinds = [POD.plural, SERVICE.plural] + ([POLICY.plural] if settings.network_policy else [])
+        self.sync = ChildSync(self.children, kube, kinds, settings.namespaces, self.queue.request)
 
     def job_seen(self, body: dict[str, Any], event_type: str | None = None) -> None:
         """A TFJob was listed, added or modified: cache the newest version and pass over it.
@@ -79,16 +72,6 @@ class Controller:
         """A TFJob was deleted: forget it (its children go with their owner reference)."""
         self._gone((namespace, name))
 
-    def child_listed(self, plural: str, body: Mapping[str, Any]) -> None:
-        """A pod, service or NetworkPolicy as kopf lists, adds or modifies it (before any
-        handler, see `children`): keep it; one shown again unchanged means a re-list."""
-        if self.children.put(plural, body):
-            namespace = str((body.get("metadata") or {}).get("namespace", ""))
-            if not self.children.is_suspect(plural, namespace):
-                logger.info("%s in %s listed again: any deletions missed?", plural, namespace)
-            self.children.suspect(plural, namespace)
-            self._audit_later(plural, namespace)
-
     def child_seen(self, plural: str, event_type: str | None, body: Mapping[str, Any]) -> None:
         """A pod, service or NetworkPolicy of a job changed or vanished: a pass over the job,
         unless it is the ADDED event of an object this process has just created."""
@@ -98,6 +81,8 @@ class Controller:
             return
         if event_type == "DELETED":
             self.children.drop(plural, body)
+        else:
+            self.sync.seen(plural, body)
         key = (str(meta.get("namespace", "")), str(job_name))
         ref = (plural, str(meta.get("name", "")))
         if not self._echoes.seen(key, ref, event_type, str(meta.get("resourceVersion", ""))):
@@ -105,56 +90,13 @@ class Controller:
             return
         self.queue.request(key, background=event_type is None)  # listed: a re-check
 
-    def _audit_later(self, plural: str, namespace: str, delay: float = AUDIT_QUIET_S) -> None:
-        """LIST `plural` in `namespace` once the re-list has been quiet for `delay` seconds."""
-        old = self._audits.pop((plural, namespace), None)
-        if old is not None:
-            old.cancel()
-        loop = asyncio.get_running_loop()
-        self._audits[(plural, namespace)] = loop.call_later(
-            delay, lambda: self._spawn(self._audit(plural, namespace))
-        )
-
-    def start(self) -> None:
-        """Arm the periodic audit of the child cache (from the running loop)."""
-        self._periodic = asyncio.get_running_loop().call_later(
-            AUDIT_PERIOD_S, self.audit_periodically
-        )
-
-    def audit_periodically(self) -> None:
-        """Audit every kind and namespace cached now, and again in `AUDIT_PERIOD_S`."""
-        loop = asyncio.get_running_loop()
-        for plural, namespace in self.children.places():
-            if (plural, namespace) not in self._audits:
-                self._spawn(self._audit(plural, namespace))
-        self._periodic = loop.call_later(AUDIT_PERIOD_S, self.audit_periodically)
-
-    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(work)
-        self._tasks.add(task)  # a reference, so the task is not collected while it runs
-        task.add_done_callback(self._tasks.discard)
-
-    async def _audit(self, plural: str, namespace: str) -> None:
-        """Drop the children a re-list no longer shows (deleted in a watch gap); pass over
-        the jobs that lost some."""
-        self._audits.pop((plural, namespace), None)
-        try:
-            kind = CHILD_KINDS[plural]
-            items, version = await self.kube.list_all(kind, namespace, CHILD_SELECTOR)
-        except Exception as err:  # the apiserver may be down again: try later
-            logger.warning("checking %s in %s after a re-list failed: %s", plural, namespace, err)
-            self._audit_later(plural, namespace, AUDIT_RETRY_S)
-            return
-        for job in self.children.audit(plural, namespace, items, version):
-            logger.info("%s/%s: %s deleted while the watch was down", namespace, job, plural)
-            self.queue.request((namespace, job))
+    async def start(self) -> None:
+        """From kopf's startup handler, before any watch: LIST the jobs' children."""
+        await self.sync.start()
 
     async def close(self) -> None:
         """Stop the work queue (timers and running passes), then close the API connections."""
-        for timer in [*self._audits.values(), *([self._periodic] if self._periodic else [])]:
-            timer.cancel()
-        for task in self._tasks:
-            task.cancel()
+        self.sync.close()
         await self.queue.close()
         await self.kube.close()
 
