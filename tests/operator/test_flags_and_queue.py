@@ -10,14 +10,14 @@ import asyncio
 from collections.abc import Hashable
 from datetime import UTC, datetime, timedelta
 
-import kopf
 import pytest
 
 from taas_operator.cli import main as taas_main
 from taas_operator.controller import workqueue
+from taas_operator.controller.children import CHILD_SELECTOR
 from taas_operator.controller.events import CREATE, DELETE, Done, pass_events
 from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
-from taas_operator.controller.handlers import CHILD_SELECTOR, kopf_settings
+from taas_operator.controller.handlers import kopf_settings
 from taas_operator.controller.kube import POD, POLICY, SERVICE
 from taas_operator.controller.workqueue import WorkQueue
 from taas_operator.engine import Event, backoff_delay
@@ -170,25 +170,31 @@ def test_wake_up_time_is_honoured_and_errors_back_off(monkeypatch: pytest.Monkey
     assert (flaky[2] - flaky[1]).total_seconds() >= 0.1
 
 
-def _resource(group: str, plural: str, kind: str) -> kopf.Resource:
-    return kopf.Resource(group, "v1", plural, kind=kind, namespaced=True, preferred=True)
-
-
 def test_child_watches_are_filtered_by_the_apiserver() -> None:
-    """kopf puts `labelSelector` on the pod/service/NetworkPolicy watches, not on TFJobs'."""
-    selectors = kopf_settings(OperatorSettings()).watching.label_selectors
+    """The pod/service/NetworkPolicy watches carry a label selector, the TFJob watch none;
+    every watch is in each watched namespace, or in every namespace."""
+    import kubernetes.client
+
+    from taas_operator.controller.kube import KubeClient
+    from taas_operator.controller.triggers import Controller
+
     assert CHILD_SELECTOR == (
         "training.kubeflow.org/operator-name=tfjob-controller,training.kubeflow.org/job-name"
     )
-    for child in (
-        _resource("", "pods", "Pod"),
-        _resource("", "services", "Service"),
-        _resource("networking.k8s.io", "networkpolicies", "NetworkPolicy"),
-    ):
-        assert selectors.collect(child) == [CHILD_SELECTOR], child
-    tfjobs = kopf.Resource("kubeflow.org", "v1", "tfjobs", kind="TFJob", namespaced=True)
-    assert selectors.collect(tfjobs) == []
-    assert selectors.collect(_resource("kopf.dev", "kopfpeerings", "KopfPeering")) == []
+    kube = KubeClient(kubernetes.client.Configuration())
+    watches = {
+        (i.kind.plural, i.namespace, i.selector)
+        for i in Controller(OperatorSettings(namespaces=["a", "b"]), kube).informers
+    }
+    assert watches == {
+        (plural, ns, CHILD_SELECTOR if plural != "tfjobs" else "")
+        for plural in ("tfjobs", "pods", "services", "networkpolicies")
+        for ns in ("a", "b")
+    }
+    without = Controller(OperatorSettings(network_policy=False), kube)
+    plurals = {i.kind.plural for i in without.informers}
+    assert plurals == {"tfjobs", "pods", "services"}
+    assert {i.namespace for i in Controller(OperatorSettings(), kube).informers} == {""}
 
 
 def test_running_passes_are_capped_and_served_in_request_order() -> None:
@@ -273,22 +279,22 @@ def test_backoff_doubles_up_to_its_cap() -> None:
     assert backoff_delay(10, workqueue.BACKOFF_START, workqueue.BACKOFF_MAX) == 300
 
 
-def test_only_watch_event_handlers_so_no_diff_base_is_needed() -> None:
-    """kopf's diff base is off (`NoDiffBase`): safe only while TaaS registers no change
-    handlers (on.create/update/delete/resume/field) and no daemons or timers."""
+def test_kopf_watches_nothing_and_stores_nothing() -> None:
+    """kopf keeps only the lifecycle, login, probe and peering: no resource handler of any
+    kind, so it never watches, patches or adds finalizers to TFJobs or their children."""
     import kubernetes.client
 
-    from taas_operator.controller.handlers import NoDiffBase, build_registry
+    from taas_operator.controller.handlers import build_registry
     from taas_operator.controller.kube import KubeClient
     from taas_operator.controller.triggers import Controller
 
     registry = build_registry(
         Controller(OperatorSettings(), KubeClient(kubernetes.client.Configuration()))
     )
-    assert registry._changing.get_all_handlers() == []
-    assert registry._spawning.get_all_handlers() == []
-    assert registry._watching.get_all_handlers()
-    assert isinstance(kopf_settings(OperatorSettings()).persistence.diffbase_storage, NoDiffBase)
+    for handlers in (registry._watching, registry._changing, registry._spawning):
+        assert handlers.get_all_handlers() == []
+    assert registry._indexing.get_all_handlers() == []
+    assert kopf_settings(OperatorSettings()).posting.enabled is False
 
 
 def test_background_passes_wait_for_every_other() -> None:

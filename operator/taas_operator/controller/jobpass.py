@@ -12,9 +12,8 @@ A pass (level-triggered, idempotent; the rules are `taas_operator.engine.lifecyc
    never a retry loop. The same for a pod template the apiserver refuses (`actions`);
 3. pods, services (and NetworkPolicies) from the watch cache (`children.ChildCache`, which says
    why it can be trusted); LISTed fresh by the job's labels instead while some of the job's own
-   creations are not in the watch yet, after a re-list it has not audited, or when a creation
-   found a name taken that the cache did not show. Objects controlled by another incarnation
-   of the same name are ignored;
+   creations are not in the watch yet, or when a creation found a name taken that the cache
+   did not show. Objects controlled by another incarnation of the same name are ignored;
 4. `engine.plan_job` -> Plan; the status written FIRST (`status.StatusWriter`: a Conflict reads
    the job again and repeats the pass), then deletions and creations concurrently
    (`actions.Actions`), then the pass's events (`events.pass_events`: one Normal event naming
@@ -129,9 +128,7 @@ class JobPass:
         # The watch cache, unless this job's own writes are not all in it yet, or a creation
         # found a name taken that the cache did not show: then a fresh LIST.
         fresh = key in self._must_list or self.echoes.pending(key, _CHILD_PLURALS)
-        children = None if fresh else self.children.of(*key, uid)
-        if children is None:
-            children, fresh = await self._list_children(job), True
+        children = await self._list_children(job) if fresh else self.children.of(*key, uid)
         self.echoes.forget(key)
         self._must_list.discard(key)
         now = datetime.now(UTC)

@@ -7,6 +7,7 @@
     await client.delete_job(ns, name, uid)
     await client.list(kind, ns, labels) -> list[dict]                 # kind: POD, SERVICE, POLICY
     async for items, rv in client.list_pages(kind, ns, selector): ...  # ns "": every namespace
+    async for event in client.stream(kind, ns, query): ...           # a watch (`informer`)
     await client.create(kind, ns, manifest) -> dict | None            # None: it already existed
     await client.delete(kind, ns, name) -> bool                       # False: it was already gone
     await client.replace_spec(kind, ns, name, spec)                   # JSON patch of /spec
@@ -264,6 +265,10 @@ class KubeClient:
             if not meta.get("continue"):
                 return
             query = {**query, "continue": str(meta["continue"])}
+
+    def stream(self, kind: Kind, namespace: str, query: dict[str, str]) -> AsyncIterator[Any]:
+        """A watch of `kind` in `namespace` (every namespace when empty): its events, parsed."""
+        return self._transport.stream(kind.path(namespace), query)
 
     async def create(
         self, kind: Kind, namespace: str, manifest: dict[str, Any]

@@ -14,12 +14,14 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from typing import Any, cast
 
 import kopf
 
 from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
 from taas_operator.controller.handlers import build_registry, kopf_settings
 from taas_operator.controller.kube import KubeClient
+from taas_operator.controller.peering import own_identity
 from taas_operator.controller.triggers import Controller
 from taas_operator.settings import OperatorSettings
 
@@ -40,8 +42,9 @@ def run(settings: OperatorSettings, kubeconfig: str | None = None) -> int:
     if settings.log_level != "DEBUG":
         # kopf logs every handled watch event at INFO ("Handler ... succeeded"): too chatty.
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
-    controller = Controller(settings, kube)
     kopf_config = kopf_settings(settings)
+    identity = own_identity()
+    controller = Controller(settings, kube, identity, kopf_config.peering.priority)
     scope = ", ".join(settings.namespaces) if settings.namespaces else "all namespaces"
     mode = (
         f"peering {settings.peering!r} (priority {kopf_config.peering.priority})"
@@ -58,6 +61,9 @@ def run(settings: OperatorSettings, kubeconfig: str | None = None) -> int:
         peering_name=settings.peering or None,
         clusterwide=not settings.namespaces,
         namespaces=settings.namespaces,
+        # the Controller reads the peering decision for this identity (kopf's Identity is a
+        # NewType of str it does not export)
+        identity=cast(Any, identity),
         liveness_endpoint=(
             f"http://0.0.0.0:{settings.health_port}/healthz" if settings.health_port else None
         ),

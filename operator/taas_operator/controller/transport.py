@@ -2,6 +2,7 @@
 
     transport = Transport(Endpoint(host=..., ca_file=..., ...), concurrency=16)
     await transport.call(method, path, query=None, body=None, content_type=...) -> (status, data)
+    async for event in transport.stream(path, query): ...   # a watch, line by line
     await transport.close()
 
 One keep-alive connection pool per process, opened on the first call (inside the running loop),
@@ -19,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,7 +65,40 @@ class Transport:
         self.concurrency = concurrency
         self._ssl = endpoint.ssl_context() if endpoint.host.startswith("https") else None
         self._session: aiohttp.ClientSession | None = None
+        self._streams: aiohttp.ClientSession | None = None
         self._limit: asyncio.Semaphore | None = None
+
+    def _open_streams(self) -> aiohttp.ClientSession:
+        """Watches hold their connection for minutes: their own pool, no read timeout (the
+        server ends each watch after its timeoutSeconds), not counted in `concurrency`."""
+        if self._streams is None or self._streams.closed:
+            self._streams = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=self._ssl or False, limit=0),
+                cookie_jar=aiohttp.DummyCookieJar(),
+                timeout=aiohttp.ClientTimeout(sock_connect=CONNECT_TIMEOUT_S),
+            )
+        return self._streams
+
+    async def stream(self, path: str, query: dict[str, str]) -> AsyncIterator[Any]:
+        """GET a watch: each line of the answer parsed as JSON, until the server ends it.
+        A non-2xx answer raises `StreamError` with the status and the server's message."""
+        headers = {"Accept": "application/json"}
+        auth = self.endpoint.authorization()
+        if auth:
+            headers["Authorization"] = auth
+        async with self._open_streams().get(
+            self.endpoint.host + path,
+            params=query,
+            headers=headers,
+            proxy=self.endpoint.proxy,
+            server_hostname=self.endpoint.server_name,
+        ) as response:
+            if response.status >= 300:
+                raw = await response.read()
+                raise StreamError(response.status, raw.decode(errors="replace")[:500])
+            async for line in response.content:
+                if line.strip():
+                    yield json.loads(line)
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -118,6 +152,15 @@ class Transport:
         raise AssertionError("unreachable")
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
+        for session in (self._session, self._streams):
+            if session is not None:
+                await session.close()
+        self._session = self._streams = None
+
+
+class StreamError(Exception):
+    """A watch request answered with an error status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        super().__init__(f"HTTP {status}: {message}")

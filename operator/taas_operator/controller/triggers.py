@@ -1,36 +1,42 @@
 """The Controller: watch events in, passes out. One per operator process.
 
-    controller = Controller(settings: OperatorSettings, kube: KubeClient)
-    controller.job_seen(body, event_type)        # a TFJob watch event (ADDED/MODIFIED/listing)
-    controller.job_gone(namespace, name)         # a TFJob DELETED event
-    await controller.start()                     # kopf startup: LIST the children (ChildSync)
-    controller.child_seen(plural, event_type, body)   # a child's watch event (deletions too)
+    controller = Controller(settings: OperatorSettings, kube: KubeClient, identity="", priority=0)
+    await controller.start()                     # kopf startup: the watches (and peering) begin
+    controller.tfjob_event(event_type, body)     # a TFJob watch event (listed/ADDED/.../DELETED)
+    controller.child_event(plural, event_type, body)  # a pod/service/NetworkPolicy's
     len(controller.jobs)                         # TFJobs cached (the liveness probe shows it)
     await controller.close()
 
-Each trigger only caches what it saw and asks the work queue (`WorkQueue`) for a pass of the job
-(`jobpass.JobPass.run`); the queue coalesces bursts and runs one pass per job at a time. The
-watch events that only echo the operator's own writes start no pass (`echoes.Echoes`): the
-ADDED events of the objects a pass created, the MODIFIED event of its status write, and a TFJob
-version already cached. Every other event does. What kopf lists (at start-up, or again after a
-lost watch) asks for background passes, except a TFJob without status (a new job): a restart
-among thousands of jobs re-checks them all, but serves a new job first.
+The watches are `informer.Informer`s: TFJobs, and the jobs' pods, services and NetworkPolicies
+(selected by the apiserver: `CHILD_SELECTOR`), in every namespace or each watched one. Each
+event only updates a cache (`JobCache`, `ChildCache`) and asks the work queue (`WorkQueue`) for
+a pass of the job (`jobpass.JobPass.run`); the queue coalesces bursts and runs one pass per job
+at a time. No pass starts before every watch has listed once (the caches are complete), nor
+while peering says another replica is active (`peering.PeeringGate`). The watch events that
+only echo the operator's own writes start no pass (`echoes.Echoes`): the ADDED events of the
+objects a pass created, the MODIFIED event of its status write, and a TFJob version already
+cached. Every other event does. What a watch lists (at start-up, or again after a lost watch)
+asks for background passes, except a TFJob without status (a new job): a restart among
+thousands of jobs re-checks them all, but serves a new job first.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Hashable, Mapping
+from collections.abc import Coroutine, Hashable, Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from taas_operator.api.constants import LABEL_JOB_NAME, PLURAL
-from taas_operator.controller.children import ChildCache
-from taas_operator.controller.childsync import ChildSync
+from taas_operator.controller.children import CHILD_SELECTOR, ChildCache
 from taas_operator.controller.echoes import Echoes
+from taas_operator.controller.informer import Informer
 from taas_operator.controller.jobcache import JobCache, JobKey, job_key
 from taas_operator.controller.jobpass import JobPass
-from taas_operator.controller.kube import POD, POLICY, SERVICE, KubeClient
+from taas_operator.controller.kube import POD, POLICY, SERVICE, TFJOB, KubeClient
+from taas_operator.controller.peering import PeeringGate
 from taas_operator.controller.workqueue import WorkQueue
 from taas_operator.settings import OperatorSettings
 
@@ -38,43 +44,66 @@ logger = logging.getLogger("taas_operator.controller")
 
 
 class Controller:
-    """Holds the TFJob cache, the echoes, the work queue and the passes."""
+    """Holds the watches, the caches, the echoes, the work queue and the passes."""
 
-    def __init__(self, settings: OperatorSettings, kube: KubeClient) -> None:
+    def __init__(
+        self, settings: OperatorSettings, kube: KubeClient, identity: str = "", priority: int = 0
+    ) -> None:
         self.settings, self.kube = settings, kube
         self.jobs = JobCache()
         self.children = ChildCache()
         self._echoes = Echoes()
         self.queue = WorkQueue(self._run_pass, max_running=settings.passes_at_once)
+        self.queue.pause()  # until every watch has listed once (and peering lets us)
         self.passes = JobPass(
             settings, kube, self.jobs, self.children, self._echoes, self.queue.request, self._gone
         )
-        kinds = [POD.plural, SERVICE.plural] + ([POLICY.plural] if settings.network_policy else [])
-        self.sync = ChildSync(self.children, kube, kinds, settings.namespaces, self.queue.request)
+        places = settings.namespaces or [""]
+        kinds = [POD, SERVICE, POLICY] if settings.network_policy else [POD, SERVICE]
+        self.informers = [Informer(kube, TFJOB, ns, "", self.tfjob_event) for ns in places] + [
+            Informer(kube, kind, ns, CHILD_SELECTOR, partial(self.child_event, kind.plural))
+            for kind in kinds
+            for ns in places
+        ]
+        self.peering = (
+            PeeringGate(kube, settings.peering, identity, priority, settings.namespaces, self._gate)
+            if settings.peering
+            else None
+        )
+        self._synced = False
+        self._tasks: set[asyncio.Task[None]] = set()
 
-    def job_seen(self, body: dict[str, Any], event_type: str | None = None) -> None:
-        """A TFJob was listed, added or modified: cache the newest version and pass over it.
+    async def start(self) -> None:
+        """Start the watches (and the peering gate) as tasks of the running loop."""
+        for informer in self.informers:
+            self._spawn(informer.run())
+        if self.peering is not None:
+            self._spawn(self.peering.run())
+        self._spawn(self._open_when_listed())
 
-        The echo of our own status write (a version already cached, or the one a write still
-        waiting for its answer made) starts no pass.
-        """
-        if self.jobs.has_seen(body):
+    def tfjob_event(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """A TFJob watch event: DELETED forgets the job, anything else caches it and asks for
+        a pass (not for the echo of our own status write: a version already cached, or the one
+        a write still waiting for its answer made)."""
+        meta = body.get("metadata") or {}
+        if event_type == "DELETED":
+            self._gone((str(meta.get("namespace") or "default"), str(meta.get("name") or "")))
             return
-        self.jobs.remember(body)
-        key = job_key(body)
-        rv = str(body["metadata"].get("resourceVersion") or "")
+        job = dict(body)
+        if self.jobs.has_seen(job):
+            return
+        self.jobs.remember(job)
+        key = job_key(job)
+        rv = str(meta.get("resourceVersion") or "")
         if self._echoes.seen(key, (PLURAL, key[1]), event_type, rv):
-            # Listed (at start-up, or again after a lost watch) with a status: a job some pass
-            # handled before, checked again when nothing else waits. Without a status: new.
-            self.queue.request(key, background=event_type is None and bool(body.get("status")))
+            # Listed with a status: a job some pass handled before, checked again when
+            # nothing else waits. Without a status: a new job.
+            self.queue.request(key, background=event_type is None and bool(job.get("status")))
 
-    def job_gone(self, namespace: str, name: str) -> None:
-        """A TFJob was deleted: forget it (its children go with their owner reference)."""
-        self._gone((namespace, name))
-
-    def child_seen(self, plural: str, event_type: str | None, body: Mapping[str, Any]) -> None:
-        """A pod, service or NetworkPolicy of a job changed or vanished: a pass over the job,
-        unless it is the ADDED event of an object this process has just created."""
+    def child_event(self, plural: str, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """A pod, service or NetworkPolicy of a job was listed, changed or deleted: cache it
+        and ask for a pass over the job, unless it is the ADDED event of an object this
+        process has just created."""
         meta = body.get("metadata") or {}
         job_name = (meta.get("labels") or {}).get(LABEL_JOB_NAME)
         if not job_name:
@@ -82,7 +111,7 @@ class Controller:
         if event_type == "DELETED":
             self.children.drop(plural, body)
         else:
-            self.sync.seen(plural, body)
+            self.children.put(plural, body)
         key = (str(meta.get("namespace", "")), str(job_name))
         ref = (plural, str(meta.get("name", "")))
         if not self._echoes.seen(key, ref, event_type, str(meta.get("resourceVersion", ""))):
@@ -90,15 +119,35 @@ class Controller:
             return
         self.queue.request(key, background=event_type is None)  # listed: a re-check
 
-    async def start(self) -> None:
-        """From kopf's startup handler, before any watch: LIST the jobs' children."""
-        await self.sync.start()
-
     async def close(self) -> None:
-        """Stop the work queue (timers and running passes), then close the API connections."""
-        self.sync.close()
+        """Stop the watches and the work queue, then close the API connections."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.queue.close()
         await self.kube.close()
+
+    async def _open_when_listed(self) -> None:
+        await asyncio.gather(*(informer.synced.wait() for informer in self.informers))
+        logger.info(
+            "listed %d TFJobs and %d of their pods, services and policies",
+            len(self.jobs),
+            len(self.children),
+        )
+        self._synced = True
+        self._gate(self.peering.active if self.peering is not None else True)
+
+    def _gate(self, active: bool) -> None:
+        """Passes run once every watch has listed, and while peering lets this replica act."""
+        if active and self._synced and (self.peering is None or self.peering.active):
+            self.queue.resume()
+        else:
+            self.queue.pause()
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)  # a reference, so the task is not collected while it runs
+        task.add_done_callback(self._tasks.discard)
 
     def _gone(self, key: JobKey) -> None:
         self.jobs.forget(key)

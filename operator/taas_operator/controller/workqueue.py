@@ -4,6 +4,7 @@
     queue.request(key)                     # a pass soon (many requests -> one pass)
     queue.request(key, background=True)    # a pass when no other is waiting
     queue.forget(key)                      # the job is gone: drop its timer
+    queue.pause() / queue.resume()         # hold passes not started yet (peering, start-up)
     await queue.close()
 
 Events for one job arrive in bursts (its pods and services change together); `request` only
@@ -105,6 +106,15 @@ class WorkQueue:
         self._lanes = _Lanes(max_running) if max_running else None
         self._slots: dict[Hashable, _Slot] = {}
         self._closed = False
+        self._go = asyncio.Event()
+        self._go.set()
+
+    def pause(self) -> None:
+        """Passes not started yet wait (requests still coalesce); running ones finish."""
+        self._go.clear()
+
+    def resume(self) -> None:
+        self._go.set()
 
     def request(self, key: Hashable, background: bool = False) -> None:
         """A pass over `key` soon; a request during a pass causes exactly one more pass.
@@ -162,10 +172,16 @@ class WorkQueue:
                 self._arm(key, slot, max(delay, 0.0) + _SLACK)
 
     async def _pass(self, key: Hashable, slot: _Slot) -> datetime | None:
+        await self._go.wait()
         if self._lanes is None:
             slot.dirty, slot.background = False, True
             return await self._run_pass(key)
-        await self._lanes.acquire(key, slot.background)
+        while True:
+            await self._lanes.acquire(key, slot.background)
+            if self._go.is_set():
+                break
+            self._lanes.release()  # paused while waiting for the turn: wait again
+            await self._go.wait()
         try:
             slot.dirty, slot.background = False, True  # requests from now on: another pass
             return await self._run_pass(key)
