@@ -316,7 +316,6 @@ def test_background_passes_wait_for_every_other() -> None:
         for _ in range(5):
             await asyncio.sleep(0)
         queue.request("new")  # a new job
-        await asyncio.sleep(0)  # (events come one loop turn apart)
         queue.request(3)  # a listed job that changed: to the front lane
         queue.request(4, background=True)  # still background
         gate.set()
