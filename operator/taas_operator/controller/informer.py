@@ -7,7 +7,7 @@
 What `handle` gets, in order, as kopf would hand them over: every listed object with the type
 None, then the watch's ADDED / MODIFIED / DELETED events. After a watch is lost for good (410
 Gone: its resourceVersion is too old), it LISTs again, and every object it knew that the new
-LIST lacks is handed over as DELETED (its name, namespace, uid and labels): a deletion in the
+LIST lacks is handed over as DELETED (its name, namespace, uid and job label): a deletion in the
 gap is never missed (what Kubernetes' informers call Replace). Watches ask for bookmarks, so a
 quiet kind keeps a fresh resourceVersion, and end after 5-6 minutes (then the next one goes on
 from the last version seen). Connection errors (the apiserver restarting) are retried, backing
@@ -27,6 +27,7 @@ import random
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from taas_operator.api.constants import LABEL_JOB_NAME
 from taas_operator.controller.kube import Kind, KubeClient
 from taas_operator.controller.transport import StreamError
 from taas_operator.engine import backoff_delay
@@ -39,11 +40,18 @@ BACKOFF_START, BACKOFF_MAX = 0.5, 30.0
 _GONE = 410
 
 
-def _identity(body: Mapping[str, Any]) -> dict[str, Any]:
-    """What a synthetic DELETED event carries: name, namespace, uid, labels."""
+def _identity(body: Mapping[str, Any]) -> tuple[str, str | None]:
+    """What the informer keeps of an object it knows: its uid and job label (small: it keeps
+    one for every object)."""
     meta = body.get("metadata") or {}
-    keep = ("name", "namespace", "uid", "labels", "resourceVersion")
-    return {"metadata": {k: meta[k] for k in keep if k in meta}}
+    return str(meta.get("uid", "")), (meta.get("labels") or {}).get(LABEL_JOB_NAME)
+
+
+def _deleted(key: tuple[str, str], identity: tuple[str, str | None]) -> dict[str, Any]:
+    """The body of a DELETED event made up for an object a re-list no longer shows."""
+    (namespace, name), (uid, job) = key, identity
+    labels = {LABEL_JOB_NAME: job} if job is not None else {}
+    return {"metadata": {"name": name, "namespace": namespace, "uid": uid, "labels": labels}}
 
 
 class _Relist(Exception):
@@ -59,7 +67,7 @@ class Informer:
         self.kube, self.kind, self.namespace, self.selector = kube, kind, namespace, selector
         self.handle = handle
         self.synced = asyncio.Event()
-        self._known: dict[tuple[str, str], dict[str, Any]] = {}  # (ns, name) -> _identity
+        self._known: dict[tuple[str, str], tuple[str, str | None]] = {}  # (ns, name) -> _identity
         self._version = ""
         self._failures = 0
 
@@ -116,9 +124,9 @@ class Informer:
                 meta = body.get("metadata") or {}
                 seen.add((str(meta.get("namespace", "")), str(meta.get("name", ""))))
                 self._deliver(None, body)
-        for key, gone in before.items():
+        for key, identity in before.items():
             if key not in seen:  # deleted while no watch ran
-                self._deliver("DELETED", gone)
+                self._deliver("DELETED", _deleted(key, identity))
         self._version = str(version)
         self.synced.set()
 
