@@ -1,9 +1,12 @@
 """`python -m bench.operator`: run the operator benchmark and print the table.
 
     python -m bench.operator                 # full: (a) 1x64, (b) 200x4, (c) 1,000 idle,
-                                             #       (d) 10 jobs training 60 s (progress)
-    python -m bench.operator --quick         # CI-sized: 1x16, 20x4, 100 idle, (d) 4 jobs
+                                             #       (d) restart among 5,000,
+                                             #       (e) 10 jobs training 60 s (progress)
+    python -m bench.operator --quick         # CI-sized: 1x16, 20x4, 100 idle, restart among 500,
+                                             #       (e) 4 jobs
     python -m bench.operator --workloads b --controllers taas,floor --json out.json
+    python -m bench.operator --workloads c --controllers taas --profile prof/   # py-spy
 
 Each (workload, controller) pair gets its own fresh etcd + kube-apiserver; controllers run in
 turn for each workload so noise spreads evenly. Exit 0 when every run finished (slow or not),
@@ -22,7 +25,9 @@ from pathlib import Path
 
 from bench.operator.controllers import CONTROLLERS
 from bench.operator.measure import RunResult, run_one
+from bench.operator.profiler import py_spy, summarize
 from bench.operator.report import breakdown, table
+from bench.operator.restart import run_restart
 from bench.operator.training import TrainingResult, run_training, training_table
 from bench.operator.workloads import WORKLOADS_FULL, WORKLOADS_QUICK
 
@@ -44,33 +49,51 @@ def main(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--quick", action="store_true", help="CI-sized workloads")
-    parser.add_argument("--workloads", default="a,b,c,d", help="subset of a,b,c,d (default all)")
+    parser.add_argument("--workloads", default="a,b,c,d,e", help="subset of a-e (default all)")
     parser.add_argument(
-        "--controllers", default="taas,kubeflow,floor", help="subset of taas,kubeflow,floor"
+        "--controllers",
+        default=",".join(CONTROLLERS),
+        help=f"subset of {','.join(CONTROLLERS)} (default all)",
     )
     parser.add_argument("--json", metavar="FILE", help="also write every figure as JSON")
     parser.add_argument("--workdir", metavar="DIR", help="logs and control planes (default tmp)")
     parser.add_argument(
         "--keep-files", action="store_true", help="keep etcd data and audit logs in the workdir"
     )
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="py-spy the Python controllers (TaaS, floor) during each measured run: collapsed "
+        "stacks in DIR/<workload>-<controller>.collapsed, a summary printed after the table",
+    )
     args = parser.parse_args(argv)
     catalogue = WORKLOADS_QUICK if args.quick else WORKLOADS_FULL
     try:
-        workload_keys = _csv(args.workloads, {**catalogue, "d": None}, "--workloads")
+        workload_keys = _csv(args.workloads, {**catalogue, "e": None}, "--workloads")
         controller_names = _csv(args.controllers, dict(CONTROLLERS), "--controllers")
     except argparse.ArgumentTypeError as err:
         parser.error(str(err))
+    if args.profile and py_spy() is None:
+        parser.error("--profile needs py-spy: pip install py-spy")
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="taas-bench-operator-"))
     print(f"[bench] work dir {workdir}", file=sys.stderr, flush=True)
 
     results: list[RunResult] = []
-    for key in [k for k in workload_keys if k != "d"]:
+    profiles: list[Path] = []
+    for key in [k for k in workload_keys if k != "e"]:
         workload = catalogue[key]
         for name in controller_names:
+            if workload.restart and not CONTROLLERS[name].restartable:
+                continue
             started = time.monotonic()
             print(f"[bench] ({key}) {workload.title}: {name} ...", file=sys.stderr, flush=True)
-            result = run_one(
-                CONTROLLERS[name], workload, workdir / f"{key}-{name}", args.keep_files
+            profile = None
+            if args.profile and CONTROLLERS[name].python:
+                profile = Path(args.profile) / f"{key}-{name}.collapsed"
+                profiles.append(profile)
+            runner = run_restart if workload.restart else run_one
+            result = runner(
+                CONTROLLERS[name], workload, workdir / f"{key}-{name}", args.keep_files, profile
             )
             state = "BROKEN" if result.broken else f"{result.complete_jobs}/{result.jobs} jobs"
             print(
@@ -84,10 +107,10 @@ def main(argv: list[str] | None = None) -> int:
 
     training = (
         _training(controller_names, args.quick, workdir, args.keep_files)
-        if ("d" in workload_keys)
+        if "e" in workload_keys
         else []
     )
-    workloads = [catalogue[k] for k in workload_keys if k != "d"]
+    workloads = [catalogue[k] for k in workload_keys if k != "e"]
     if workloads:
         print(table(results, workloads))
         print()
@@ -95,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     if training:
         print()
         print(training_table(training))
+    for profile in profiles:
+        print()
+        print(summarize(profile) if profile.exists() else f"{profile}: not written")
     if args.json:
         dumped = [r.model_dump() for r in [*results, *training]]
         Path(args.json).write_text(json.dumps(dumped, indent=2))
@@ -104,13 +130,13 @@ def main(argv: list[str] | None = None) -> int:
 def _training(
     controllers: list[str], quick: bool, workdir: Path, keep_files: bool
 ) -> list[TrainingResult]:
-    """Workload (d) (bench.operator.training): TaaS with progress on and off, training-operator."""
+    """Workload (e) (bench.operator.training): TaaS with progress on and off, training-operator."""
     names = [n for n in ("taas", "taas-noprogress", "kubeflow") if n.split("-")[0] in controllers]
     jobs = 4 if quick else 10
     results = []
     for name in names:
-        print(f"[bench] (d) {jobs} jobs training 60 s: {name} ...", file=sys.stderr, flush=True)
-        run = run_training(name, jobs, 60.0, workdir / f"d-{name}", keep_files)
+        print(f"[bench] (e) {jobs} jobs training 60 s: {name} ...", file=sys.stderr, flush=True)
+        run = run_training(name, jobs, 60.0, workdir / f"e-{name}", keep_files)
         state = "BROKEN" if run.broken else f"{run.succeeded_jobs}/{run.jobs} jobs"
         print(f"[bench]   {state} in {run.wall_s or 0:.0f}s", file=sys.stderr, flush=True)
         results.append(run)

@@ -1,6 +1,6 @@
-"""The three contestants and how each is installed on a fresh control plane and started.
+"""The four contestants and how each is installed on a fresh control plane and started.
 
-    CONTROLLERS: dict[str, Controller]    # "taas", "kubeflow", "floor"
+    CONTROLLERS: dict[str, Controller]    # "taas", "kubeflow", "kubeflow8", "floor"
     Controller.install(plane)             # CRD (and Kubeflow's webhook-cert Secret)
     Controller.start(kubeconfig, workdir) -> RunningController
     RunningController(.pid, .alive(), .log_tail(), .stop(), .kill())
@@ -13,6 +13,11 @@
   `training-operator-webhook-cert` in its namespace (MY_POD_NAMESPACE) before it starts, and
   the certificates its rotator writes there mounted at KUBEFLOW_CERT_DIR (copied here). No
   ValidatingWebhookConfiguration is registered (the apiserver could not reach its webhook server).
+  Its default `--controller-threads=1`.
+- kubeflow8: the same binary at its best setting, `--controller-threads=8` (v1.8.1's only
+  concurrency flag, `MaxConcurrentReconciles` of its TFJob controller; its docs recommend no
+  value). Its client keeps controller-runtime's default rate limit (20 requests/s, bursts of
+  30): v1.8.1 has no flag to change it.
 - floor: `python -m bench.operator.floor`, no controller logic: watch TFJobs, create the
   engine's desired pods and services concurrently, nothing else (TaaS's CRD).
 
@@ -115,6 +120,11 @@ class Controller:
     name: str
     label: str
     extra_env: dict[str, str] = field(default_factory=dict)
+    #: A Python process (py-spy can profile it).
+    python: bool = True
+    #: Restarting it among existing jobs means something (not the floor: it would make every
+    #: object again).
+    restartable: bool = True
 
     def crd(self) -> Path:
         return TAAS_CRD
@@ -146,7 +156,10 @@ class TaasController(Controller):
         ]
 
 
+@dataclass
 class KubeflowController(Controller):
+    threads: int = 1
+
     def crd(self) -> Path:
         from taas_controlplane.binaries import TRAINING_OPERATOR_VERSION
 
@@ -189,6 +202,7 @@ class KubeflowController(Controller):
             f"--metrics-bind-address=127.0.0.1:{metrics_port}",
             f"--health-probe-bind-address=127.0.0.1:{health_port}",
             f"--webhook-server-port={webhook_port}",
+            f"--controller-threads={self.threads}",
         ]
 
 
@@ -221,9 +235,19 @@ class FloorController(Controller):
 CONTROLLERS: dict[str, Controller] = {
     "taas": TaasController("taas", "TaaS"),
     "kubeflow": KubeflowController(
-        "kubeflow", "training-operator v1.8.1", {"MY_POD_NAMESPACE": KUBEFLOW_NAMESPACE}
+        "kubeflow",
+        "training-operator v1.8.1",
+        {"MY_POD_NAMESPACE": KUBEFLOW_NAMESPACE},
+        python=False,
     ),
-    "floor": FloorController("floor", "floor"),
+    "kubeflow8": KubeflowController(
+        "kubeflow8",
+        "training-operator v1.8.1, 8 threads",
+        {"MY_POD_NAMESPACE": KUBEFLOW_NAMESPACE},
+        python=False,
+        threads=8,
+    ),
+    "floor": FloorController("floor", "floor", restartable=False),
 }
 
 

@@ -17,7 +17,10 @@ import shutil
 import statistics
 import time
 import traceback
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +45,7 @@ from bench.operator.controllers import (
 )
 from bench.operator.observer import Observer
 from bench.operator.procstats import PeakSampler
+from bench.operator.profiler import Profiler
 from bench.operator.workloads import Workload, tfjob_manifest
 from taas_controlplane.launcher import ControlPlane
 
@@ -76,6 +80,15 @@ class RunResult(BaseModel):
     cpu_s: float | None = None
     peak_rss_mib: float | None = None
     end_rss_mib: float | None = None
+    #: RSS of the warmed-up, idle controller just before the workload (its fixed part).
+    idle_rss_mib: float | None = None
+
+    @property
+    def rss_growth_mib(self) -> float | None:
+        """RSS after the workload settled minus the idle RSS: what the jobs cost in memory."""
+        if self.end_rss_mib is None or self.idle_rss_mib is None:
+            return None
+        return self.end_rss_mib - self.idle_rss_mib
 
     @property
     def complete(self) -> bool:
@@ -152,84 +165,165 @@ def settle(sampler: PeakSampler, running: RunningController, max_s: float) -> fl
     return time.monotonic() - started
 
 
+@dataclass
+class Snapshot:
+    """Counters at one moment: the apiserver's requests, the audit log's end, controller CPU."""
+
+    metrics: RequestCounts
+    audit_offset: int
+    cpu_s: float
+
+
+@dataclass
+class Stage:
+    """A fresh control plane with the controller started and warmed up (see `staged`)."""
+
+    controller: Controller
+    plane: ControlPlane
+    kubeconfig: str
+    workdir: Path
+    api: client.ApiClient
+    running: RunningController
+    sampler: PeakSampler
+    audit: AuditCounter
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(
+            metrics=parse_request_totals(self.plane.get("/metrics").decode()),
+            audit_offset=self.audit.offset(),
+            cpu_s=self.sampler.sample().cpu_s,
+        )
+
+    def restart(self) -> None:
+        """Stop the controller (SIGTERM, as a rollout does) and start a new process."""
+        self.running.stop()
+        self.sampler.stop()
+        self.running = self.controller.start(self.kubeconfig, self.workdir)
+        self.sampler = PeakSampler(self.running.pid).start()
+
+    def requests_since(self, result: RunResult, since: Snapshot, per: float) -> None:
+        """Fill `result`'s request figures: apiserver writes and the controller's own requests
+        since `since`, divided by `per` (jobs)."""
+        metrics = diff(parse_request_totals(self.plane.get("/metrics").decode()), since.metrics)
+        api_writes = writes(metrics)
+        result.api_writes_per_job = total(api_writes) / per
+        result.api_writes = _flat(api_writes, per)
+        own = self.audit.counts(CONTROLLER_USER, since.audit_offset)
+        result.controller_writes_per_job = total(writes(own, exclude=())) / per
+        result.controller_reads_per_job = total(reads(own)) / per
+        result.controller_requests = _flat({k: v for k, v in own.items() if k[0] != "WATCH"}, per)
+
+    def memory_and_cpu(self, result: RunResult, since: Snapshot) -> None:
+        """Fill CPU (since `since`), RSS now and the peak."""
+        end = self.sampler.sample()
+        result.cpu_s = end.cpu_s - since.cpu_s
+        result.end_rss_mib = end.rss_bytes / MIB
+        result.peak_rss_mib = self.sampler.peak_rss_bytes / MIB
+
+
+@contextmanager
+def staged(controller: Controller, workdir: Path, keep_files: bool = False) -> Iterator[Stage]:
+    """Start a control plane and the controller, warm it up, create the bench namespace and let
+    the controller settle; stop everything afterwards (also when the block raises)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    plane = ControlPlane(directory=workdir / "controlplane", audit_log=True)
+    stage: Stage | None = None
+    try:
+        plane.start()
+        controller.install(plane)
+        kubeconfig = plane.kubeconfig_for(CONTROLLER_USER, CONTROLLER_GROUPS)
+        running = controller.start(kubeconfig, workdir)
+        stage = Stage(
+            controller=controller,
+            plane=plane,
+            kubeconfig=kubeconfig,
+            workdir=workdir,
+            api=_api(plane.kubeconfig),
+            running=running,
+            sampler=PeakSampler(running.pid).start(),
+            audit=AuditCounter(plane.directory / "audit.log"),
+        )
+        wait_alive(running, 1.0)
+        warm_up(stage.api, running)
+        client.CoreV1Api(stage.api).create_namespace(_namespace(NAMESPACE))
+        settle(stage.sampler, running, 10.0)
+        yield stage
+        wait_alive(stage.running, 0)
+    finally:
+        if stage is not None:
+            stage.sampler.stop()
+            stage.running.stop()
+        plane.stop(remove=False)
+        if not keep_files:
+            shutil.rmtree(plane.directory / "etcd-data", ignore_errors=True)
+            (plane.directory / "audit.log").unlink(missing_ok=True)
+
+
+def wait_objects(
+    observer: Observer, stage: Stage, expected: dict[str, int], deadline: float
+) -> dict[str, float]:
+    """Wait until every job in `expected` has its pods and services (or the deadline); return
+    job -> when its last object appeared, for the complete ones."""
+    while not observer.wait_for(expected, 2.0):
+        wait_alive(stage.running, 0)
+        if time.monotonic() > deadline:
+            break
+    return observer.done_times(expected)
+
+
 def run_one(
-    controller: Controller, workload: Workload, workdir: Path, keep_files: bool = False
+    controller: Controller,
+    workload: Workload,
+    workdir: Path,
+    keep_files: bool = False,
+    profile: Path | None = None,
 ) -> RunResult:
-    """Measure `controller` on `workload` with its own fresh control plane."""
+    """Measure `controller` on `workload` with its own fresh control plane; with `profile`, a
+    py-spy recording of the controller (collapsed stacks) from the creates to the settle."""
     result = RunResult(
         controller=controller.name,
         workload=workload.key,
         jobs=workload.jobs,
         replicas=workload.replicas,
     )
-    workdir.mkdir(parents=True, exist_ok=True)
-    plane = ControlPlane(directory=workdir / "controlplane", audit_log=True)
-    running: RunningController | None = None
-    sampler: PeakSampler | None = None
-    observer: Observer | None = None
+    with broken_on_error(result), staged(controller, workdir, keep_files) as stage:
+        before = stage.snapshot()
+        result.idle_rss_mib = stage.sampler.sample().rss_bytes / MIB
+        with profiled(stage, profile), Observer(stage.api, NAMESPACE).start() as observer:
+            started = time.monotonic()
+            sent = create_jobs(stage.api, NAMESPACE, workload)
+            result.create_s = time.monotonic() - started
+            expected = dict.fromkeys(workload.job_names(), workload.replicas)
+            done = wait_objects(observer, stage, expected, started + workload.timeout_s)
+            result.complete_jobs = len(done)
+            if done:
+                latencies = [done[job] - sent[job] for job in done]
+                result.p50_s = statistics.median(latencies)
+                result.p99_s = _percentile(latencies, 0.99)
+            if len(done) == workload.jobs:
+                result.total_s = max(done.values()) - min(sent.values())
+            result.settle_s = settle(stage.sampler, stage.running, SETTLE_MAX_S)
+        stage.requests_since(result, before, workload.jobs)
+        stage.memory_and_cpu(result, before)
+    return result
+
+
+@contextmanager
+def broken_on_error(result: RunResult) -> Iterator[None]:
+    """Any exception in the block marks `result` broken (with a short traceback) instead."""
     try:
-        plane.start()
-        controller.install(plane)
-        kubeconfig = plane.kubeconfig_for(CONTROLLER_USER, CONTROLLER_GROUPS)
-        running = controller.start(kubeconfig, workdir)
-        sampler = PeakSampler(running.pid).start()
-        api = _api(plane.kubeconfig)
-        wait_alive(running, 1.0)
-        warm_up(api, running)
-        client.CoreV1Api(api).create_namespace(_namespace(NAMESPACE))
-        audit = AuditCounter(plane.directory / "audit.log")
-        settle(sampler, running, 10.0)
-        metrics_before = parse_request_totals(plane.get("/metrics").decode())
-        audit_from = audit.offset()
-        cpu_before = sampler.sample().cpu_s
-
-        observer = Observer(api, NAMESPACE).start()
-        started = time.monotonic()
-        sent = create_jobs(api, NAMESPACE, workload)
-        result.create_s = time.monotonic() - started
-        expected = dict.fromkeys(workload.job_names(), workload.replicas)
-        deadline = started + workload.timeout_s
-        while not observer.wait_for(expected, 2.0):
-            wait_alive(running, 0)
-            if time.monotonic() > deadline:
-                break
-        done = observer.done_times(expected)
-        result.complete_jobs = len(done)
-        if done:
-            latencies = [done[job] - sent[job] for job in done]
-            result.p50_s = statistics.median(latencies)
-            result.p99_s = _percentile(latencies, 0.99)
-        if len(done) == workload.jobs:
-            result.total_s = max(done.values()) - min(sent.values())
-        result.settle_s = settle(sampler, running, SETTLE_MAX_S)
-
-        metrics = diff(parse_request_totals(plane.get("/metrics").decode()), metrics_before)
-        api_writes = writes(metrics)
-        result.api_writes_per_job = total(api_writes) / workload.jobs
-        result.api_writes = _flat(api_writes, workload.jobs)
-        own = audit.counts(CONTROLLER_USER, audit_from)
-        result.controller_writes_per_job = total(writes(own, exclude=())) / workload.jobs
-        result.controller_reads_per_job = total(reads(own)) / workload.jobs
-        result.controller_requests = _flat(
-            {k: v for k, v in own.items() if k[0] != "WATCH"}, workload.jobs
-        )
-        end = sampler.sample()
-        result.cpu_s = end.cpu_s - cpu_before
-        result.end_rss_mib = end.rss_bytes / MIB
-        result.peak_rss_mib = sampler.peak_rss_bytes / MIB
-        wait_alive(running, 0)
+        yield
     except Exception as err:
         detail: Any = traceback.format_exc(limit=3)
         result.broken = f"{type(err).__name__}: {err}\n{detail}"
+
+
+@contextmanager
+def profiled(stage: Stage, profile: Path | None) -> Iterator[None]:
+    """py-spy the controller for the duration of the block when `profile` names a file."""
+    profiler = Profiler(stage.running.pid, profile).start() if profile is not None else None
+    try:
+        yield
     finally:
-        if observer is not None:
-            observer.stop()
-        if sampler is not None:
-            sampler.stop()
-        if running is not None:
-            running.stop()
-        plane.stop(remove=False)
-        if not keep_files:
-            shutil.rmtree(plane.directory / "etcd-data", ignore_errors=True)
-            (plane.directory / "audit.log").unlink(missing_ok=True)
-    return result
+        if profiler is not None:
+            profiler.stop()

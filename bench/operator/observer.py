@@ -5,7 +5,7 @@
     Observer.wait_for(expected: dict[str, int], timeout_s) -> bool   # job -> objects per kind
     Observer.done_times(expected) -> dict[str, float]                 # job -> time all existed
     Observer.recreated() -> list[str]       # objects seen with more than one uid (kind/name)
-    Observer.stop()
+    Observer.stop()                         # or: with Observer(...).start() as observer:
 
 Times are `time.monotonic()` when the watch event arrived here, so they compare with the
 harness's create times; the job comes from the `training.kubeflow.org/job-name` label that
@@ -126,6 +126,12 @@ class Observer:
 
     def stop(self) -> None:
         self._stop.set()
+
+    def __enter__(self) -> Observer:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
 
     # -- queries -------------------------------------------------------------------------------
     def counts(self) -> dict[str, dict[str, int]]:

@@ -1,4 +1,4 @@
-"""(d) TFJobs that train for a minute: what training progress costs the operator, in writes and
+"""(e) TFJobs that train for a minute: what training progress costs the operator, in writes and
 CPU per job, against training-operator.
 
     run_training(name, jobs, seconds, workdir, keep_files=False) -> TrainingResult
@@ -69,7 +69,7 @@ CONTESTANTS: dict[str, Controller] = {
 
 
 class TrainingResult(BaseModel):
-    """Figures of one contestant on workload (d)."""
+    """Figures of one contestant on workload (e)."""
 
     controller: str
     jobs: int
@@ -263,10 +263,10 @@ def training_table(results: list[TrainingResult]) -> str:
     order = [n for n in CONTESTANTS if n in by_name]
     first = results[0] if results else None
     title = (
-        f"(d) {first.jobs} TFJobs x 3 replicas training {first.seconds:.0f} s, progress every "
+        f"(e) {first.jobs} TFJobs x 3 replicas training {first.seconds:.0f} s, progress every "
         f"second from each chief"
         if first
-        else "(d) no run"
+        else "(e) no run"
     )
     width = 40
     lines = [title, f"{'figure':<{width}}" + "".join(f"{n:>17}" for n in order)]

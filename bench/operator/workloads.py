@@ -1,10 +1,13 @@
 """The benchmark workloads: how many TFJobs, how many replicas each, and their manifests.
 
-    Workload(key, title, jobs, ps, workers, settle_s)
-    WORKLOADS_FULL / WORKLOADS_QUICK: dict[str, Workload]      # keys "a", "b", "c"
+    Workload(key, title, jobs, ps, workers, timeout_s, restart)
+    WORKLOADS_FULL / WORKLOADS_QUICK: dict[str, Workload]      # keys "a", "b", "c", "d"
     tfjob_manifest(name, namespace, ps, workers) -> dict
 
 Every replica runs an image that is never pulled (no kubelet runs): only the objects matter.
+(a)-(c) create their TFJobs at once and time their objects (`measure.run_one`); (d), a
+`restart` workload, has its TFJobs present and handled, restarts the controller among them and
+times one new job (`restart.run_restart`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ class Workload(BaseModel):
     ps: int = Field(ge=0)
     workers: int = Field(ge=1)
     timeout_s: float = 600.0
+    #: The jobs are made beforehand and the controller restarted among them (workload d).
+    restart: bool = False
 
     @property
     def replicas(self) -> int:
@@ -48,6 +53,15 @@ WORKLOADS_FULL: dict[str, Workload] = {
         ps=0,
         workers=1,
         timeout_s=1200.0,
+    ),
+    "d": Workload(
+        key="d",
+        title="5,000 TFJobs present, controller restarted, 1 new job",
+        jobs=5000,
+        ps=0,
+        workers=1,
+        timeout_s=1800.0,
+        restart=True,
     ),
 }
 
@@ -75,6 +89,15 @@ WORKLOADS_QUICK: dict[str, Workload] = {
         ps=0,
         workers=1,
         timeout_s=300.0,
+    ),
+    "d": Workload(
+        key="d",
+        title="500 TFJobs present, controller restarted, 1 new job [quick]",
+        jobs=500,
+        ps=0,
+        workers=1,
+        timeout_s=600.0,
+        restart=True,
     ),
 }
 

@@ -195,12 +195,24 @@ def condition(job: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
     return None
 
 
-def named_in_event(message: str) -> list[str]:
-    """The object names of a grouped event: "Created pod: a" or "Created 3 pods: a, b, c"
-    (a long list ends with "(and N more)"; those are not returned)."""
-    _, _, names = message.partition(": ")
-    names = re.sub(r" \(and \d+ more\)$", "", names)
-    return names.split(", ") if names else []
+def named_in_event(message: str, verb: str = "Created", noun: str = "pod") -> list[str]:
+    """The names of the objects of one kind an event says a pass created (or deleted: `verb`
+    "Deleted"): its parts "Created pod: a" or "Created 3 pods: a, b, c" (a long list ends with
+    "(and N more)"; those are not returned). A pass's event joins its parts with ". " after
+    the lifecycle message: "TFJob x is created. Created 3 pods: ... Created policy: x"."""
+    names: list[str] = []
+    for part in message.split(". "):
+        match = re.match(rf"^{verb} (?:\d+ )?(\w+): (.*)$", part.rstrip("."))
+        if match and match[1] in (noun, noun + "s", noun[:-1] + "ies"):
+            names += re.sub(r" \(and \d+ more\)$", "", match[2]).split(", ")
+    return names
+
+
+def named_in_events(
+    events: list[dict[str, Any]], verb: str = "Created", noun: str = "pod"
+) -> list[str]:
+    """`named_in_event` over every event of the job (one name per mention)."""
+    return [name for e in events for name in named_in_event(e["message"], verb, noun)]
 
 
 def env_of(pod: dict[str, Any]) -> dict[str, str]:

@@ -10,15 +10,15 @@ import asyncio
 from collections.abc import Hashable
 from datetime import UTC, datetime, timedelta
 
-import kopf
 import pytest
 
 from taas_operator.cli import main as taas_main
 from taas_operator.controller import workqueue
-from taas_operator.controller.events import CREATE, DELETE, Done, grouped
+from taas_operator.controller.children import CHILD_SELECTOR
+from taas_operator.controller.events import CREATE, DELETE, Done, pass_events
 from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
-from taas_operator.controller.handlers import CHILD_SELECTOR, kopf_settings
-from taas_operator.controller.kube import POD, SERVICE
+from taas_operator.controller.handlers import kopf_settings
+from taas_operator.controller.kube import POD, POLICY, SERVICE
 from taas_operator.controller.workqueue import WorkQueue
 from taas_operator.engine import Event, backoff_delay
 from taas_operator.settings import OperatorSettings
@@ -170,25 +170,31 @@ def test_wake_up_time_is_honoured_and_errors_back_off(monkeypatch: pytest.Monkey
     assert (flaky[2] - flaky[1]).total_seconds() >= 0.1
 
 
-def _resource(group: str, plural: str, kind: str) -> kopf.Resource:
-    return kopf.Resource(group, "v1", plural, kind=kind, namespaced=True, preferred=True)
-
-
 def test_child_watches_are_filtered_by_the_apiserver() -> None:
-    """kopf puts `labelSelector` on the pod/service/NetworkPolicy watches, not on TFJobs'."""
-    selectors = kopf_settings(OperatorSettings()).watching.label_selectors
+    """The pod/service/NetworkPolicy watches carry a label selector, the TFJob watch none;
+    every watch is in each watched namespace, or in every namespace."""
+    import kubernetes.client
+
+    from taas_operator.controller.kube import KubeClient
+    from taas_operator.controller.triggers import Controller
+
     assert CHILD_SELECTOR == (
         "training.kubeflow.org/operator-name=tfjob-controller,training.kubeflow.org/job-name"
     )
-    for child in (
-        _resource("", "pods", "Pod"),
-        _resource("", "services", "Service"),
-        _resource("networking.k8s.io", "networkpolicies", "NetworkPolicy"),
-    ):
-        assert selectors.collect(child) == [CHILD_SELECTOR], child
-    tfjobs = kopf.Resource("kubeflow.org", "v1", "tfjobs", kind="TFJob", namespaced=True)
-    assert selectors.collect(tfjobs) == []
-    assert selectors.collect(_resource("kopf.dev", "kopfpeerings", "KopfPeering")) == []
+    kube = KubeClient(kubernetes.client.Configuration())
+    watches = {
+        (i.kind.plural, i.namespace, i.selector)
+        for i in Controller(OperatorSettings(namespaces=["a", "b"]), kube).informers
+    }
+    assert watches == {
+        (plural, ns, CHILD_SELECTOR if plural != "tfjobs" else "")
+        for plural in ("tfjobs", "pods", "services", "networkpolicies")
+        for ns in ("a", "b")
+    }
+    without = Controller(OperatorSettings(network_policy=False), kube)
+    plurals = {i.kind.plural for i in without.informers}
+    assert plurals == {"tfjobs", "pods", "services"}
+    assert {i.namespace for i in Controller(OperatorSettings(), kube).informers} == {""}
 
 
 def test_running_passes_are_capped_and_served_in_request_order() -> None:
@@ -227,34 +233,95 @@ def test_running_passes_are_capped_and_served_in_request_order() -> None:
     assert most == 2
 
 
-def test_creations_of_one_kind_make_one_event_naming_them() -> None:
-    """Per pass: one Normal event per verb and kind, capped under Kubernetes' 1024 characters;
-    the engine's and the failed calls' events pass through as they are."""
+def test_a_pass_makes_one_event_naming_what_it_did() -> None:
+    """The objects a pass changed are named in its first Normal lifecycle event (capped under
+    Kubernetes' 1024 characters); Warnings, the engine's and failed calls', stay apart."""
     names = [f"job-worker-{i}" for i in range(200)]
+    created = Event(type="Normal", reason="TFJobCreated", message="TFJob job is created.")
     restart = Event(type="Warning", reason="TFJobRestarting", message="restarting")
-    events = grouped(
-        [
-            *(Done(CREATE, POD, name) for name in names),
-            Done(DELETE, SERVICE, "job-ps-0"),
-            restart,
-            Done(CREATE, POD, "job-ps-0"),
-        ]
-    )
-    assert [e.reason for e in events] == [
-        "SuccessfulCreatePod",
-        "SuccessfulDeleteService",
-        "TFJobRestarting",
+    failure = Event(type="Warning", reason="FailedCreateService", message="Error creating ...")
+    done = [
+        *(Done(CREATE, POD, name) for name in names),
+        Done(DELETE, SERVICE, "job-ps-0"),
+        Done(CREATE, POD, "job-ps-0"),
+        Done(CREATE, POLICY, "job"),
     ]
-    created = events[0].message
-    assert created.startswith("Created 201 pods: job-worker-0, job-worker-1, ")
-    assert len(created) <= 1000 and created.endswith(" more)")
-    shown = created.split(": ", 1)[1].split(" (and ")[0].split(", ")
-    assert created.endswith(f"(and {201 - len(shown)} more)")
-    assert events[1].message == "Deleted service: job-ps-0"
-    assert events[2] is restart
+    events = pass_events(done, [failure], [restart, created])
+    assert events[0] is restart and events[2] is failure and len(events) == 3
+    merged = events[1]
+    assert (merged.type, merged.reason) == ("Normal", "TFJobCreated")
+    assert len(merged.message) <= 1000
+    head, pods, services, policy = merged.message.split(". ")
+    assert head == "TFJob job is created"
+    assert pods.startswith("Created 201 pods: job-worker-0, job-worker-1, ")
+    shown = pods.split(": ", 1)[1].split(" (and ")[0].split(", ")
+    assert pods.endswith(f"(and {201 - len(shown)} more)") and len(shown) > 5
+    assert services == "Deleted service: job-ps-0"
+    assert policy == "Created policy: job"
+
+
+def test_a_pass_without_a_transition_makes_one_event_of_its_objects() -> None:
+    """Kubeflow's reason for one kind (SuccessfulCreatePod), Kubernetes' for several kinds."""
+    one = pass_events([Done(CREATE, POD, "job-worker-1")], [], [])
+    assert [(e.reason, e.message) for e in one] == [
+        ("SuccessfulCreatePod", "Created pod: job-worker-1")
+    ]
+    both = pass_events([Done(CREATE, POD, "a"), Done(CREATE, SERVICE, "a")], [], [])
+    assert [(e.reason, e.message) for e in both] == [
+        ("SuccessfulCreate", "Created pod: a. Created service: a")
+    ]
+    assert pass_events([], [], []) == []
 
 
 def test_backoff_doubles_up_to_its_cap() -> None:
     """One formula for the work queue (1 s to 5 min) and the local kubelet (1 s to 10 s)."""
     assert [backoff_delay(n, 1.0, 10.0) for n in range(1, 7)] == [1, 2, 4, 8, 10, 10]
     assert backoff_delay(10, workqueue.BACKOFF_START, workqueue.BACKOFF_MAX) == 300
+
+
+def test_kopf_watches_nothing_and_stores_nothing() -> None:
+    """kopf keeps only the lifecycle, login, probe and peering: no resource handler of any
+    kind, so it never watches, patches or adds finalizers to TFJobs or their children."""
+    import kubernetes.client
+
+    from taas_operator.controller.handlers import build_registry
+    from taas_operator.controller.kube import KubeClient
+    from taas_operator.controller.triggers import Controller
+
+    registry = build_registry(
+        Controller(OperatorSettings(), KubeClient(kubernetes.client.Configuration()))
+    )
+    for handlers in (registry._watching, registry._changing, registry._spawning):
+        assert handlers.get_all_handlers() == []
+    assert registry._indexing.get_all_handlers() == []
+    assert kopf_settings(OperatorSettings()).posting.enabled is False
+
+
+def test_background_passes_wait_for_every_other() -> None:
+    """A restart re-checks every listed job in the background lane: a new job requested
+    meanwhile (and a listed job that gets a real event) is served before the rest."""
+
+    async def scenario() -> list[Hashable]:
+        started: list[Hashable] = []
+        gate = asyncio.Event()
+
+        async def run_pass(key: Hashable) -> datetime | None:
+            started.append(key)
+            await gate.wait()
+            return None
+
+        queue = WorkQueue(run_pass, max_running=1)
+        for key in range(5):
+            queue.request(key, background=True)
+        for _ in range(5):
+            await asyncio.sleep(0)
+        queue.request("new")  # a new job
+        queue.request(3)  # a listed job that changed: to the front lane
+        queue.request(4, background=True)  # still background
+        gate.set()
+        for _ in range(50):
+            await asyncio.sleep(0)
+        await queue.close()
+        return started
+
+    assert asyncio.run(scenario()) == [0, "new", 3, 1, 2, 4]

@@ -109,14 +109,21 @@ def test_success_without_chief_cleans_running_pods(admin: Api, ns: str) -> None:
     wait_for(lambda: set(admin.pods(ns, name)) == {f"{name}-worker-0"}, "PS and worker 1 gone")
     assert set(admin.services(ns, name)) == {f"{name}-worker-0"}
     wait_for(lambda: "TFJobSucceeded" in _reasons(admin, ns, name), "TFJobSucceeded event")
-    reasons = _reasons(admin, ns, name)
-    assert {"TFJobCreated", "SuccessfulCreatePod", "SuccessfulCreateService"} <= set(reasons)
-    assert "SuccessfulDeletePod" in reasons
-    # One event per kind and pass, naming every object it created.
-    created = [e for e in admin.events(ns, name) if e["reason"] == "SuccessfulCreatePod"]
-    assert len(created) == 1, created
-    assert created[0]["message"].startswith("Created 3 pods: ")
-    assert sorted(named_in_event(created[0]["message"])) == sorted(pods)
+    events = admin.events(ns, name)
+    assert {"TFJobCreated", "TFJobRunning", "TFJobSucceeded"} <= set(_reasons(admin, ns, name))
+    # One event per pass: the creation names every object the first pass made...
+    created = [e for e in events if named_in_event(e["message"])]
+    assert [e["reason"] for e in created] == ["TFJobCreated"], events
+    message = created[0]["message"]
+    assert message.startswith(f"TFJob {name} is created. Created 3 pods: "), message
+    assert sorted(named_in_event(message)) == sorted(pods)
+    assert sorted(named_in_event(message, noun="service")) == sorted(pods)
+    assert named_in_event(message, noun="policy") == [name]
+    # ... and the success names what the cleanup deleted (the PS and worker 1, their services).
+    succeeded = next(e["message"] for e in events if e["reason"] == "TFJobSucceeded")
+    gone = {f"{name}-ps-0", f"{name}-worker-1"}
+    assert set(named_in_event(succeeded, "Deleted")) == gone, succeeded
+    assert set(named_in_event(succeeded, "Deleted", "service")) == gone, succeeded
 
 
 def test_chief_success_and_all_workers_policy(admin: Api, ns: str) -> None:

@@ -24,7 +24,7 @@ from operator_harness import (
     OperatorProcess,
     StartOperator,
     condition,
-    named_in_event,
+    named_in_events,
     new_namespace,
     tfjob,
     unique,
@@ -44,12 +44,7 @@ def watched(admin: Api, start_operator: StartOperator) -> tuple[str, OperatorPro
 
 def _created(admin: Api, ns: str, name: str) -> collections.Counter[str]:
     """How often the operator reported creating each pod of the job."""
-    return collections.Counter(
-        pod
-        for e in admin.events(ns, name)
-        if e["reason"] == "SuccessfulCreatePod"
-        for pod in named_in_event(e["message"])
-    )
+    return collections.Counter(named_in_events(admin.events(ns, name)))
 
 
 def _uid(admin: Api, ns: str, job: str, pod: str) -> str | None:
@@ -295,7 +290,7 @@ def test_two_replicas_with_peering_only_one_acts(
     admin.create_tfjob(ns, tfjob(name, {"PS": {}, "Worker": {}}))
     wait_for(lambda: len(admin.pods(ns, name)) == 2, "2 pods")
     wait_for(lambda: condition(admin.tfjob(ns, name), "Created"), "Created")
-    wait_for(lambda: len(_created(admin, ns, name)) == 2, "2 SuccessfulCreatePod events")
+    wait_for(lambda: len(_created(admin, ns, name)) == 2, "2 pods reported created")
     assert f"reconciling {ns}/{name}" in active.log()
     assert f"reconciling {ns}/{name}" not in paused.log()
     assert all(r.alive() for r in replicas)

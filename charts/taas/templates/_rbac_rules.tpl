@@ -4,8 +4,8 @@ cluster-wide ClusterRole and the per-namespace Roles. Argument: dict "ha" (bool)
 namespaced kopf peering objects (leader election when watching a list of namespaces).
 */}}
 {{- define "taas.workloadRules" -}}
-# TFJobs: kopf lists and watches them (watch-event handlers only: kopf writes nothing on them);
-# the operator GETs one on a cache miss and deletes a finished job after ttlSecondsAfterFinished.
+# TFJobs: the operator lists and watches them (its own watches; nothing is written on them but
+# the status), GETs one on a cache miss and deletes a finished job after ttlSecondsAfterFinished.
 - apiGroups: ["kubeflow.org"]
   resources: ["tfjobs"]
   verbs: ["get", "list", "watch", "delete"]
@@ -37,7 +37,8 @@ namespaced kopf peering objects (leader election when watching a list of namespa
   resources: ["networkpolicies"]
   verbs: ["list", "watch", "create", "delete", "patch"]
 {{- if .ha }}
-# Leader election between replicas: kopf reads and patches the KopfPeering object here.
+# Leader election between replicas: kopf patches the KopfPeering object here (its keepalive),
+# the operator reads it for kopf's decision.
 - apiGroups: ["kopf.dev"]
   resources: ["kopfpeerings"]
   verbs: ["get", "list", "watch", "patch"]

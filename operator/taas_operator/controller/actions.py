@@ -2,7 +2,7 @@
 
     actions = Actions(kube, echoes, request, network_policy=True, extra_namespaces=(),
                       progress_namespace="")
-    await actions.apply(job, plan, policies) -> Applied     # deletions and creations at once
+    await actions.apply(job, plan, policies) -> Applied     # policies: name -> spec existing
     await actions.delete_job(job) -> bool                   # ttlSecondsAfterFinished passed
 
 `apply` deletes `plan.delete_pods`/`delete_services` and creates `plan.create_pods`/
@@ -31,7 +31,6 @@ from taas_operator.controller.events import (
     UPDATE,
     Done,
     failed,
-    grouped,
     kind_title,
     log_api_error,
     noun,
@@ -65,20 +64,22 @@ _Outcome = Done | Event | _Taken | None
 
 @dataclass
 class Applied:
-    """What `Actions.apply` did: the events to post (grouped), and whether a name was taken."""
+    """What `Actions.apply` did: the objects changed, the Warnings of the calls that failed,
+    and whether a name was taken."""
 
-    events: list[Event] = field(default_factory=list)
+    done: list[Done] = field(default_factory=list)
+    problems: list[Event] = field(default_factory=list)
     name_taken: bool = False
 
     @property
     def errors(self) -> list[str]:
         """Messages of the calls that failed (the pass is retried)."""
-        return [e.message for e in self.events if e.type == "Warning"]
+        return [e.message for e in self.problems]
 
     @property
     def invalid(self) -> list[str]:
         """Messages of the objects the apiserver refused: a permanent error of the spec."""
-        return [e.message for e in self.events if e.reason.startswith("Invalid")]
+        return [e.message for e in self.problems if e.reason.startswith("Invalid")]
 
 
 class Actions:
@@ -98,7 +99,7 @@ class Actions:
         self.network_policy, self.extra_namespaces = network_policy, tuple(extra_namespaces)
         self.progress_namespace = progress_namespace  # admitted to the chief's progress port
 
-    async def apply(self, job: TFJob, plan: Plan, policies: list[dict[str, Any]]) -> Applied:
+    async def apply(self, job: TFJob, plan: Plan, policies: dict[str, dict[str, Any]]) -> Applied:
         """Deletions and creations of `plan`, concurrently (and the NetworkPolicy)."""
         ns = job.namespace
         calls = [
@@ -111,7 +112,8 @@ class Actions:
             calls.append(self._sync_policy(job, policies))
         outcomes = await asyncio.gather(*calls)
         return Applied(
-            events=grouped([o for o in outcomes if isinstance(o, Done | Event)]),
+            done=[o for o in outcomes if isinstance(o, Done)],
+            problems=[o for o in outcomes if isinstance(o, Event)],
             name_taken=any(isinstance(o, _Taken) for o in outcomes),
         )
 
@@ -153,13 +155,14 @@ class Actions:
             return failed(DELETE, kind, name, err)
         return Done(DELETE, kind, name) if gone else None
 
-    async def _sync_policy(self, job: TFJob, policies: list[dict[str, Any]]) -> _Outcome:
-        """Create the job's NetworkPolicy, or put its spec back if someone changed it."""
+    async def _sync_policy(self, job: TFJob, policies: dict[str, dict[str, Any]]) -> _Outcome:
+        """Create the job's NetworkPolicy, or put its spec back if someone changed it
+        (`policies`: the job's policies that exist, name -> spec)."""
         desired = desired_network_policy(job, self.extra_namespaces, self.progress_namespace)
-        current = next((p for p in policies if p["metadata"]["name"] == job.name), None)
+        current = policies.get(job.name)
         if current is None:
             return await self._create(POLICY, job, desired)
-        if current.get("spec") == desired["spec"]:
+        if current == desired["spec"]:
             return None
         try:
             await self.kube.replace_spec(POLICY, job.namespace, job.name, desired["spec"])

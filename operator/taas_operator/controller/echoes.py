@@ -6,6 +6,7 @@
                                                # when it failed or the name was taken;
                                                # True: a watch event seen meanwhile needs a pass
     echoes.seen(job, ref, type_, rv) -> bool   # a watch event; True: it needs a pass
+    echoes.pending(job, plurals) -> bool       # a write of those kinds not seen in the watch yet
     echoes.forget(job)                         # a pass of the job starts, or the job is gone
     await expecting_echo(echoes, request, job, ref, type_, write) -> dict | None
                                                # expect, await the write, then `created`
@@ -67,6 +68,11 @@ class Echoes:
             return False
         del expected[ref]
         return state != _AWAIT or rv != made_rv
+
+    def pending(self, job: Hashable, plurals: tuple[str, ...]) -> bool:
+        """Some write of `job`'s objects of these kinds has not been seen in the watch yet."""
+        expected = self._jobs.get(job) or {}
+        return any(ref[0] in plurals and entry[0] != _EARLY for ref, entry in expected.items())
 
     def forget(self, job: Hashable) -> None:
         """Drop what is expected for `job` (late echoes then just cause one harmless pass)."""

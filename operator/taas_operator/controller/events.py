@@ -1,18 +1,25 @@
 """The events the operator records on a TFJob, and how API errors are logged.
 
     Done(verb, kind, name)                  # one object created, deleted or updated
-    grouped(outcomes: Sequence[Done | Event]) -> list[Event]
+    pass_events(done, problems, engine_events) -> list[Event]   # what one pass posts
     failed(verb, kind, name, err) -> Event  # Warning Failed<Verb><Kind>
     recorder = EventRecorder(kube)
     await recorder.post(key, job_body, events)
     recorder.clear(key)                     # a pass ended without errors; also: the job is gone
     log_api_error(err)
 
-A pass's creations and deletions of one kind become one Normal event naming the objects
-("Created 60 pods: a, b, ... (and N more)", reason `SuccessfulCreatePod`), as Kubeflow names
-them; the lifecycle engine's own events (`engine.Event`) pass through as they are. A Warning
-about a failed API call (`Failed...`) is posted once per distinct message until the job's next
-pass without errors, so a retried failure does not post the same event every backoff.
+One event per pass for what it did (a product decision, issue 14): what a user reading
+`kubectl describe tfjob` needs is each transition of the job (Kubeflow's TFJobCreated,
+TFJobRunning, TFJobSucceeded, ... reasons) and which objects were made or removed, not one line
+per kind. So the objects a pass created, deleted or updated are named in the pass's first
+Normal lifecycle event ("TFJob x is created. Created 60 pods: a, b, ... (and N more). Created
+60 services: ... Created policy: x"), or, in a pass without a transition, in one event of their
+own (reason `SuccessfulCreatePod` for one kind as Kubeflow names it, `SuccessfulCreate` for
+several, as Kubernetes' own controllers do). A one-pod job's creation is then one event where
+it was four: its writes per job drop from 9 to 6, what Kubeflow's training-operator writes
+(which posts one event per object and none for the creation). Warnings are never merged: a
+failed API call (`Failed...`) is posted once per distinct message until the job's next pass
+without errors, so a retried failure does not post the same event every backoff.
 """
 
 from __future__ import annotations
@@ -97,8 +104,9 @@ def failed(verb: Verb, kind: Kind, name: str, err: ApiError) -> Event:
     )
 
 
-def _done_message(verb: Verb, kind: Kind, names: Sequence[str]) -> str:
-    """'Created pod: a', or 'Created 3 pods: a, b, c' naming as many as fit (and N more)."""
+def _done_message(verb: Verb, kind: Kind, names: Sequence[str], cap: int) -> str:
+    """'Created pod: a', or 'Created 3 pods: a, b, c' naming as many as fit in `cap`
+    characters (and N more)."""
     words = _NOUNS[kind]
     if len(names) == 1:
         return f"{verb.past} {words.one}: {names[0]}"
@@ -108,31 +116,53 @@ def _done_message(verb: Verb, kind: Kind, names: Sequence[str]) -> str:
     for i, name in enumerate(names):
         rest = len(names) - i - 1
         length += len(name) + (2 if shown else 0)
-        if length + (len(f" (and {rest} more)") if rest else 0) > _MAX_GROUPED_MESSAGE:
+        if length + (len(f" (and {rest} more)") if rest else 0) > cap:
             break
         shown.append(name)
     more = len(names) - len(shown)
     return head + ", ".join(shown) + (f" (and {more} more)" if more else "")
 
 
-def grouped(outcomes: Sequence[Done | Event]) -> list[Event]:
-    """One Normal event per verb and kind, naming the objects, then every other event as is."""
-    done: dict[tuple[Verb, Kind], list[str]] = {}
-    others: list[Event] = []
-    for outcome in outcomes:
-        if isinstance(outcome, Done):
-            done.setdefault((outcome.verb, outcome.kind), []).append(outcome.name)
+def _changes(done: Sequence[Done]) -> dict[tuple[Verb, Kind], list[str]]:
+    """The objects of a pass by verb and kind, in the order first seen."""
+    groups: dict[tuple[Verb, Kind], list[str]] = {}
+    for outcome in done:
+        groups.setdefault((outcome.verb, outcome.kind), []).append(outcome.name)
+    return groups
+
+
+def _changes_reason(groups: dict[tuple[Verb, Kind], list[str]]) -> str:
+    """SuccessfulCreatePod for one kind (Kubeflow's reasons), SuccessfulCreate for several
+    kinds made with one verb (Kubernetes' own controllers' reason), else the first verb's."""
+    (verb, kind), *rest = groups
+    if not rest:
+        return f"Successful{verb.title}{kind_title(kind)}"
+    return f"Successful{verb.title}"
+
+
+def pass_events(
+    done: Sequence[Done], problems: Sequence[Event], engine: Sequence[Event]
+) -> list[Event]:
+    """The events one pass posts: the lifecycle engine's, with every object the pass created,
+    deleted or updated named in the first Normal one (one event for the whole pass: "TFJob x
+    is created. Created 3 pods: ... Created 3 services: ... Created policy: x"); without such
+    an engine event, the objects make one event of their own. Warnings (the engine's, and
+    `problems`: failed or refused API calls) stay one event each."""
+    groups = _changes(done)
+    events = list(engine)
+    first = next((i for i, e in enumerate(events) if e.type == "Normal"), None)
+    if groups:
+        head = events[first].message if first is not None else ""
+        budget = (_MAX_GROUPED_MESSAGE - len(head)) // len(groups) - 2
+        parts = [_done_message(v, k, names, max(budget, 60)) for (v, k), names in groups.items()]
+        if first is None:
+            events.insert(
+                0, Event(type="Normal", reason=_changes_reason(groups), message=". ".join(parts))
+            )
         else:
-            others.append(outcome)
-    named = [
-        Event(
-            type="Normal",
-            reason=f"Successful{verb.title}{kind_title(kind)}",
-            message=_done_message(verb, kind, names),
-        )
-        for (verb, kind), names in done.items()
-    ]
-    return named + others
+            merged = " ".join([head, ". ".join(parts)])
+            events[first] = events[first].model_copy(update={"message": merged})
+    return events + list(problems)
 
 
 def log_api_error(err: ApiError) -> None:

@@ -1,92 +1,52 @@
-"""The kopf wiring: thin watch handlers that only tell the Controller what changed.
+"""The kopf wiring: what kopf still does for TaaS, and its settings.
 
     build_registry(controller) -> kopf.OperatorRegistry
     kopf_settings(settings: OperatorSettings) -> kopf.OperatorSettings
-    on_tfjob_event(controller, event)      # plain functions, callable from tests
-    on_child_event(controller, event, plural)
 
-Only `@kopf.on.event` handlers are used: they see every watch event (initial listing, ADDED,
-MODIFIED, DELETED) and make kopf store nothing on the objects -- no finalizer (deleting a TFJob
-never waits for the operator), no progress or last-handled annotations, no status fields of its
-own. The pod, service and NetworkPolicy watches carry a server-side label selector
-(`settings.watching.label_selectors`), so only the jobs' children are streamed to the operator.
-The TFJob's status subresource belongs to TaaS alone. Should a change handler ever be
-added, kopf's bookkeeping is configured to live in `taas.dev/...` annotations, never in status.
-Kopf's event posting is off: the Controller records its own events. With `peering` set, kopf's
-peering keeps one replica active (random priority per process; the others pause).
+kopf runs the operator's lifecycle (signals, start-up and clean-up), logs in with the same
+credentials as the Controller, serves `/healthz` (its probe reports the jobs cached) and, with
+`peering` set, keeps this replica's entry in the peering object up to date (its keepalive; a
+random priority per process, so that the highest runs and the others wait). kopf watches
+nothing else: the Controller's own watches (`informer`) replaced kopf's resource handlers,
+which cost more CPU per watch event than all the rest (the operator benchmark's profile), and
+the Controller reads the peering decision from the same object kopf keeps (`peering`).
+Why that is safe:
+- peering: the same rule as kopf's on the same data; while paused no pass starts (the work
+  queue waits, timers included), the caches stay current, so taking over needs no re-list;
+- restarts: a new process LISTs everything before any pass runs, then re-checks every job
+  (in the background lane: a new job first);
+- missed events: a watch that loses its place LISTs again and reports what vanished as deleted;
+  passes are level-triggered and read caches that a re-list has made whole.
+So kopf stores nothing on any object: no finalizer (deleting a TFJob never waits for the
+operator), no annotations, no status fields; its event posting is off (the Controller records
+its own events).
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Mapping
 from typing import Any
 
 import kopf
 
-from taas_operator.api import constants as c
 from taas_operator.controller.triggers import Controller
 from taas_operator.settings import OperatorSettings
 
 logger = logging.getLogger("taas_operator.controller")
 
-_CHILD_LABELS: Mapping[str, Any] = {
-    c.LABEL_OPERATOR_NAME: c.CONTROLLER_NAME,
-    c.LABEL_JOB_NAME: kopf.PRESENT,
-}
-_CHILDREN = (("", "v1", "pods"), ("", "v1", "services"))
-_POLICIES = ("networking.k8s.io", "v1", "networkpolicies")
-#: The same filter as `_CHILD_LABELS`, applied by the apiserver to kopf's child watches (a
-#: handler's `labels=` alone filters client-side: every pod in the cluster would be streamed).
-CHILD_SELECTOR = f"{c.LABEL_OPERATOR_NAME}={c.CONTROLLER_NAME},{c.LABEL_JOB_NAME}"
-
-
-def on_tfjob_event(controller: Controller, event: Mapping[str, Any]) -> None:
-    """A TFJob watch event: DELETED forgets the job, anything else requests a pass over it."""
-    body = event.get("object") or {}
-    meta = body.get("metadata") or {}
-    if event.get("type") == "DELETED":
-        controller.job_gone(meta.get("namespace", ""), meta.get("name", ""))
-    else:
-        controller.job_seen(body, event.get("type"))
-
-
-def on_child_event(controller: Controller, event: Mapping[str, Any], plural: str = "") -> None:
-    """A pod/service/NetworkPolicy (`plural`) of a job changed or was deleted: a pass over its job
-    (unless the event only echoes the operator's own creation of it)."""
-    meta = (event.get("object") or {}).get("metadata") or {}
-    job_name = (meta.get("labels") or {}).get(c.LABEL_JOB_NAME)
-    if job_name:
-        controller.child_seen(
-            meta.get("namespace", ""),
-            job_name,
-            event.get("type"),
-            (plural, str(meta.get("name", ""))),
-            str(meta.get("resourceVersion", "")),
-        )
-
 
 def build_registry(controller: Controller) -> kopf.OperatorRegistry:
-    """A kopf registry whose handlers feed `controller`."""
+    """A kopf registry: login, start-up (the Controller's watches), probe, clean-up."""
     registry = kopf.OperatorRegistry()
 
     @kopf.on.login(id="taas-login", registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
         return controller.kube.connection_info()
 
-    @kopf.on.event(c.GROUP, c.VERSION, c.PLURAL, id="tfjobs-event", registry=registry)
-    async def tfjob_event(event: kopf.RawEvent, **_: Any) -> None:
-        on_tfjob_event(controller, event)
-
-    children = [*_CHILDREN, _POLICIES] if controller.settings.network_policy else _CHILDREN
-    for group, version, plural in children:
-
-        @kopf.on.event(
-            group, version, plural, id=f"{plural}-event", labels=_CHILD_LABELS, registry=registry
-        )
-        async def child_event(event: kopf.RawEvent, resource: kopf.Resource, **_: Any) -> None:
-            on_child_event(controller, event, resource.plural)
+    @kopf.on.startup(id="taas-watches", registry=registry)
+    async def startup(**_: Any) -> None:
+        await controller.start()
 
     @kopf.on.probe(id="jobs", registry=registry)
     def cached_jobs(**_: Any) -> int:
@@ -100,17 +60,9 @@ def build_registry(controller: Controller) -> kopf.OperatorRegistry:
 
 
 def kopf_settings(settings: OperatorSettings) -> kopf.OperatorSettings:
-    """kopf's settings for TaaS: no events from kopf, bookkeeping (if any) in annotations,
-    child watches filtered by the apiserver."""
+    """kopf's settings for TaaS: no events from kopf; peering as `settings.peering` says."""
     ks = kopf.OperatorSettings()
     ks.posting.enabled = False
-    ks.persistence.finalizer = "taas.dev/finalizer"
-    ks.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="taas.dev")
-    ks.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
-        prefix="taas.dev", key="last-handled-configuration"
-    )
-    for child in (*_CHILDREN, _POLICIES):
-        ks.watching.label_selectors[child] = CHILD_SELECTOR
     ks.peering.standalone = not settings.peering
     if settings.peering:
         ks.peering.name = settings.peering

@@ -1,6 +1,6 @@
 """One pass over one TFJob: read what exists, ask the engine for a Plan, carry it out.
 
-    passes = JobPass(settings, kube, cache, echoes, request, forget)
+    passes = JobPass(settings, kube, cache, children, echoes, request, forget)
     await passes.run(key) -> datetime | None      # when to run again (None: on the next event)
     passes.forget(key)                            # the job is gone: drop what a pass kept
 
@@ -10,13 +10,14 @@ A pass (level-triggered, idempotent; the rules are `taas_operator.engine.lifecyc
 2. a spec the models refuse (stored while an older CRD was installed) -> condition Failed with
    the field and fix and a Warning event `InvalidTFJobSpec`, once (`engine.fail_invalid_spec`);
    never a retry loop. The same for a pod template the apiserver refuses (`actions`);
-3. pods, services (and NetworkPolicies) listed by the job's labels, concurrently, fresh from the
-   apiserver; objects controlled by another incarnation of the same name are ignored. Not for
-   a job without status (its first pass: nothing of TaaS exists yet); a name found taken when
-   creating makes the next pass list;
+3. pods, services (and NetworkPolicies) from the watch cache (`children.ChildCache`, which says
+   why it can be trusted); LISTed fresh by the job's labels instead while some of the job's own
+   creations are not in the watch yet, or when a creation found a name taken that the cache
+   did not show. Objects controlled by another incarnation of the same name are ignored;
 4. `engine.plan_job` -> Plan; the status written FIRST (`status.StatusWriter`: a Conflict reads
    the job again and repeats the pass), then deletions and creations concurrently
-   (`actions.Actions`), then the plan's events (`events.EventRecorder`), then the TTL deletion;
+   (`actions.Actions`), then the pass's events (`events.pass_events`: one Normal event naming
+   what it did, Warnings apart), then the TTL deletion;
 5. the plan's `requeue_at` is returned, so the work queue wakes the job exactly then.
 Failed API calls become Warning events (once per distinct error) and a `PassError`, so the
 work queue retries with backoff; 403s name the missing verb and resource.
@@ -38,8 +39,9 @@ from taas_operator.api.constants import REASON_INVALID_SPEC
 from taas_operator.api.models import TFJob
 from taas_operator.controller import metrics
 from taas_operator.controller.actions import Actions
+from taas_operator.controller.children import ChildCache, Children, children_from
 from taas_operator.controller.echoes import Echoes
-from taas_operator.controller.events import EventRecorder
+from taas_operator.controller.events import EventRecorder, pass_events
 from taas_operator.controller.jobcache import JobCache, JobKey
 from taas_operator.controller.kube import POD, POLICY, SERVICE, KubeClient
 from taas_operator.controller.progress import ProgressPoller
@@ -48,7 +50,6 @@ from taas_operator.controller.status import StatusWriter
 from taas_operator.engine import (
     BuildOptions,
     Event,
-    ObservedPod,
     fail_invalid_spec,
     job_selector,
     plan_job,
@@ -63,12 +64,7 @@ class PassError(RuntimeError):
     """Some API calls of a pass failed; the work queue retries the job later."""
 
 
-def _owned_by(obj: dict[str, Any], uid: str) -> bool:
-    """Ours unless its controller owner is another object (e.g. an older job of the same name)."""
-    refs = [
-        r for r in (obj.get("metadata") or {}).get("ownerReferences") or [] if r.get("controller")
-    ]
-    return not refs or any(r.get("uid") == uid for r in refs)
+_CHILD_PLURALS = (POD.plural, SERVICE.plural, POLICY.plural)
 
 
 class JobPass:
@@ -79,11 +75,13 @@ class JobPass:
         settings: OperatorSettings,
         kube: KubeClient,
         cache: JobCache,
+        children: ChildCache,
         echoes: Echoes,
         request: Callable[[JobKey], None],
         forget: Callable[[JobKey], None],
     ) -> None:
         self.kube, self.cache, self.echoes, self.request = kube, cache, echoes, request
+        self.children = children
         self.network_policy = settings.network_policy
         self.options = BuildOptions(cluster_domain=settings.cluster_domain)
         self.recorder = EventRecorder(kube)
@@ -131,20 +129,18 @@ class JobPass:
         return await self._run_job(key, body, job)
 
     async def _run_job(self, key: JobKey, body: dict[str, Any], job: TFJob) -> datetime | None:
+        uid = job.metadata.uid or ""
+        # The watch cache, unless this job's own writes are not all in it yet, or a creation
+        # found a name taken that the cache did not show: then a fresh LIST.
+        fresh = key in self._must_list or self.echoes.pending(key, _CHILD_PLURALS)
+        children = await self._list_children(job) if fresh else self.children.of(*key, uid)
         self.echoes.forget(key)
-        # Not for a job with no status yet: its first pass writes the status before creating
-        # anything, so no pass of TaaS has made children for it; should some exist anyway (made
-        # by another controller), creating one finds the name taken and the next pass lists.
-        listed = key in self._must_list or bool(body.get("status"))
-        pods, services, policies = await self._children(job) if listed else ([], [], [])
         self._must_list.discard(key)
-        observed = [p for p in map(ObservedPod.from_manifest, pods) if p is not None]
-        service_names = [str(s["metadata"]["name"]) for s in services]
         now = datetime.now(UTC)
-        plan = plan_job(job, observed, now, services=service_names, options=self.options)
+        plan = plan_job(job, children.pods, now, services=children.services, options=self.options)
         if plan.skipped:
             return None
-        self.progress.fold(key, job, observed, plan, now)
+        self.progress.fold(key, job, children.pods, plan, now)
         if plan.status_changed:
             written = plan.status.to_dict()
             stored = await self.writer.write(key, body, written)
@@ -153,13 +149,13 @@ class JobPass:
             body = stored
             self.pruned.check(key, job.metadata.uid or "", written, body)
             metrics.status_written(job.namespace, job.status.to_dict(), written)
-        applied = await self.actions.apply(job, plan, policies)
+        applied = await self.actions.apply(job, plan, children.policies)
         metrics.pods_created(job, plan, bool(applied.errors))
-        await self.recorder.post(key, body, applied.events)
-        if applied.name_taken and not listed:  # look at what is there
+        events = pass_events(applied.done, applied.problems, plan.events)
+        await self.recorder.post(key, body, events)
+        if applied.name_taken and not fresh:  # look at what is there
             self._must_list.add(key)
             self.request(key)
-        await self.recorder.post(key, body, plan.events)
         if applied.invalid:  # a permanent error: retrying would fail the same way forever
             await self._reject(key, self.cache.get(key) or body, "; ".join(applied.invalid))
             return None
@@ -173,17 +169,15 @@ class JobPass:
         self.recorder.clear(key)
         return plan.requeue_at
 
-    async def _children(
-        self, job: TFJob
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    async def _list_children(self, job: TFJob) -> Children:
         """The job's pods, services and NetworkPolicies (when managed), read fresh."""
         logger.debug("%s/%s: listing its children", job.namespace, job.name)
         kinds = [POD, SERVICE, POLICY] if self.network_policy else [POD, SERVICE]
         selector = job_selector(job.name)
         found = await asyncio.gather(*(self.kube.list(k, job.namespace, selector) for k in kinds))
+        pods, services, *policies = found
         uid = job.metadata.uid or ""
-        pods, services, *policies = ([o for o in objs if _owned_by(o, uid)] for objs in found)
-        return pods, services, policies[0] if policies else []
+        return children_from(pods, services, policies[0] if policies else [], uid)
 
     async def _reject(self, key: JobKey, body: dict[str, Any], problem: str) -> None:
         """A spec the models or the apiserver refuse: Failed condition + Warning event, once."""

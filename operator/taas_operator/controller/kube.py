@@ -6,39 +6,38 @@
     await client.replace_job_status(job, status) -> dict     # PUT, resourceVersion-checked
     await client.delete_job(ns, name, uid)
     await client.list(kind, ns, labels) -> list[dict]                 # kind: POD, SERVICE, POLICY
+    async for items, rv in client.list_pages(kind, ns, selector): ...  # ns "": every namespace
+    async for event in client.stream(kind, ns, query): ...           # a watch (`informer`)
     await client.create(kind, ns, manifest) -> dict | None            # None: it already existed
     await client.delete(kind, ns, name) -> bool                       # False: it was already gone
     await client.replace_spec(kind, ns, name, spec)                   # JSON patch of /spec
     await client.post_event(job: dict, type_, reason, message)
 
 Everything is plain JSON dicts (camelCase), exactly as the API serves them. Authentication comes
-from the official client's config loaders (kubeconfig, or in-cluster service account), the HTTP
-calls are made on its urllib3 pool in worker threads, at most `concurrency` in flight at once
-across the whole process (the `concurrency` setting).
+from the official client's config loaders (kubeconfig, or in-cluster service account); the HTTP
+calls go through `transport.Transport` (aiohttp on the operator's event loop), at most
+`concurrency` in flight at once across the whole process (the `concurrency` setting).
 Non-2xx answers raise `ApiError` (`Conflict` for 409, `Forbidden` for 403, `Invalid` for 400/422),
 whose message names the verb and resource, so a missing RBAC verb is obvious in the log.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import socket
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlencode
 
 import kopf
 import kubernetes.client
 import kubernetes.config
-from kubernetes.client.rest import RESTClientObject
 
 from taas_operator.api.constants import API_VERSION, GROUP, KIND, PLURAL, VERSION
 from taas_operator.api.models import format_time
 from taas_operator.controller import metrics
+from taas_operator.controller.transport import Endpoint, Transport
 
 COMPONENT = "taas-operator"
 _MAX_EVENT_MESSAGE = 1024
@@ -53,8 +52,11 @@ class Kind:
     plural: str
 
     def path(self, namespace: str, name: str = "", sub: str = "") -> str:
+        """The URL path; every namespace when `namespace` is empty (a cluster-wide list)."""
         base = "/api/v1" if not self.group else f"/apis/{self.group}/{self.version}"
-        path = f"{base}/namespaces/{namespace}/{self.plural}"
+        path = (
+            f"{base}/namespaces/{namespace}/{self.plural}" if namespace else f"{base}/{self.plural}"
+        )
         return path + (f"/{name}" if name else "") + (f"/{sub}" if sub else "")
 
     def rbac_name(self, sub: str = "") -> str:
@@ -67,6 +69,10 @@ POD = Kind("", "v1", "pods")
 SERVICE = Kind("", "v1", "services")
 POLICY = Kind("networking.k8s.io", "v1", "networkpolicies")
 EVENT = Kind("", "v1", "events")
+CHILD_KINDS = {kind.plural: kind for kind in (POD, SERVICE, POLICY)}
+Objects = list[dict[str, Any]]
+#: Objects per page of a large LIST (the apiserver's snapshot stays consistent across pages).
+LIST_PAGE = 500
 
 _VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
@@ -80,9 +86,8 @@ class ApiError(Exception):
         self.status, self.verb, self.kind, self.namespace = status, verb, kind, namespace
         self.resource = kind.rbac_name(sub)
         self.server_message = message
-        super().__init__(
-            f"HTTP {status} on {verb} {self.resource} in namespace {namespace}: {message}"
-        )
+        self.where = f"in namespace {namespace}" if namespace else "in every namespace"
+        super().__init__(f"HTTP {status} on {verb} {self.resource} {self.where}: {message}")
 
 
 class Conflict(ApiError):
@@ -94,8 +99,8 @@ class Forbidden(ApiError):
 
     def __str__(self) -> str:
         return (
-            f"forbidden: the operator may not {self.verb} {self.resource} in namespace "
-            f"{self.namespace}; grant the verb {self.verb!r} on {self.resource} in the "
+            f"forbidden: the operator may not {self.verb} {self.resource} {self.where}; "
+            f"grant the verb {self.verb!r} on {self.resource} in the "
             f"operator's Role/ClusterRole (server said: {self.server_message})"
         )
 
@@ -131,15 +136,34 @@ def load_configuration(kubeconfig: str | None) -> kubernetes.client.Configuratio
     return config
 
 
+def endpoint(config: kubernetes.client.Configuration) -> Endpoint:
+    """The apiserver and credentials of a loaded client configuration, as plain values."""
+
+    def authorization() -> str | None:
+        # Also runs the loader's refresh hook (rotated service-account tokens, exec plugins).
+        value = config.get_api_key_with_prefix("BearerToken", alias="authorization")
+        return str(value) if value else None
+
+    return Endpoint(
+        host=config.host,
+        ca_file=config.ssl_ca_cert,
+        ca_data=getattr(config, "ca_cert_data", None),
+        verify=config.verify_ssl,
+        cert_file=config.cert_file,
+        key_file=config.key_file,
+        server_name=getattr(config, "tls_server_name", None),
+        proxy=config.proxy,
+        authorization=authorization,
+    )
+
+
 class KubeClient:
     """Async JSON access to the resources the operator manages."""
 
     def __init__(self, config: kubernetes.client.Configuration, concurrency: int = 16) -> None:
-        config.connection_pool_maxsize = concurrency + 4
         self.config = config
-        self._rest = RESTClientObject(config)
-        self._pool = ThreadPoolExecutor(max_workers=concurrency + 4, thread_name_prefix="kube")
-        self._limit = asyncio.Semaphore(concurrency)
+        self._endpoint = endpoint(config)
+        self._transport = Transport(self._endpoint, concurrency)
         self.instance = socket.gethostname()
 
     @classmethod
@@ -147,13 +171,13 @@ class KubeClient:
         """A client for the kubeconfig given (or in-cluster / default kubeconfig)."""
         return cls(load_configuration(kubeconfig), concurrency)
 
-    def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self._rest.close()
+    async def close(self) -> None:
+        """Close the connection pool (from the event loop, e.g. kopf's cleanup)."""
+        await self._transport.close()
 
     def connection_info(self) -> kopf.ConnectionInfo:
         """The same server and identity for kopf's own watches."""
-        header = self._auth_header()
+        header = self._endpoint.authorization()
         scheme, _, token = header.partition(" ") if header else ("", "", "")
         return kopf.ConnectionInfo(
             server=self.config.host,
@@ -165,31 +189,7 @@ class KubeClient:
             private_key_path=self.config.key_file,
         )
 
-    def _auth_header(self) -> str | None:
-        # Also runs the loader's refresh hook (rotated service-account tokens, exec plugins).
-        value = self.config.get_api_key_with_prefix("BearerToken", alias="authorization")
-        return str(value) if value else None
-
     # -- transport ------------------------------------------------------------------------------
-    def _call(
-        self,
-        method: str,
-        path: str,
-        query: dict[str, str] | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-    ) -> tuple[int, Any]:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
-        auth = self._auth_header()
-        if auth:
-            headers["Authorization"] = auth
-        url = self.config.host + path + (f"?{urlencode(query)}" if query else "")
-        response = self._rest.request(
-            method, url, headers=headers, body=body, _request_timeout=(10, 60)
-        )
-        data = response.read()
-        return response.status, json.loads(data) if data else None
-
     async def _request(
         self,
         method: str,
@@ -204,11 +204,7 @@ class KubeClient:
         ok: tuple[int, ...] = (),
     ) -> tuple[int, Any]:
         path = kind.path(namespace, name, sub)
-        async with self._limit:
-            loop = asyncio.get_running_loop()
-            status, data = await loop.run_in_executor(
-                self._pool, lambda: self._call(method, path, query, body, content_type)
-            )
+        status, data = await self._transport.call(method, path, query, body, content_type)
         if 200 <= status < 300 or status in ok:
             return status, data
         verb = _VERBS.get(method, "get" if name else "list")
@@ -225,9 +221,16 @@ class KubeClient:
     async def replace_job_status(
         self, job: dict[str, Any], status: dict[str, Any]
     ) -> dict[str, Any]:
-        """PUT the status subresource; raises Conflict when `job` is no longer the latest."""
+        """PUT the status subresource; raises Conflict when `job` is no longer the latest.
+
+        The body carries only what the status subresource reads: the object's identity and
+        resourceVersion (the precondition) and the status; the apiserver keeps everything
+        else from the stored object (it ignores the rest of a status PUT anyway).
+        """
         meta = job["metadata"]
-        body = {**job, "status": status}
+        keys = ("name", "namespace", "uid", "resourceVersion")
+        identity = {k: meta[k] for k in keys if k in meta}
+        body = {"apiVersion": API_VERSION, "kind": KIND, "metadata": identity, "status": status}
         _, data = await self._request(
             "PUT", TFJOB, meta["namespace"], meta["name"], "status", body=body
         )
@@ -245,6 +248,29 @@ class KubeClient:
         selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
         _, data = await self._request("GET", kind, namespace, query={"labelSelector": selector})
         return list(data.get("items") or [])
+
+    async def list_pages(
+        self, kind: Kind, namespace: str, selector: str, limit: int = LIST_PAGE
+    ) -> AsyncIterator[tuple[Objects, int]]:
+        """Objects of `kind` matching the label `selector` in `namespace` (every namespace when
+        empty), `limit` at a time, each page with the list's resourceVersion (0 when not a
+        number): one consistent snapshot, without holding it all in memory at once."""
+        query = {"labelSelector": selector, "limit": str(limit)}
+        while True:
+            _, data = await self._request("GET", kind, namespace, query=query)
+            meta = data.get("metadata") or {}
+            try:
+                version = int(meta.get("resourceVersion") or 0)
+            except ValueError:
+                version = 0
+            yield list(data.get("items") or []), version
+            if not meta.get("continue"):
+                return
+            query = {**query, "continue": str(meta["continue"])}
+
+    def stream(self, kind: Kind, namespace: str, query: dict[str, str]) -> AsyncIterator[Any]:
+        """A watch of `kind` in `namespace` (every namespace when empty): its events, parsed."""
+        return self._transport.stream(kind.path(namespace), query)
 
     async def create(
         self, kind: Kind, namespace: str, manifest: dict[str, Any]

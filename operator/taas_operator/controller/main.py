@@ -18,6 +18,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable
+from typing import Any, cast
 
 import kopf
 
@@ -25,6 +26,7 @@ from taas_operator.controller import metrics
 from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
 from taas_operator.controller.handlers import build_registry, kopf_settings
 from taas_operator.controller.kube import KubeClient
+from taas_operator.controller.peering import own_identity
 from taas_operator.controller.triggers import Controller
 from taas_operator.settings import OperatorSettings
 
@@ -45,12 +47,12 @@ def run(settings: OperatorSettings, kubeconfig: str | None = None) -> int:
     if settings.log_level != "DEBUG":
         # kopf logs every handled watch event at INFO ("Handler ... succeeded"): too chatty.
         logging.getLogger("kopf.objects").setLevel(logging.WARNING)
-    controller = Controller(settings, kube)
+    kopf_config = kopf_settings(settings)
+    identity = own_identity()
+    controller = Controller(settings, kube, identity, kopf_config.peering.priority)
     stop_metrics = _serve_metrics(settings, controller)
     if stop_metrics is None:
-        kube.close()
         return 2
-    kopf_config = kopf_settings(settings)
     scope = ", ".join(settings.namespaces) if settings.namespaces else "all namespaces"
     mode = (
         f"peering {settings.peering!r} (priority {kopf_config.peering.priority})"
@@ -68,11 +70,13 @@ def run(settings: OperatorSettings, kubeconfig: str | None = None) -> int:
             peering_name=settings.peering or None,
             clusterwide=not settings.namespaces,
             namespaces=settings.namespaces,
+            # the Controller reads the peering decision for this identity (kopf's Identity is a
+            # NewType of str it does not export)
+            identity=cast(Any, identity),
             liveness_endpoint=settings.health_url,
         )
     finally:
-        stop_metrics()
-        kube.close()
+        stop_metrics()  # the API connections close in kopf's cleanup (Controller.close)
     return 0
 
 

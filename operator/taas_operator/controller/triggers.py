@@ -1,33 +1,43 @@
 """The Controller: watch events in, passes out. One per operator process.
 
-    controller = Controller(settings: OperatorSettings, kube: KubeClient)
-    controller.job_seen(body, event_type)        # a TFJob watch event (ADDED/MODIFIED/listing)
-    controller.job_gone(namespace, name)         # a TFJob DELETED event
-    controller.child_seen(namespace, job_name, event_type, ref, rv)
-                                                 # a pod/service/NetworkPolicy of the job changed
+    controller = Controller(settings: OperatorSettings, kube: KubeClient, identity="", priority=0)
+    await controller.start()                     # kopf startup: the watches (and peering) begin
+    controller.tfjob_event(event_type, body)     # a TFJob watch event (listed/ADDED/.../DELETED)
+    controller.child_event(plural, event_type, body)  # a pod/service/NetworkPolicy's
     len(controller.jobs)                         # TFJobs cached (the liveness probe shows it)
     await controller.close()
 
-Each trigger only caches what it saw and asks the work queue (`WorkQueue`) for a pass of the job
-(`jobpass.JobPass.run`); the queue coalesces bursts and runs one pass per job at a time. The
-watch events that only echo the operator's own writes start no pass (`echoes.Echoes`): the
-ADDED events of the objects a pass created, the MODIFIED event of its status write, and a TFJob
-version already cached. Every other event does.
+The watches are `informer.Informer`s: TFJobs, and the jobs' pods, services and NetworkPolicies
+(selected by the apiserver: `CHILD_SELECTOR`), in every namespace or each watched one. Each
+event only updates a cache (`JobCache`, `ChildCache`) and asks the work queue (`WorkQueue`) for
+a pass of the job (`jobpass.JobPass.run`); the queue coalesces bursts and runs one pass per job
+at a time. No pass starts before every watch has listed once (the caches are complete), nor
+while peering says another replica is active (`peering.PeeringGate`). The watch events that
+only echo the operator's own writes start no pass (`echoes.Echoes`): the ADDED events of the
+objects a pass created, the MODIFIED event of its status write, and a TFJob version already
+cached. Every other event does. What a watch lists (at start-up, or again after a lost watch)
+asks for background passes, except a TFJob without status (a new job): a restart among
+thousands of jobs re-checks them all, but serves a new job first.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Hashable
+from collections.abc import Coroutine, Hashable, Mapping
 from datetime import datetime
+from functools import partial
 from typing import Any
 
-from taas_operator.api.constants import PLURAL
+from taas_operator.api.constants import LABEL_JOB_NAME, PLURAL
 from taas_operator.controller import metrics
-from taas_operator.controller.echoes import Echoes, Ref
+from taas_operator.controller.children import CHILD_SELECTOR, ChildCache
+from taas_operator.controller.echoes import Echoes
+from taas_operator.controller.informer import Informer
 from taas_operator.controller.jobcache import JobCache, JobKey, job_key
 from taas_operator.controller.jobpass import JobPass
-from taas_operator.controller.kube import KubeClient
+from taas_operator.controller.kube import POD, POLICY, SERVICE, TFJOB, KubeClient
+from taas_operator.controller.peering import PeeringGate
 from taas_operator.controller.workqueue import WorkQueue
 from taas_operator.settings import OperatorSettings
 
@@ -35,57 +45,115 @@ logger = logging.getLogger("taas_operator.controller")
 
 
 class Controller:
-    """Holds the TFJob cache, the echoes, the work queue and the passes."""
+    """Holds the watches, the caches, the echoes, the work queue and the passes."""
 
-    def __init__(self, settings: OperatorSettings, kube: KubeClient) -> None:
+    def __init__(
+        self, settings: OperatorSettings, kube: KubeClient, identity: str = "", priority: int = 0
+    ) -> None:
         self.settings, self.kube = settings, kube
         self.jobs = JobCache()
+        self.children = ChildCache()
         self._echoes = Echoes()
         self.queue = WorkQueue(self._run_pass, max_running=settings.passes_at_once)
+        self.queue.pause()  # until every watch has listed once (and peering lets us)
         self.passes = JobPass(
-            settings, kube, self.jobs, self._echoes, self.queue.request, self._gone
+            settings, kube, self.jobs, self.children, self._echoes, self.queue.request, self._gone
         )
+        places = settings.namespaces or [""]
+        kinds = [POD, SERVICE, POLICY] if settings.network_policy else [POD, SERVICE]
+        self.informers = [Informer(kube, TFJOB, ns, "", self.tfjob_event) for ns in places] + [
+            Informer(kube, kind, ns, CHILD_SELECTOR, partial(self.child_event, kind.plural))
+            for kind in kinds
+            for ns in places
+        ]
+        self.peering = (
+            PeeringGate(kube, settings.peering, identity, priority, settings.namespaces, self._gate)
+            if settings.peering
+            else None
+        )
+        self._synced = False
+        self._tasks: set[asyncio.Task[None]] = set()
 
-    def job_seen(self, body: dict[str, Any], event_type: str | None = None) -> None:
-        """A TFJob was listed, added or modified: cache the newest version and pass over it.
+    async def start(self) -> None:
+        """Start the watches (and the peering gate) as tasks of the running loop."""
+        for informer in self.informers:
+            self._spawn(informer.run())
+        if self.peering is not None:
+            self._spawn(self.peering.run())
+        self._spawn(self._open_when_listed())
 
-        The echo of our own status write (a version already cached, or the one a write still
-        waiting for its answer made) starts no pass.
-        """
-        if self.jobs.has_seen(body):
+    def tfjob_event(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """A TFJob watch event: DELETED forgets the job, anything else caches it and asks for
+        a pass (not for the echo of our own status write: a version already cached, or the one
+        a write still waiting for its answer made)."""
+        meta = body.get("metadata") or {}
+        if event_type == "DELETED":
+            key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
+            if self.jobs.get(key) is not None:
+                metrics.job_deleted(key[0])
+            self._gone(key)
             return
-        self.jobs.remember(body)
-        key = job_key(body)
-        rv = str(body["metadata"].get("resourceVersion") or "")
+        job = dict(body)
+        if self.jobs.has_seen(job):
+            return
+        self.jobs.remember(job)
+        key = job_key(job)
+        rv = str(meta.get("resourceVersion") or "")
         if self._echoes.seen(key, (PLURAL, key[1]), event_type, rv):
-            self.queue.request(key)
+            # Listed with a status: a job some pass handled before, checked again when
+            # nothing else waits. Without a status: a new job.
+            self.queue.request(key, background=event_type is None and bool(job.get("status")))
 
-    def job_gone(self, namespace: str, name: str) -> None:
-        """A TFJob was deleted: forget it (its children go with their owner reference)."""
-        if self.jobs.get((namespace, name)) is not None:
-            metrics.job_deleted(namespace)
-        self._gone((namespace, name))
-
-    def child_seen(
-        self,
-        namespace: str,
-        job_name: str,
-        event_type: str | None = None,
-        ref: Ref | None = None,
-        rv: str = "",
-    ) -> None:
-        """A pod, service or NetworkPolicy (`ref` = (plural, name)) of the job changed or
-        vanished; the ADDED event of an object this process has just created starts no pass."""
-        key = (namespace, job_name)
-        if ref is not None and not self._echoes.seen(key, ref, event_type, rv):
+    def child_event(self, plural: str, event_type: str | None, body: Mapping[str, Any]) -> None:
+        """A pod, service or NetworkPolicy of a job was listed, changed or deleted: cache it
+        and ask for a pass over the job, unless it is the ADDED event of an object this
+        process has just created."""
+        meta = body.get("metadata") or {}
+        job_name = (meta.get("labels") or {}).get(LABEL_JOB_NAME)
+        if not job_name:
+            return
+        if event_type == "DELETED":
+            self.children.drop(plural, body)
+        else:
+            self.children.put(plural, body)
+        key = (str(meta.get("namespace", "")), str(job_name))
+        ref = (plural, str(meta.get("name", "")))
+        if not self._echoes.seen(key, ref, event_type, str(meta.get("resourceVersion", ""))):
             logger.debug("%s/%s: echo of our creation of %s %s", *key, *ref)
             return
-        self.queue.request(key)
+        self.queue.request(key, background=event_type is None)  # listed: a re-check
 
     async def close(self) -> None:
-        """Stop the work queue (timers and running passes) and the progress reads."""
+        """Stop the watches, the work queue and the progress reads, then close the API
+        connections."""
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.queue.close()
         await self.passes.progress.close()
+        await self.kube.close()
+
+    async def _open_when_listed(self) -> None:
+        await asyncio.gather(*(informer.synced.wait() for informer in self.informers))
+        logger.info(
+            "listed %d TFJobs and %d of their pods, services and policies",
+            len(self.jobs),
+            len(self.children),
+        )
+        self._synced = True
+        self._gate(self.peering.active if self.peering is not None else True)
+
+    def _gate(self, active: bool) -> None:
+        """Passes run once every watch has listed, and while peering lets this replica act."""
+        if active and self._synced and (self.peering is None or self.peering.active):
+            self.queue.resume()
+        else:
+            self.queue.pause()
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)  # a reference, so the task is not collected while it runs
+        task.add_done_callback(self._tasks.discard)
 
     def _gone(self, key: JobKey) -> None:
         self.jobs.forget(key)

@@ -2,19 +2,24 @@
 
     queue = WorkQueue(run_pass, max_running=4)  # run_pass(key) -> datetime | None (wake-up)
     queue.request(key)                     # a pass soon (many requests -> one pass)
+    queue.request(key, background=True)    # a pass when no other is waiting
     queue.forget(key)                      # the job is gone: drop its timer
-    queue.depth() -> int                   # keys with a pass requested or running
+    queue.depth() -> int                   # keys with a pass waiting or running
+    queue.pause() / queue.resume()         # hold passes not started yet (peering, start-up)
     await queue.close()
 
 Events for one job arrive in bursts (its pods and services change together); `request` only
-marks the job dirty, and a single task per job runs passes until nothing new came in, so two
-passes of one job never overlap. After a pass its returned time arms the job's only timer (on
-time: activeDeadlineSeconds, ttlSecondsAfterFinished); a pass that raises is retried with an
-exponential backoff (`engine.backoff_delay`: 1 s doubling to 5 min), logged, never crashing
-the operator.
-At most `max_running` passes (of different keys) run at once; the others wait their turn in the
-order they were requested (asyncio's semaphore is FIFO), so when many jobs arrive together the
-first ones finish first instead of all advancing slowly side by side.
+queues the key once, and a key requested while its pass runs gets exactly one more pass after
+it, so two passes of one job never overlap. After a pass its returned time arms the job's only
+timer (on time: activeDeadlineSeconds, ttlSecondsAfterFinished); a pass that raises is retried
+with an exponential backoff (`engine.backoff_delay`: 1 s doubling to 5 min), logged, never
+crashing the operator.
+`max_running` workers (one per request when None) take keys in the order they were requested,
+so when many jobs arrive together the first ones finish first instead of all advancing slowly
+side by side. Background requests (the re-check of every job the operator lists when it
+starts, see `triggers`) are taken only when no other key waits: a job created while 5,000 are
+re-checked is not served after them; a later ordinary request for a key moves it to the front
+lane. Waiting keys cost a queue entry, not a task (a restart queues thousands).
 No Kubernetes here: keys are opaque, e.g. (namespace, name).
 """
 
@@ -22,8 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from taas_operator.engine import backoff_delay
@@ -35,14 +40,7 @@ BACKOFF_START = 1.0
 BACKOFF_MAX = 300.0
 #: Wake a little after the due time: the engine truncates `now` to whole seconds.
 _SLACK = 0.05
-
-
-@dataclass
-class _Slot:
-    dirty: bool = False
-    task: asyncio.Task[None] | None = None
-    timer: asyncio.TimerHandle | None = None
-    failures: int = 0
+FRONT, BACKGROUND = False, True
 
 
 class WorkQueue:
@@ -50,80 +48,134 @@ class WorkQueue:
 
     def __init__(self, run_pass: PassFn, max_running: int | None = None) -> None:
         self._run_pass = run_pass
-        self._running = asyncio.Semaphore(max_running) if max_running else None
-        self._slots: dict[Hashable, _Slot] = {}
+        self._max_workers = max_running
+        self._lanes: dict[bool, deque[Hashable]] = {FRONT: deque(), BACKGROUND: deque()}
+        self._waiting: dict[Hashable, bool] = {}  # queued key -> its lane
+        self._again: dict[Hashable, bool] = {}  # requested while running -> lane after it
+        self._running: set[Hashable] = set()
+        self._timers: dict[Hashable, asyncio.TimerHandle] = {}
+        self._failures: dict[Hashable, int] = {}
+        self._workers: set[asyncio.Task[None]] = set()
+        self._idle = 0
+        self._ready = asyncio.Event()  # something waits in a lane
+        self._go = asyncio.Event()  # not paused
+        self._go.set()
         self._closed = False
 
-    def request(self, key: Hashable) -> None:
-        """A pass over `key` soon; a request during a pass causes exactly one more pass."""
+    def request(self, key: Hashable, background: bool = False) -> None:
+        """A pass over `key` soon; a request during a pass causes exactly one more pass.
+        `background`: only when no ordinary request waits."""
         if self._closed:
             return
-        slot = self._slots.setdefault(key, _Slot())
-        slot.dirty = True
-        if slot.task is None or slot.task.done():
-            slot.task = asyncio.get_running_loop().create_task(self._run(key, slot))
+        if key in self._running:
+            self._again[key] = self._again.get(key, BACKGROUND) and background
+            return
+        lane = self._waiting.get(key)
+        if lane is None or (lane is BACKGROUND and not background):
+            # a key moved to the front stays in the background deque too: skipped there later
+            self._waiting[key] = background
+            self._lanes[background].append(key)
+            self._ready.set()
+            self._start_worker()
 
     def depth(self) -> int:
-        """Keys with a pass requested or running (the metrics' queue depth)."""
-        return sum(
-            1 for s in list(self._slots.values()) if s.task is not None and not s.task.done()
-        )
+        """Keys with a pass waiting or running (the metrics' queue depth)."""
+        return len(self._waiting) + len(self._running)
 
     def forget(self, key: Hashable) -> None:
-        """Drop the key's timer (its object was deleted); a running pass ends on its own."""
-        slot = self._slots.get(key)
-        if slot is not None and slot.timer is not None:
-            slot.timer.cancel()
-            slot.timer = None
-        if slot is not None and (slot.task is None or slot.task.done()):
-            del self._slots[key]
+        """Drop the key's timer (its object was deleted); a queued or running pass ends on
+        its own (it finds nothing)."""
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        self._failures.pop(key, None)
+
+    def pause(self) -> None:
+        """Passes not started yet wait (requests still coalesce); running ones finish."""
+        self._go.clear()
+
+    def resume(self) -> None:
+        self._go.set()
 
     async def close(self) -> None:
         """Cancel timers and running passes."""
         self._closed = True
-        tasks = []
-        for slot in self._slots.values():
-            if slot.timer is not None:
-                slot.timer.cancel()
-            if slot.task is not None and not slot.task.done():
-                slot.task.cancel()
-                tasks.append(slot.task)
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._slots.clear()
+        for timer in self._timers.values():
+            timer.cancel()
+        for worker in self._workers:
+            worker.cancel()
+        await asyncio.gather(*self._workers, return_exceptions=True)
+        self._timers.clear()
 
-    async def _run(self, key: Hashable, slot: _Slot) -> None:
-        while slot.dirty and not self._closed:
-            slot.dirty = False
-            try:
-                wake = await self._pass(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:
-                slot.failures += 1
-                delay = backoff_delay(slot.failures, BACKOFF_START, BACKOFF_MAX)
-                logger.error("pass over %s failed (retry in %.0fs): %s", key, delay, err)
-                logger.debug("pass over %s failed", key, exc_info=True)
-                self._arm(key, slot, delay)
+    def _start_worker(self) -> None:
+        if self._idle > 0:
+            return
+        if self._max_workers is not None and len(self._workers) >= self._max_workers:
+            return
+        worker = asyncio.get_running_loop().create_task(self._work())
+        self._workers.add(worker)
+        worker.add_done_callback(self._workers.discard)
+
+    def _next(self) -> Hashable | None:
+        """The next waiting key, front lane first (stale background entries skipped)."""
+        for lane in (FRONT, BACKGROUND):
+            queue = self._lanes[lane]
+            while queue:
+                key = queue.popleft()
+                if self._waiting.get(key) is lane:
+                    del self._waiting[key]
+                    return key
+        self._ready.clear()
+        return None
+
+    async def _work(self) -> None:
+        while not self._closed:
+            await self._go.wait()
+            key = self._next()
+            if key is None:
+                self._idle += 1
+                try:
+                    await self._ready.wait()
+                finally:
+                    self._idle -= 1
                 continue
-            slot.failures = 0
-            if wake is None:
-                self._disarm(slot)
-            else:
-                delay = (wake - datetime.now(UTC)).total_seconds()
-                self._arm(key, slot, max(delay, 0.0) + _SLACK)
+            self._running.add(key)
+            try:
+                await self._pass(key)
+            finally:
+                self._running.discard(key)
+                again = self._again.pop(key, None)
+                if again is not None:
+                    self.request(key, again)
 
-    async def _pass(self, key: Hashable) -> datetime | None:
-        if self._running is None:
-            return await self._run_pass(key)
-        async with self._running:
-            return await self._run_pass(key)
+    async def _pass(self, key: Hashable) -> None:
+        try:
+            wake = await self._run_pass(key)
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            failures = self._failures[key] = self._failures.get(key, 0) + 1
+            delay = backoff_delay(failures, BACKOFF_START, BACKOFF_MAX)
+            logger.error("pass over %s failed (retry in %.0fs): %s", key, delay, err)
+            logger.debug("pass over %s failed", key, exc_info=True)
+            self._arm(key, delay)
+            return
+        self._failures.pop(key, None)
+        if wake is None:
+            self._disarm(key)
+        else:
+            delay = (wake - datetime.now(UTC)).total_seconds()
+            self._arm(key, max(delay, 0.0) + _SLACK)
 
-    def _arm(self, key: Hashable, slot: _Slot, delay: float) -> None:
-        self._disarm(slot)
-        slot.timer = asyncio.get_running_loop().call_later(delay, self.request, key)
+    def _arm(self, key: Hashable, delay: float) -> None:
+        self._disarm(key)
+        self._timers[key] = asyncio.get_running_loop().call_later(delay, self._due, key)
 
-    @staticmethod
-    def _disarm(slot: _Slot) -> None:
-        if slot.timer is not None:
-            slot.timer.cancel()
-            slot.timer = None
+    def _due(self, key: Hashable) -> None:
+        self._timers.pop(key, None)
+        self.request(key)
+
+    def _disarm(self, key: Hashable) -> None:
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()

@@ -1,0 +1,158 @@
+"""LIST, then WATCH, one kind of object in one namespace (or all), for as long as it runs.
+
+    informer = Informer(kube, kind, namespace, selector, handle)  # handle(event_type, body)
+    await informer.run()          # forever (a task); informer.synced: an asyncio.Event
+    Informer.known -> int         # objects it knows now
+
+What `handle` gets, in order, as kopf would hand them over: every listed object with the type
+None, then the watch's ADDED / MODIFIED / DELETED events. After a watch is lost for good (410
+Gone: its resourceVersion is too old), it LISTs again, and every object it knew that the new
+LIST lacks is handed over as DELETED (its name, namespace, uid and job label): a deletion in the
+gap is never missed (what Kubernetes' informers call Replace). Watches ask for bookmarks, so a
+quiet kind keeps a fresh resourceVersion, and end after 5-6 minutes (then the next one goes on
+from the last version seen). Connection errors (the apiserver restarting) are retried, backing
+off from 0.5 s to 30 s; `synced` is set once the first LIST has been handed over.
+
+Why not kopf's watches: kopf runs every event through its per-object workers, causes and
+handler machinery, 0.25-0.5 ms of CPU per event, more than everything TaaS itself does with it
+(the operator benchmark's profile); here an event costs its JSON parse and the handler. kopf
+still does peering (see `peering`), the liveness probe and the operator's lifecycle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from taas_operator.api.constants import LABEL_JOB_NAME
+from taas_operator.controller.kube import Kind, KubeClient
+from taas_operator.controller.transport import StreamError
+from taas_operator.engine import backoff_delay
+
+logger = logging.getLogger("taas_operator.controller")
+
+Handler = Callable[[str | None, Mapping[str, Any]], None]
+WATCH_S = (300, 360)  # each watch asks the server to end it after a random time in this range
+BACKOFF_START, BACKOFF_MAX = 0.5, 30.0
+_GONE = 410
+
+
+def _identity(body: Mapping[str, Any]) -> tuple[str, str | None]:
+    """What the informer keeps of an object it knows: its uid and job label (small: it keeps
+    one for every object)."""
+    meta = body.get("metadata") or {}
+    return str(meta.get("uid", "")), (meta.get("labels") or {}).get(LABEL_JOB_NAME)
+
+
+def _deleted(key: tuple[str, str], identity: tuple[str, str | None]) -> dict[str, Any]:
+    """The body of a DELETED event made up for an object a re-list no longer shows."""
+    (namespace, name), (uid, job) = key, identity
+    labels = {LABEL_JOB_NAME: job} if job is not None else {}
+    return {"metadata": {"name": name, "namespace": namespace, "uid": uid, "labels": labels}}
+
+
+class _Relist(Exception):
+    """The watch's resourceVersion is gone: LIST again."""
+
+
+class Informer:
+    """One LIST+WATCH loop (see the module)."""
+
+    def __init__(
+        self, kube: KubeClient, kind: Kind, namespace: str, selector: str, handle: Handler
+    ) -> None:
+        self.kube, self.kind, self.namespace, self.selector = kube, kind, namespace, selector
+        self.handle = handle
+        self.synced = asyncio.Event()
+        self._known: dict[tuple[str, str], tuple[str, str | None]] = {}  # (ns, name) -> _identity
+        self._version = ""
+        self._failures = 0
+
+    @property
+    def known(self) -> int:
+        return len(self._known)
+
+    def _deliver(self, event_type: str | None, body: Mapping[str, Any]) -> None:
+        meta = body.get("metadata") or {}
+        key = (str(meta.get("namespace", "")), str(meta.get("name", "")))
+        if event_type == "DELETED":
+            self._known.pop(key, None)
+        else:
+            self._known[key] = _identity(body)
+        try:
+            self.handle(event_type, body)
+        except Exception:  # one bad object must not stop the stream
+            logger.exception("handling %s %s/%s failed", self.kind.plural, *key)
+
+    async def run(self) -> None:
+        """LIST and WATCH until cancelled."""
+        while True:
+            try:
+                if not self._version:
+                    await self._list()
+                started = asyncio.get_running_loop().time()
+                await self._watch()
+                if asyncio.get_running_loop().time() - started < 1.0:
+                    raise RuntimeError("the watch ended at once")  # do not spin: back off
+            except asyncio.CancelledError:
+                raise
+            except _Relist:
+                self._version = ""
+            except Exception as err:
+                self._failures += 1
+                delay = backoff_delay(self._failures, BACKOFF_START, BACKOFF_MAX)
+                log = logger.warning if self._failures == 1 else logger.debug
+                what = f"{self.kind.plural} {self._where()}"
+                log("watching %s failed (again in %.1fs): %s", what, delay, err)
+                await asyncio.sleep(delay)
+
+    def _where(self) -> str:
+        return f"in {self.namespace}" if self.namespace else "in every namespace"
+
+    async def _list(self) -> None:
+        before = dict(self._known)
+        seen: set[tuple[str, str]] = set()
+        version = 0
+        async for items, page_version in self.kube.list_pages(
+            self.kind, self.namespace, self.selector
+        ):
+            version = page_version
+            for body in items:
+                meta = body.get("metadata") or {}
+                seen.add((str(meta.get("namespace", "")), str(meta.get("name", ""))))
+                self._deliver(None, body)
+        for key, identity in before.items():
+            if key not in seen:  # deleted while no watch ran
+                self._deliver("DELETED", _deleted(key, identity))
+        self._version = str(version)
+        self.synced.set()
+
+    async def _watch(self) -> None:
+        query = {
+            "watch": "true",
+            "allowWatchBookmarks": "true",
+            "resourceVersion": self._version,
+            "timeoutSeconds": str(random.randint(*WATCH_S)),
+        }
+        if self.selector:
+            query["labelSelector"] = self.selector
+        try:
+            async for event in self.kube.stream(self.kind, self.namespace, query):
+                event_type, body = event.get("type"), event.get("object") or {}
+                if event_type == "ERROR":
+                    if body.get("code") == _GONE:
+                        raise _Relist()
+                    raise RuntimeError(f"watch error: {body.get('message', body)}")
+                version = (body.get("metadata") or {}).get("resourceVersion")
+                if version:
+                    self._version = str(version)
+                if event_type in ("ADDED", "MODIFIED", "DELETED"):
+                    self._deliver(event_type, body)
+                self._failures = 0
+        except StreamError as err:
+            if err.status == _GONE:
+                raise _Relist() from None
+            raise

@@ -1,0 +1,125 @@
+"""The child cache a pass plans from: it follows watch events, leaves out another
+incarnation's objects and never takes an older version for a newer one; the watch that fills it
+reports what vanished while it was not watching (on the real apiserver); and the echoes tell a
+pass when its own creations are not in the watch yet (then it LISTs)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from operator_harness import PODS as PODS_PATH
+from operator_harness import Api, new_namespace
+
+from taas_controlplane.launcher import ControlPlane
+from taas_operator.controller.children import (
+    CHILD_SELECTOR,
+    PODS,
+    POLICIES,
+    SERVICES,
+    ChildCache,
+)
+from taas_operator.controller.echoes import Echoes
+from taas_operator.controller.informer import Informer
+from taas_operator.controller.kube import POD as KIND_POD
+from taas_operator.controller.kube import KubeClient
+from taas_operator.engine import replica_labels
+
+NS, JOB, UID = "team", "job", "uid-1"
+_POD_SPEC = {"containers": [{"name": "tensorflow", "image": "example.com/trainer:1"}]}
+
+
+def _obj(name: str, rv: int, *, uid: str = "", owner: str | None = UID, **extra: Any) -> dict:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": NS,
+        "uid": uid or f"{name}-uid",
+        "resourceVersion": str(rv),
+        "labels": replica_labels(JOB, "Worker", int(name.rsplit("-", 1)[1])),
+    }
+    if owner:
+        meta["ownerReferences"] = [{"uid": owner, "controller": True, "kind": "TFJob"}]
+    return {"metadata": meta, **extra}
+
+
+def test_follows_adds_changes_and_deletions() -> None:
+    cache = ChildCache()
+    cache.put(PODS, _obj("job-worker-0", 10, status={"phase": "Pending"}))
+    cache.put(SERVICES, _obj("job-worker-0", 11))
+    cache.put(PODS, _obj("job-worker-0", 12, status={"phase": "Running"}))
+    children = cache.of(NS, JOB, UID)
+    assert [(p.name, p.phase) for p in children.pods] == [("job-worker-0", "Running")]
+    assert children.services == ["job-worker-0"]
+    cache.drop(PODS, _obj("job-worker-0", 13))
+    children = cache.of(NS, JOB, UID)
+    assert children.pods == [] and children.services == ["job-worker-0"]
+
+
+def test_another_incarnations_objects_are_left_out() -> None:
+    cache = ChildCache()
+    cache.put(PODS, _obj("job-worker-0", 10, owner="older-uid"))
+    cache.put(PODS, _obj("job-worker-1", 11, owner=None))  # no controller: ours to adopt
+    policy = _obj("job-worker-2", 12, spec={"podSelector": {}})
+    policy["metadata"]["name"] = JOB
+    cache.put(POLICIES, policy)
+    children = cache.of(NS, JOB, UID)
+    assert [p.name for p in children.pods] == ["job-worker-1"]
+    assert children.policies == {JOB: {"podSelector": {}}}
+
+
+def test_an_older_version_never_replaces_a_newer_one() -> None:
+    cache = ChildCache()
+    cache.put(PODS, _obj("job-worker-0", 12, status={"phase": "Running"}))
+    cache.put(PODS, _obj("job-worker-0", 11, status={"phase": "Pending"}))
+    assert [p.phase for p in cache.of(NS, JOB, UID).pods] == ["Running"]
+    cache.put(PODS, _obj("job-worker-0", 3, uid="new-incarnation"))  # another uid: replaced
+    assert [p.uid for p in cache.of(NS, JOB, UID).pods] == ["new-incarnation"]
+
+
+def test_pending_echoes_of_children_make_a_pass_list() -> None:
+    echoes = Echoes()
+    job = (NS, JOB)
+    echoes.expect(job, ("tfjobs", JOB), "MODIFIED")
+    assert echoes.pending(job, (PODS, SERVICES)) is False  # the status write does not count
+    echoes.expect(job, (PODS, "job-worker-0"))
+    assert echoes.pending(job, (PODS, SERVICES)) is True  # in flight
+    echoes.created(job, (PODS, "job-worker-0"), "7")
+    assert echoes.pending(job, (PODS, SERVICES)) is True  # made, its event not seen yet
+    echoes.seen(job, (PODS, "job-worker-0"), "ADDED", "7")
+    assert echoes.pending(job, (PODS, SERVICES)) is False
+
+
+@pytest.mark.controlplane
+@pytest.mark.timeout(120)
+def test_a_watch_that_lists_again_reports_what_vanished(
+    admin: Api, control_plane: ControlPlane
+) -> None:
+    """The informer LISTs in pages, then watches; when it must LIST again (its watch lost its
+    place), an object deleted meanwhile, which no watch event reported, is handed over as
+    DELETED: the child cache never keeps a ghost."""
+    ns = new_namespace(admin, "inform")
+    for i in range(5):
+        meta = {"name": f"job-worker-{i}", "labels": replica_labels(JOB, "Worker", i)}
+        admin.create(PODS_PATH.format(ns=ns), {"metadata": meta, "spec": _POD_SPEC})
+    seen: list[tuple[str | None, str]] = []
+
+    async def scenario() -> list[str]:
+        kube = KubeClient.load(control_plane.kubeconfig)
+        cache = ChildCache()
+
+        def handle(event_type: str | None, body: Any) -> None:
+            seen.append((event_type, body["metadata"]["name"]))
+            (cache.drop if event_type == "DELETED" else cache.put)(PODS, body)
+
+        informer = Informer(kube, KIND_POD, ns, CHILD_SELECTOR, handle)
+        await informer._list()
+        admin.delete(f"{PODS_PATH.format(ns=ns)}/job-worker-3")  # no watch saw it
+        await informer._list()  # as after 410 Gone
+        await kube.close()
+        return sorted(p.name for p in cache.of(ns, JOB, "").pods)
+
+    left = asyncio.run(scenario())
+    assert left == [f"job-worker-{i}" for i in (0, 1, 2, 4)]
+    assert ("DELETED", "job-worker-3") in seen
+    assert [t for t, _ in seen].count(None) == 9  # 5 listed, then 4
