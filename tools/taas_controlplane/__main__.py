@@ -2,6 +2,9 @@
 
 taas-controlplane build            # build (or find cached) etcd and kube-apiserver
 taas-controlplane up [--dir DIR]   # start them; prints the KUBECONFIG line; Ctrl-C stops
+taas-controlplane cluster up [--dir DIR] [--no-network-policy]
+                                   # a whole one-node cluster (root); Ctrl-C stops and cleans
+taas-controlplane cluster clean    # remove what a killed `cluster up` left behind
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 
 from taas_controlplane.binaries import BuildError
 from taas_controlplane.binaries import main as build_main
+from taas_controlplane.cluster import Cluster, ClusterError, clean_stale_run
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 
 
@@ -49,6 +53,36 @@ def _up(directory: Path | None) -> int:
     return 0
 
 
+def _cluster_up(directory: Path | None, network_policy: bool) -> int:
+    if directory is not None:
+        directory.mkdir(parents=True, exist_ok=True)
+    cluster = Cluster(directory, network_policy=network_policy)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        cluster.start()
+    except ClusterError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    print(f"one-node cluster ready (node {cluster.node_name}, pods on {cluster.network.pod_cidr})")
+    print("In another shell:")
+    print(f"  export KUBECONFIG={cluster.kubeconfig}")
+    print("  kubectl get pods -A -o wide")
+    print(f"Images: `{cluster.ctr_hint}` (imagePullPolicy: Never or IfNotPresent)")
+    print("Ctrl-C stops every component and removes what the cluster created.", flush=True)
+    try:
+        while not stop.wait(1.0):
+            gone = cluster.exited()
+            if gone:
+                print(f"error: {gone} exited; logs in {cluster.directory}", file=sys.stderr)
+                return 1
+    finally:
+        cluster.stop()
+        print("cluster stopped and cleaned up", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="taas-controlplane",
@@ -59,9 +93,22 @@ def main(argv: list[str] | None = None) -> int:
     build.add_argument("names", nargs="*", help="etcd, kube-apiserver, helm, training-operator")
     up = sub.add_parser("up", help="start a control plane and wait for Ctrl-C")
     up.add_argument("--dir", type=Path, default=None, help="keep certs, logs, kubeconfig here")
+    cluster = sub.add_parser("cluster", help="a whole one-node Kubernetes cluster (needs root)")
+    cluster_sub = cluster.add_subparsers(dest="action", required=True)
+    cluster_up = cluster_sub.add_parser("up", help="start it and wait for Ctrl-C")
+    cluster_up.add_argument("--dir", type=Path, default=None, help="keep its files here")
+    cluster_up.add_argument(
+        "--no-network-policy", action="store_true", help="do not run kube-router's firewall"
+    )
+    cluster_sub.add_parser("clean", help="remove what a killed `cluster up` left behind")
     args = parser.parse_args(argv)
     if args.command == "build":
         return build_main(args.names)
+    if args.command == "cluster":
+        if args.action == "clean":
+            print(clean_stale_run())
+            return 0
+        return _cluster_up(args.dir, not args.no_network_policy)
     return _up(args.dir)
 
 
