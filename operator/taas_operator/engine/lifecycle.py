@@ -39,6 +39,12 @@ Rules (Kubeflow's unless marked TaaS):
   (TFJobSuspended). Resume: Suspended False (TFJobResumed), startTime reset, pods recreated.
 - scaling: pods at an index >= replicas (and their services) are deleted, missing ones created.
 - TaaS: failure and restart messages name the pod, container and exit code.
+- TaaS: a replica the kubelet restarts in place (OnFailure/Always: CrashLoopBackOff, or waiting
+  again after a restart) sets Restarting, as a recreated one does; a replica that cannot start
+  (ErrImageNeverPull, ImagePullBackOff, CreateContainerConfigError...) sets Running False with
+  the kubelet's reason and message. Running comes back once every replica runs; backoffLimit
+  and activeDeadlineSeconds end a job that never gets there (the deadline message names the
+  waiting replica).
 """
 
 from __future__ import annotations
@@ -110,6 +116,19 @@ def _utc(now: datetime) -> datetime:
     if now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
     return now.astimezone(UTC).replace(microsecond=0)
+
+
+def _waiting(pod: ObservedPod) -> str:
+    """TaaS: which replica waits and why, in the kubelet's words."""
+    why = (
+        f"{pod.waiting_reason}: {pod.waiting_message}"
+        if pod.waiting_message
+        else pod.waiting_reason
+    )
+    return (
+        f"pod {pod.name} ({pod.replica_type} {pod.index}), container {pod.container} is "
+        f"waiting: {why}"
+    )
 
 
 def _detail(pod: ObservedPod) -> str:
@@ -298,11 +317,37 @@ class _Reconciler:
             )
             for pod in retry:
                 self.delete_pod(pod, with_service=False)
+        elif looping := [p for p in self.waiting() if p.crash_looping]:
+            first = looping[0]
+            n = sum(1 for p in looping if p.replica_type == first.replica_type)
+            self.condition(
+                c.COND_RESTARTING,
+                "True",
+                c.REASON_RESTARTING,
+                f"TFJob {self.name} is restarting because {n} {first.replica_type} replica(s) "
+                f"restarted in place ({_detail(first)}, restart count {first.restart_count}).",
+                event="Warning",
+            )
+        elif stuck := self.waiting():
+            first = stuck[0]
+            self.condition(
+                c.COND_RUNNING,
+                "False",
+                first.waiting_reason or c.REASON_RUNNING,
+                f"TFJob {self.ns}/{self.name} is not running: {_waiting(first)}.",
+                event="Warning",
+            )
         elif self.is_running(counts):
             self.condition(
                 c.COND_RUNNING, "True", c.REASON_RUNNING, f"TFJob {self.ns}/{self.name} is running."
             )
         self.create(missing)
+
+    def waiting(self) -> list[ObservedPod]:
+        """Live pods of this job whose container waits for a reason the kubelet reported."""
+        return [
+            p for p in self.pods if p.active and p.waiting_reason and p.replica_type in self.specs
+        ]
 
     def retryable(self, policy: str, pod: ObservedPod) -> bool:
         if policy in ("OnFailure", "Always"):
@@ -355,9 +400,11 @@ class _Reconciler:
         if deadline is not None and self.status.start_time is not None:
             ends = self.status.start_time + timedelta(seconds=deadline)
             if self.now >= ends:
+                stuck = self.waiting()
+                detail = f" ({_waiting(stuck[0])})" if stuck else ""
                 return (
                     f"Job {self.name} has failed because it was active longer than specified "
-                    f"deadline"
+                    f"deadline{detail}"
                 )
             self.requeue(ends)
         return None
