@@ -11,9 +11,13 @@
 
 ARG PYTHON_IMAGE=python:3.11-slim
 ARG BASE_IMAGE=python:3.11-slim
+# PIP_CONFIG_FILE (declared in each stage that runs pip, unset by default): a pip config for the
+# build, e.g. an offline wheel directory. `taas-controlplane images` passes one (find-links to its
+# wheel cache, no index), so its image builds run without the network.
 
 # ---- build: one wheel of the repository (operator, trainer and control-plane tools) ----------
 FROM ${PYTHON_IMAGE} AS build
+ARG PIP_CONFIG_FILE
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY operator/ operator/
@@ -23,6 +27,7 @@ RUN python -m pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 
 # ---- operator: the wheel without the tensorflow extra, run as a non-root user ----------------
 FROM ${PYTHON_IMAGE} AS operator
+ARG PIP_CONFIG_FILE
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -38,6 +43,7 @@ FROM ${BASE_IMAGE} AS trainer
 # `tensorflow` installs tensorflow-cpu; `gpu` installs tensorflow[and-cuda] (already present on
 # tensorflow/tensorflow:*-gpu images, so nothing is downloaded twice).
 ARG TF_EXTRA=tensorflow
+ARG PIP_CONFIG_FILE
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1

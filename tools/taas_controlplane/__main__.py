@@ -1,6 +1,7 @@
-"""`taas-controlplane`: build the binaries, or run a local control plane for kubectl.
+"""`taas-controlplane`: build the binaries and images, or run a local control plane for kubectl.
 
 taas-controlplane build            # build (or find cached) etcd and kube-apiserver
+taas-controlplane images [NAME]    # build (or find cached) the operator and trainer images
 taas-controlplane up [--dir DIR]   # start them; prints the KUBECONFIG line; Ctrl-C stops
 taas-controlplane cluster up [--dir DIR] [--no-network-policy]
                                    # a whole one-node cluster (root); Ctrl-C stops and cleans
@@ -18,6 +19,7 @@ from pathlib import Path
 from taas_controlplane.binaries import BuildError
 from taas_controlplane.binaries import main as build_main
 from taas_controlplane.cluster import Cluster, ClusterError, clean_stale_run
+from taas_controlplane.images import main as images_main
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 
 
@@ -91,6 +93,16 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build the binaries into ~/.cache/taas (once)")
     build.add_argument("names", nargs="*", help="etcd, kube-apiserver, helm, training-operator")
+    images = sub.add_parser(
+        "images",
+        help="build the Dockerfile's images with buildah into ~/.cache/taas/images (once)",
+        description="Build (or find cached) the operator and trainer images; print each one's "
+        "reference, OCI archive (for `ctr -n k8s.io images import`) and manifest digest.",
+    )
+    images.add_argument("names", nargs="*", help="operator, trainer (default: both)")
+    images.add_argument(
+        "--context", type=Path, default=None, help="the TaaS checkout (default: this one)"
+    )
     up = sub.add_parser("up", help="start a control plane and wait for Ctrl-C")
     up.add_argument("--dir", type=Path, default=None, help="keep certs, logs, kubeconfig here")
     cluster = sub.add_parser("cluster", help="a whole one-node Kubernetes cluster (needs root)")
@@ -104,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "build":
         return build_main(args.names)
+    if args.command == "images":
+        return images_main(args.names, args.context)
     if args.command == "cluster":
         if args.action == "clean":
             print(clean_stale_run())
