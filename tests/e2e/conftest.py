@@ -4,7 +4,12 @@ Everything is real: kubelet, containerd and runc run the pods, the CNI bridge gi
 addresses, kube-proxy carries ClusterIPs, CoreDNS answers service names, kube-router enforces
 NetworkPolicies. Needs root (the cluster creates a bridge, namespaces, mounts, iptables rules);
 without it the fixture fails with the reason. One cluster per session: tests marked
-`own_cluster` start and stop their own and so run before the shared one is started.
+`own_cluster` start and stop their own and so run before the shared one is started; tests
+marked `chart_lifecycle` install and uninstall the chart themselves and so run before the
+session's operator (`operator`, the chart installed once) is installed.
+
+Images are the Dockerfile's, built for real (taas_controlplane.images) and imported into the
+node's containerd; pods use them with `imagePullPolicy: Never` or `IfNotPresent`.
 """
 
 from __future__ import annotations
@@ -14,19 +19,31 @@ import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from taas_controlplane.binaries import ensure
 from taas_controlplane.cluster import Cluster, ClusterError
-from taas_controlplane.oci import toolbox_archive
+from taas_controlplane.images import ensure_image
+from taas_controlplane.oci import TOOLBOX_IMAGE, toolbox_archive
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "taas"
+RELEASE, OPERATOR_NS = "taas", "taas-system"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests with their own cluster first: the shared one holds the machine's cluster lock."""
-    own = [item for item in items if item.get_closest_marker("own_cluster")]
-    if own:
-        items[:] = own + [item for item in items if item not in own]
+    """Own-cluster tests first (the shared cluster holds the machine's cluster lock), then the
+    chart's own install/uninstall (before the session's operator release exists)."""
+
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker("own_cluster"):
+            return 0
+        return 1 if item.get_closest_marker("chart_lifecycle") else 2
+
+    items.sort(key=rank)  # stable: the file order stays within each rank
 
 
 @pytest.fixture(scope="session")
@@ -42,6 +59,50 @@ def cluster() -> Iterator[Cluster]:
         yield node
     finally:
         node.stop()
+
+
+@pytest.fixture(scope="session")
+def operator_image(cluster: Cluster) -> str:
+    """The Dockerfile's `operator` image, built once and loaded into the node: its reference."""
+    image = ensure_image("operator")
+    cluster.load_image(image.archive)
+    return image.reference
+
+
+@pytest.fixture(scope="session")
+def trainer_image(cluster: Cluster) -> str:
+    """The Dockerfile's `trainer` image (the one the examples name), loaded into the node."""
+    image = ensure_image("trainer")
+    cluster.load_image(image.archive)
+    return image.reference
+
+
+def helm(cluster: Cluster, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run the project's Helm against the cluster."""
+    return subprocess.run(
+        [str(ensure("helm")), "--kubeconfig", cluster.kubeconfig, *args],
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=300,
+    )
+
+
+def install_chart(cluster: Cluster, *values: str) -> None:
+    """`helm upgrade --install` the chart with the loaded operator image; waits until Ready."""
+    sets = [arg for value in ("image.pullPolicy=Never", *values) for arg in ("--set", value)]
+    helm(
+        cluster, "upgrade", "--install", RELEASE, str(CHART), "--namespace", OPERATOR_NS,
+        "--create-namespace", *sets, "--wait", "--timeout", "240s",
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def operator(cluster: Cluster, operator_image: str) -> Iterator[str]:
+    """The chart installed once (one replica, every namespace); yields its namespace."""
+    install_chart(cluster, "logLevel=DEBUG")
+    yield OPERATOR_NS
+    helm(cluster, "uninstall", RELEASE, "--namespace", OPERATOR_NS, "--wait", check=False)
 
 
 @pytest.fixture
@@ -76,3 +137,70 @@ def exec_in(
 ) -> subprocess.CompletedProcess[str]:
     """Run a shell script in a pod's container (kubectl exec, through kubelet)."""
     return cluster.kubectl("exec", "-n", ns, pod, "--", "sh", "-c", script, check=check)
+
+
+def operator_pods(cluster: Cluster) -> list[dict[str, Any]]:
+    """The operator's pods (the chart's selector labels), not yet being deleted."""
+    pods = get_json(
+        cluster, "pods", "-n", OPERATOR_NS, "-l", f"app.kubernetes.io/instance={RELEASE}"
+    )["items"]
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+def condition(tfjob: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    for cond in (tfjob.get("status") or {}).get("conditions") or []:
+        if cond["type"] == type_:
+            return dict(cond)
+    return None
+
+
+def wait_finished(cluster: Cluster, ns: str, name: str, timeout: float = 600.0) -> dict[str, Any]:
+    """Wait until the TFJob has Succeeded or Failed True; return it."""
+
+    def finished() -> dict[str, Any] | None:
+        job = get_json(cluster, "-n", ns, "tfjob", name)
+        done = [
+            t for t in ("Succeeded", "Failed") if (condition(job, t) or {}).get("status") == "True"
+        ]
+        return job if done else None
+
+    return dict(wait_for(f"TFJob {ns}/{name} to finish", finished, timeout=timeout, every=2.0))
+
+
+def toolbox_tfjob(
+    name: str,
+    script: str,
+    replicas: dict[str, int] | None = None,
+    restart_policy: str = "Never",
+    run_policy: dict[str, Any] | None = None,
+    image: str = TOOLBOX_IMAGE,
+    command: list[str] | None = None,
+) -> str:
+    """A TFJob (JSON) whose replicas run `script` (or `command`) in busybox: for what needs no
+    TensorFlow."""
+    container = {
+        "name": "tensorflow",
+        "image": image,
+        "imagePullPolicy": "Never",
+        "command": command or ["sh", "-c", script],
+        "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+    }
+    spec = {"containers": [container], "volumes": [{"name": "scratch", "emptyDir": {}}]}
+    return json.dumps(
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "TFJob",
+            "metadata": {"name": name},
+            "spec": {
+                "runPolicy": run_policy or {},
+                "tfReplicaSpecs": {
+                    rtype: {
+                        "replicas": count,
+                        "restartPolicy": restart_policy,
+                        "template": {"spec": spec},
+                    }
+                    for rtype, count in (replicas or {"Worker": 1}).items()
+                },
+            },
+        }
+    )

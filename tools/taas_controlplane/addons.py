@@ -9,11 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from taas_controlplane.components import KUBE_DNS_OFFSET
+from taas_controlplane.components import COREDNS_USER, KUBE_DNS_OFFSET, KUBE_ROUTER_USER
 from taas_controlplane.hostnet import NetworkConfig
-
-COREDNS_USER = "system:taas:coredns"
-KUBE_ROUTER_USER = "system:taas:kube-router"
 
 
 def _cluster_role(name: str, user: str, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:

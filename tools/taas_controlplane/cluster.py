@@ -35,7 +35,7 @@ from taas_controlplane.binaries import BuildError, cache_root, ensure
 from taas_controlplane.hostnet import NetworkConfig, NodeNetwork
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 from taas_controlplane.runtime import Containerd, missing_packages
-from taas_operator.local.process import free_ports, spawn
+from taas_operator.local.process import spawn
 from taas_operator.local.process import stop as stop_process
 
 NODE_BINARIES = (
@@ -60,16 +60,8 @@ def _state_dir() -> Path:
     return path
 
 
-def _scrub_last_run() -> bool:
-    """Remove what a run that died before it could stop left behind; True if there was one."""
-    last = _state_dir() / "last-run.json"
-    if not last.exists():
-        return False
-    stale = json.loads(last.read_text())
-    hoststate.scrub(Path(stale["directory"]), stale["bridge"], stale["network"], stale["sysctls"])
-    NodeNetwork(NetworkConfig(bridge=stale["bridge"])).down()
-    last.unlink()
-    return True
+def _last_run() -> Path:
+    return _state_dir() / "last-run.json"
 
 
 def clean_stale_run() -> str:
@@ -81,7 +73,11 @@ def clean_stale_run() -> str:
         handle.close()
         return "a cluster is running: stop it with Ctrl-C in its `cluster up` instead"
     try:
-        return "removed a killed run's leftovers" if _scrub_last_run() else "nothing to clean"
+        return (
+            "removed a killed run's leftovers"
+            if hoststate.RunRecord.scrub_saved(_last_run())
+            else "nothing to clean"
+        )
     finally:
         handle.close()
 
@@ -186,11 +182,8 @@ class Cluster:
             self.containers_at_stop = self.runtime.containers()
             self.runtime.stop()
         self.plane.stop(remove=False)
-        hoststate.scrub(
-            self.directory, self.network.bridge, self.network.network_name, self._sysctls
-        )
-        self.net.down()
-        (_state_dir() / "last-run.json").unlink(missing_ok=True)
+        hoststate.scrub(self.directory, self.network, self._sysctls)
+        _last_run().unlink(missing_ok=True)
         if self._own_dir:
             shutil.rmtree(self.directory, ignore_errors=True)
         if self._lock is not None:
@@ -240,20 +233,14 @@ class Cluster:
                 "`taas-controlplane cluster up`)."
             ) from None
         self._lock = handle
-        _scrub_last_run()
+        hoststate.RunRecord.scrub_saved(_last_run())
 
     def _start(self, timeout: float) -> None:
         self._sysctls = hoststate.read_sysctls()
-        (_state_dir() / "last-run.json").write_text(
-            json.dumps(
-                {
-                    "directory": str(self.directory),
-                    "bridge": self.network.bridge,
-                    "network": self.network.network_name,
-                    "sysctls": self._sysctls,
-                }
-            )
+        record = hoststate.RunRecord(
+            directory=self.directory, network=self.network, sysctls=self._sysctls
         )
+        _last_run().write_text(record.model_dump_json())
         self.net.up(self.directory / "cni", self.directory / "cni-ipam")
         self.plane.directory.mkdir(parents=True, exist_ok=True)
         try:
@@ -266,7 +253,9 @@ class Cluster:
         self.runtime.start()
         self.load_image(oci.sandbox_archive())
         self.load_image(oci.toolbox_archive())
-        self.ctx = self._context()
+        self.ctx = components.NodeContext.create(
+            self.directory, self.network, self.plane, self.runtime.endpoint
+        )
         for build in (
             components.controller_manager,
             components.scheduler,
@@ -279,46 +268,6 @@ class Cluster:
             self._wait_ready(timeout, ["node registered"])
             self._spawn(components.kube_router(self.ctx))
         self._wait_ready(timeout)
-
-    def _context(self) -> components.NodeContext:
-        plane, gateway = self.plane, self.network.gateway
-        users = {
-            "kube-controller-manager": ("system:kube-controller-manager", []),
-            "kube-scheduler": ("system:kube-scheduler", []),
-            "kube-proxy": ("system:kube-proxy", []),
-            "kubelet": (f"system:node:{components.NODE_NAME}", ["system:nodes"]),
-            "coredns": (addons.COREDNS_USER, []),
-            "kube-router": (addons.KUBE_ROUTER_USER, []),
-        }
-        kubeconfigs = {
-            name: Path(plane.kubeconfig_for(user, groups)) for name, (user, groups) in users.items()
-        }
-        serving = plane.issue_server_certificate(
-            "kubelet-serving",
-            f"system:node:{components.NODE_NAME}",
-            [gateway, components.NODE_NAME],
-        )
-        loopback = free_ports(8)
-        (kubelet_port,) = free_ports(1, host=gateway)
-        return components.NodeContext(
-            directory=self.directory,
-            network=self.network,
-            ports=components.Ports(
-                controller_manager=loopback[0],
-                scheduler=loopback[1],
-                kubelet=kubelet_port,
-                kubelet_healthz=loopback[2],
-                proxy_healthz=loopback[3],
-                proxy_metrics=loopback[4],
-                dns_health=loopback[5],
-                dns_ready=loopback[6],
-            ),
-            ca_file=Path(plane.ca_file),
-            kubeconfigs=kubeconfigs,
-            containerd_endpoint=self.runtime.endpoint,
-            kubelet_cert=serving.cert,
-            kubelet_key=serving.key,
-        )
 
     def _spawn(self, component: components.Component) -> None:
         with (self.directory / f"{component.name}.log").open("ab") as log:

@@ -20,9 +20,23 @@ from pydantic import BaseModel
 
 from taas_controlplane.binaries import ensure
 from taas_controlplane.hostnet import NetworkConfig
+from taas_controlplane.launcher import ControlPlane
+from taas_operator.local.process import free_ports
 
 NODE_NAME = "taas-node"
 KUBE_DNS_OFFSET = 10  # kube-dns's ClusterIP is the 10th address of the service range
+COREDNS_USER = "system:taas:coredns"
+KUBE_ROUTER_USER = "system:taas:kube-router"
+# Who each component is to the API server (its client certificate's CN and O fields): the
+# names the apiserver's bootstrap RBAC (and addons.py for CoreDNS and kube-router) grant to.
+USERS: dict[str, tuple[str, list[str]]] = {
+    "kube-controller-manager": ("system:kube-controller-manager", []),
+    "kube-scheduler": ("system:kube-scheduler", []),
+    "kube-proxy": ("system:kube-proxy", []),
+    "kubelet": (f"system:node:{NODE_NAME}", ["system:nodes"]),
+    "coredns": (COREDNS_USER, []),
+    "kube-router": (KUBE_ROUTER_USER, []),
+}
 
 
 class Ports(BaseModel):
@@ -54,6 +68,39 @@ class NodeContext(BaseModel):
     @property
     def dns_ip(self) -> str:
         return self.network.service_ip(KUBE_DNS_OFFSET)
+
+    @classmethod
+    def create(
+        cls, directory: Path, network: NetworkConfig, plane: ControlPlane, containerd: str
+    ) -> NodeContext:
+        """Credentials (from the control plane's CA) and free ports for every component."""
+        kubeconfigs = {
+            name: Path(plane.kubeconfig_for(user, groups)) for name, (user, groups) in USERS.items()
+        }
+        serving = plane.issue_server_certificate(
+            "kubelet-serving", USERS["kubelet"][0], [network.gateway, NODE_NAME]
+        )
+        loopback = free_ports(7)
+        (kubelet_port,) = free_ports(1, host=network.gateway)
+        return cls(
+            directory=directory,
+            network=network,
+            ports=Ports(
+                controller_manager=loopback[0],
+                scheduler=loopback[1],
+                kubelet=kubelet_port,
+                kubelet_healthz=loopback[2],
+                proxy_healthz=loopback[3],
+                proxy_metrics=loopback[4],
+                dns_health=loopback[5],
+                dns_ready=loopback[6],
+            ),
+            ca_file=Path(plane.ca_file),
+            kubeconfigs=kubeconfigs,
+            containerd_endpoint=containerd,
+            kubelet_cert=serving.cert,
+            kubelet_key=serving.key,
+        )
 
 
 class Component(BaseModel):

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from taas_controlplane.hostnet import GUARD_PREFIX, NetworkConfig
+from taas_controlplane.hostnet import GUARD_PREFIX, NetworkConfig, NodeNetwork
 
 # Kernel settings kubelet sets at start (its "kernel tunables"), restored after a run. The
 # host-wide forwarding and br_netfilter switches are never written (hostnet.py uses the
@@ -230,14 +230,15 @@ def destroy_ipsets() -> None:
             subprocess.run(["ipset", "destroy", name], capture_output=True)
 
 
-def scrub(run_dir: Path, bridge: str, network_name: str, sysctls: dict[str, str]) -> None:
+def scrub(run_dir: Path, network: NetworkConfig, sysctls: dict[str, str]) -> None:
     """Remove whatever a run left (see the module docstring); safe to call more than once."""
+    bridge, network_name = network.bridge, network.network_name
     kill_run_processes(run_dir)
     unmount_under(run_dir)
     for line in output("ip", "-o", "link", "show", "master", bridge).splitlines():
         veth = line.split(":")[1].strip().split("@")[0]
         subprocess.run(["ip", "link", "delete", veth], capture_output=True)
-    subprocess.run(["ip", "link", "delete", bridge], capture_output=True)
+    NodeNetwork(network).down()  # the guard rules, then the bridge
     for binary in ("iptables", "ip6tables"):
         remove_chains(binary)
     destroy_ipsets()
@@ -250,3 +251,21 @@ def scrub(run_dir: Path, bridge: str, network_name: str, sysctls: dict[str, str]
         if current.get(name) != value:
             with contextlib.suppress(OSError):
                 Path("/proc/sys", name).write_text(value)
+
+
+class RunRecord(BaseModel):
+    """What a running cluster saves, so that the next start can scrub it if it was killed."""
+
+    directory: Path
+    network: NetworkConfig
+    sysctls: dict[str, str]
+
+    @classmethod
+    def scrub_saved(cls, path: Path) -> bool:
+        """Scrub the run saved at `path` (then forget it); False when there is none."""
+        if not path.exists():
+            return False
+        record = cls.model_validate_json(path.read_text())
+        scrub(record.directory, record.network, record.sysctls)
+        path.unlink()
+        return True

@@ -2,6 +2,7 @@
 
     sandbox_archive() -> Path   # the "pause" image every pod's sandbox runs (SANDBOX_IMAGE)
     toolbox_archive() -> Path   # busybox with its applets on PATH (TOOLBOX_IMAGE): test pods
+    derived_archive(base, reference, files) -> Path   # an image plus one layer of files
 
 No registry is reachable here, so even the sandbox image is made locally. An image is one
 uncompressed layer, a config and a manifest in an OCI layout (`oci-layout`, `index.json`,
@@ -137,3 +138,86 @@ def sandbox_archive() -> Path:
 def toolbox_archive() -> Path:
     """busybox with every applet on PATH (nc, wget, nslookup, sleep...): for test pods."""
     return _cached(TOOLBOX_IMAGE, ["/bin/sh"])
+
+
+def _layer_of(files: dict[str, bytes]) -> bytes:
+    """A tar of `files` (absolute path -> content, readable by all) and their directories."""
+    buffer = io.BytesIO()
+    directories = sorted(
+        {str(parent) for name in files for parent in Path(name.lstrip("/")).parents} - {"."}
+    )
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for directory in directories:
+            info = tarfile.TarInfo(directory)
+            info.type, info.mode = tarfile.DIRTYPE, 0o755
+            tar.addfile(info)
+        for name, data in sorted(files.items()):
+            info = tarfile.TarInfo(name.lstrip("/"))
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def derived_archive(base: Path, reference: str, files: dict[str, bytes]) -> Path:
+    """`base` (an OCI archive with one image) plus one layer holding `files`, as `reference`.
+
+    What a two-line Dockerfile (`FROM base` + `COPY`) makes, without a builder: the base's blobs
+    are copied as they are, a layer, config and manifest are added, and the index names the new
+    manifest. Cached next to the node's other images, keyed by the base and the files.
+    """
+    key = hashlib.sha256(f"{base.resolve()}:{base.stat().st_mtime_ns}:{reference}".encode())
+    for name, data in sorted(files.items()):
+        key.update(name.encode() + hashlib.sha256(data).digest())
+    directory = cache_root() / "node" / "images"
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = reference.replace("/", "_").replace(":", "_")
+    target = directory / f"{stem}-{key.hexdigest()[:12]}.tar"
+    if target.exists():
+        return target
+    layer = _layer_of(files)
+    layer_id = "sha256:" + hashlib.sha256(layer).hexdigest()
+    partial = target.with_suffix(".partial")
+    with tarfile.open(base) as source, tarfile.open(partial, "w") as tar:
+
+        def blob(digest: str) -> bytes:
+            handle = source.extractfile("blobs/sha256/" + digest.split(":", 1)[1])
+            assert handle is not None, f"{base} lacks blob {digest}"
+            return handle.read()
+
+        index_file = source.extractfile("index.json")
+        assert index_file is not None, f"{base} is not an OCI archive (no index.json)"
+        manifest = json.loads(blob(json.load(index_file)["manifests"][0]["digest"]))
+        config = json.loads(blob(manifest["config"]["digest"]))
+        for member in source:
+            if member.name != "index.json":
+                tar.addfile(member, source.extractfile(member) if member.isfile() else None)
+        config["rootfs"]["diff_ids"].append(layer_id)
+        config.setdefault("history", []).append({"created_by": f"taas: add {sorted(files)}"})
+        layer_blob = _blob(tar, layer)
+        config_blob = _blob(tar, json.dumps(config).encode())
+        manifest["config"] = {**manifest["config"], **config_blob}
+        manifest["layers"].append(
+            {"mediaType": "application/vnd.oci.image.layer.v1.tar", **layer_blob}
+        )
+        manifest_blob = _blob(tar, json.dumps(manifest).encode())
+        index = {
+            "schemaVersion": 2,
+            "manifests": [
+                {
+                    "mediaType": manifest.get(
+                        "mediaType", "application/vnd.oci.image.manifest.v1+json"
+                    ),
+                    **manifest_blob,
+                    "annotations": {
+                        "org.opencontainers.image.ref.name": reference,
+                        "io.containerd.image.name": reference,
+                    },
+                }
+            ],
+        }
+        data = json.dumps(index).encode()
+        info = tarfile.TarInfo("index.json")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    partial.rename(target)
+    return target
