@@ -3,6 +3,7 @@
     python -m bench.operator                 # full: (a) 1x64, (b) 200x4, (c) 1,000 idle
     python -m bench.operator --quick         # CI-sized: 1x16, 20x4, 100 idle
     python -m bench.operator --workloads b --controllers taas,floor --json out.json
+    python -m bench.operator e2e [--rounds N]   # one TFJob on a real node (bench/operator/e2e.py)
 
 Each (workload, controller) pair gets its own fresh etcd + kube-apiserver; controllers run in
 turn for each workload so noise spreads evenly. Exit 0 when every run finished (slow or not),
@@ -36,6 +37,11 @@ def _csv(value: str, allowed: dict[str, object], flag: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["e2e"]:
+        from bench.operator.e2e import main as e2e_main
+
+        return e2e_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m bench.operator",
         description=__doc__,

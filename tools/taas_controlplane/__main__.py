@@ -3,7 +3,7 @@
 taas-controlplane build            # build (or find cached) etcd and kube-apiserver
 taas-controlplane images [NAME]    # build (or find cached) the operator and trainer images
 taas-controlplane up [--dir DIR]   # start them; prints the KUBECONFIG line; Ctrl-C stops
-taas-controlplane cluster up [--dir DIR] [--no-network-policy]
+taas-controlplane cluster up [--dir DIR] [--images] [--no-network-policy]
                                    # a whole one-node cluster (root); Ctrl-C stops and cleans
 taas-controlplane cluster clean    # remove what a killed `cluster up` left behind
 """
@@ -19,6 +19,8 @@ from pathlib import Path
 from taas_controlplane.binaries import BuildError
 from taas_controlplane.binaries import main as build_main
 from taas_controlplane.cluster import Cluster, ClusterError, clean_stale_run
+from taas_controlplane.containers import ImageBuildError
+from taas_controlplane.images import TARGETS, ensure_image
 from taas_controlplane.images import main as images_main
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 
@@ -55,7 +57,7 @@ def _up(directory: Path | None) -> int:
     return 0
 
 
-def _cluster_up(directory: Path | None, network_policy: bool) -> int:
+def _cluster_up(directory: Path | None, network_policy: bool, images: bool) -> int:
     if directory is not None:
         directory.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(directory, network_policy=network_policy)
@@ -64,8 +66,13 @@ def _cluster_up(directory: Path | None, network_policy: bool) -> int:
         signal.signal(sig, lambda *_: stop.set())
     try:
         cluster.start()
-    except ClusterError as err:
+        for target in TARGETS if images else ():
+            image = ensure_image(target)
+            print(f"importing {image.reference} ...", flush=True)
+            cluster.load_image(image.archive)
+    except (ClusterError, ImageBuildError) as err:
         print(f"error: {err}", file=sys.stderr)
+        cluster.stop()
         return 1
     print(f"one-node cluster ready (node {cluster.node_name}, pods on {cluster.network.pod_cidr})")
     print("In another shell:")
@@ -110,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     cluster_up = cluster_sub.add_parser("up", help="start it and wait for Ctrl-C")
     cluster_up.add_argument("--dir", type=Path, default=None, help="keep its files here")
     cluster_up.add_argument(
+        "--images", action="store_true", help="import the operator and trainer images (built once)"
+    )
+    cluster_up.add_argument(
         "--no-network-policy", action="store_true", help="do not run kube-router's firewall"
     )
     cluster_sub.add_parser("clean", help="remove what a killed `cluster up` left behind")
@@ -122,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.action == "clean":
             print(clean_stale_run())
             return 0
-        return _cluster_up(args.dir, not args.no_network_policy)
+        return _cluster_up(args.dir, not args.no_network_policy, args.images)
     return _up(args.dir)
 
 
