@@ -120,9 +120,15 @@ def test_services_and_dns_names_work_in_pods(cluster: Cluster, ns: str) -> None:
     resolv = exec_in(cluster, ns, "client", "cat /etc/resolv.conf").stdout
     # `<svc>.<ns>.svc` (TF_CONFIG's form) resolves through the search path.
     assert f"search {ns}.svc.{domain} svc.{domain} {domain}" in resolv
-    page = exec_in(
-        cluster, ns, "client", f'printf "GET / HTTP/1.0\\r\\n\\r\\n" | nc -w 5 {svc_ip} 80'
-    ).stdout
+    request = f'printf "GET / HTTP/1.0\\r\\n\\r\\n" | nc -w 5 {svc_ip} 80'
+    # kube-proxy programs the ClusterIP once the endpoint slice lists the ready pod.
+    page = wait_for(
+        "the ClusterIP answering",
+        lambda: (lambda out: out if "hello" in out else None)(
+            exec_in(cluster, ns, "client", request, check=False).stdout
+        ),
+        timeout=60,
+    )
     assert "hello" in page
     exec_in(cluster, ns, "client", f"nc -w 5 {kubernetes_ip} 443 </dev/null")
     logs = cluster.kubectl("logs", "-n", ns, "web", check=False)

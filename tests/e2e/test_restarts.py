@@ -25,10 +25,11 @@ def _events(cluster: Cluster, ns: str, reason: str) -> list[str]:
 
 
 def test_on_failure_restarts_in_place(cluster: Cluster, operator: str, ns: str) -> None:
-    # Fails twice (the second restart waits out the kubelet's back-off), then succeeds.
+    # Fails three times (the later restarts wait out the kubelet's back-off, 10 s then 20 s, in
+    # CrashLoopBackOff), then succeeds.
     script = (
         "n=$(cat /scratch/n 2>/dev/null || echo 0); echo $((n + 1)) > /scratch/n; "
-        'if [ "$n" -lt 2 ]; then echo "run $n fails"; exit 3; fi; echo "run $n done"'
+        'if [ "$n" -lt 3 ]; then echo "run $n fails"; exit 3; fi; echo "run $n done"'
     )
     cluster.kubectl(
         "apply",
@@ -48,11 +49,12 @@ def test_on_failure_restarts_in_place(cluster: Cluster, operator: str, ns: str) 
 
     job = wait_for("the job to finish", finished, timeout=240, every=0.5)
     assert (condition(job, "Succeeded") or {}).get("status") == "True", job["status"]
-    assert "Restarting" in seen
-    assert any("restarted in place" in m for m in _events(cluster, ns, "TFJobRestarting"))
+    restarting = _events(cluster, ns, "TFJobRestarting")
+    assert any("flaky-worker-0" in m and "restarted in place" in m for m in restarting), restarting
+    assert "Restarting" in seen, seen
     pod = get_json(cluster, "-n", ns, "pod", "flaky-worker-0")
     assert pod["metadata"]["uid"] == first["metadata"]["uid"]  # the same pod, restarted
-    assert pod["status"]["containerStatuses"][0]["restartCount"] == 2
+    assert pod["status"]["containerStatuses"][0]["restartCount"] == 3
     assert not job["status"].get("recreations")
 
 

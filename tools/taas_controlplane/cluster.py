@@ -158,8 +158,13 @@ class Cluster:
         marker.touch()
 
     def start(self, timeout: float = 300.0) -> Cluster:
-        self._preflight()
-        self._take_lock()
+        try:
+            self._preflight()
+            self._take_lock()
+        except ClusterError:
+            if self._own_dir:  # nothing was started: leave no empty directory either
+                shutil.rmtree(self.directory, ignore_errors=True)
+            raise
         try:
             self._start(timeout)
         except BaseException:
