@@ -4,6 +4,7 @@ leaves no operator pod and keeps the CRD (and so every TFJob)."""
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -77,24 +78,27 @@ def test_install_upgrade_to_two_replicas_and_uninstall(
     assert "trained" in cluster.kubectl("logs", "-n", ns, "one-worker-0").stdout
 
     install_chart(cluster, "logLevel=DEBUG", "replicaCount=2")
-    pods = wait_for(
-        "two operator pods of the upgraded release, the old one gone",
-        lambda: (
-            [p for p in operator_pods(cluster) if p["metadata"]["name"] != name]
-            if len(operator_pods(cluster)) == 2
-            and name not in [p["metadata"]["name"] for p in operator_pods(cluster)]
-            else None
-        ),
-        timeout=180,
-    )
-    names = [p["metadata"]["name"] for p in pods]
-    active = wait_for(
-        "exactly one active operator replica",
-        lambda: (lambda on: on if len(on) == 1 else None)(
-            [n for n in names if _peering_active(_logs(cluster, n))]
-        ),
-        timeout=120,
-    )
+
+    def upgraded() -> list[str] | None:
+        """The two pods of the upgraded release, once the first one is gone."""
+        now = [p["metadata"]["name"] for p in operator_pods(cluster)]
+        return now if len(now) == 2 and name not in now else None
+
+    names = wait_for("two operator pods, the old one gone", upgraded, timeout=180)
+
+    def one_active() -> list[str] | None:
+        """Only the replica of the highest peering priority works (kopf's rule)."""
+        logs = {n: _logs(cluster, n) for n in names}
+        priorities = {
+            n: re.search(r"peering '\S+' \(priority (\d+)\)", log) for n, log in logs.items()
+        }
+        if not all(priorities.values()):
+            return None
+        top = max(names, key=lambda n: int(priorities[n].group(1)))  # type: ignore[union-attr]
+        active = [n for n in names if _peering_active(logs[n])]
+        return active if active == [top] else None
+
+    active = wait_for("exactly one active operator replica", one_active, timeout=120)
     job = f"two-{uuid.uuid4().hex[:6]}"
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=toolbox_tfjob(job, "echo trained"))
     wait_finished(cluster, ns, job, timeout=180)

@@ -29,8 +29,10 @@ def test_operator_pod_deleted_mid_job(cluster: Cluster, operator: str, ns: str) 
         pods = get_json(cluster, "-n", ns, "pods", "-l", selector)["items"]
         return [p["metadata"]["name"] for p in pods]
 
-    wait_for("the job running", lambda: condition(get_json(cluster, "-n", ns, "tfjob", "survivor"),
-                                                  "Running"), timeout=120)  # fmt: skip
+    def running() -> dict | None:
+        return condition(get_json(cluster, "-n", ns, "tfjob", "survivor"), "Running")
+
+    wait_for("the job running", running, timeout=120)
     (old,) = operator_pods(cluster)
     cluster.kubectl("delete", "pod", "-n", OPERATOR_NS, old["metadata"]["name"], "--wait=false")
     most = 0
@@ -43,12 +45,15 @@ def test_operator_pod_deleted_mid_job(cluster: Cluster, operator: str, ns: str) 
         job = get_json(cluster, "-n", ns, "tfjob", "survivor")
         return job if (condition(job, "Succeeded") or {}).get("status") == "True" else None
 
-    new = wait_for(
-        "a new operator pod",
-        lambda: [p for p in operator_pods(cluster) if p["metadata"]["uid"] != old["metadata"]["uid"]
-                 and p["status"].get("phase") == "Running"],
-        timeout=120,
-    )  # fmt: skip
+    def replaced() -> list[dict]:
+        return [
+            p
+            for p in operator_pods(cluster)
+            if p["metadata"]["uid"] != old["metadata"]["uid"]
+            and p["status"].get("phase") == "Running"
+        ]
+
+    new = wait_for("a new operator pod", replaced, timeout=120)
     assert len(new) == 1
     job = wait_for("the job Succeeded", finished, timeout=300, every=0.5)
     assert job["status"]["replicaStatuses"]["Worker"]["succeeded"] == 2
