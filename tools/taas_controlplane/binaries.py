@@ -98,8 +98,8 @@ BINARIES: dict[str, GoBinary] = {
     # A wrapper with only the plugins the cluster's Corefile uses (kubernetes, health, ...):
     # CoreDNS's own main links every cloud provider's SDK.
     "coredns": GoBinary(name="coredns", version=COREDNS_VERSION, module_dir="coredns"),
-    # A wrapper module (upstream's main): `go install` asks the proxy for kube-router's version
-    # list, which it refuses; go.sum starts from upstream's (the checksum database lacks gobgp).
+    # A wrapper module running only kube-router's NetworkPolicy controller (go/kube-router says
+    # why): `go install` asks the proxy for kube-router's version list, which it refuses.
     "kube-router": GoBinary(
         name="kube-router", version=KUBE_ROUTER_VERSION, module_dir="kube-router"
     ),

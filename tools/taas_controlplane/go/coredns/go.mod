@@ -1,4 +1,6 @@
 // Module that builds upstream CoreDNS (its kubernetes plugin) from the Go module proxy.
+// k8s.io/{api,apimachinery,client-go} are raised to the Kubernetes components' v0.34.4 (from
+// CoreDNS's v0.34.0) so a build shares their compiled packages.
 module taas.dev/controlplane/coredns
 
 go 1.24.0
@@ -62,9 +64,9 @@ require (
 	gopkg.in/evanphx/json-patch.v4 v4.12.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
-	k8s.io/api v0.34.0 // indirect
-	k8s.io/apimachinery v0.34.0 // indirect
-	k8s.io/client-go v0.34.0 // indirect
+	k8s.io/api v0.34.4 // indirect
+	k8s.io/apimachinery v0.34.4 // indirect
+	k8s.io/client-go v0.34.4 // indirect
 	k8s.io/klog/v2 v2.130.1 // indirect
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect
 	k8s.io/utils v0.0.0-20250604170112-4c0f3b243397 // indirect
