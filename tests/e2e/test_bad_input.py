@@ -5,7 +5,7 @@ deadline or the backoff limit ends the job; nothing hangs."""
 from __future__ import annotations
 
 import pytest
-from conftest import condition, get_json, toolbox_tfjob, wait_finished, wait_for
+from node_helpers import condition, get_json, toolbox_tfjob, wait_finished, wait_for
 
 from taas_controlplane.cluster import Cluster
 

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import exec_in, get_json, wait_for
+from node_helpers import exec_in, get_json, wait_for
 
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.oci import TOOLBOX_IMAGE, toolbox_archive

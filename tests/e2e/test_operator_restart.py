@@ -4,7 +4,7 @@ the job up from the cluster's state; the job completes and no replica pod is eve
 from __future__ import annotations
 
 import pytest
-from conftest import (
+from node_helpers import (
     OPERATOR_NS,
     condition,
     get_json,

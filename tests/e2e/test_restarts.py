@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, condition, get_json, toolbox_tfjob, wait_finished, wait_for
+from node_helpers import REPO, condition, get_json, toolbox_tfjob, wait_finished, wait_for
 
 from taas_controlplane.cluster import Cluster
 

@@ -8,7 +8,7 @@ import re
 import uuid
 
 import pytest
-from conftest import (
+from node_helpers import (
     OPERATOR_NS,
     RELEASE,
     condition,
