@@ -7,6 +7,7 @@
                                              #       (e) 4 jobs
     python -m bench.operator --workloads b --controllers taas,floor --json out.json
     python -m bench.operator --workloads c --controllers taas --profile prof/   # py-spy
+    python -m bench.operator e2e [--rounds N]   # one TFJob on a real node (bench/operator/e2e.py)
 
 Each (workload, controller) pair gets its own fresh etcd + kube-apiserver; controllers run in
 turn for each workload so noise spreads evenly. Exit 0 when every run finished (slow or not),
@@ -43,6 +44,11 @@ def _csv(value: str, allowed: dict[str, object], flag: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["e2e"]:
+        from bench.operator.e2e import main as e2e_main
+
+        return e2e_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m bench.operator",
         description=__doc__,

@@ -44,6 +44,6 @@ def test_too_old_go_is_named(tmp_path: Path) -> None:
 
 
 def test_unknown_binary_is_named(tmp_path: Path) -> None:
-    result = _build(tmp_path, "kubelet", path=os.environ["PATH"])
+    result = _build(tmp_path, "kube-dashboard", path=os.environ["PATH"])
     assert result.returncode == 1
-    assert "unknown binary 'kubelet'" in result.stderr and "kube-apiserver" in result.stderr
+    assert "unknown binary 'kube-dashboard'" in result.stderr and "kube-apiserver" in result.stderr

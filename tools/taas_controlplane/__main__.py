@@ -5,6 +5,9 @@ taas-controlplane build            # build (or find cached) etcd and kube-apiser
 taas-controlplane images [NAME]    # build (or find cached) the operator and trainer images
 taas-controlplane up [--dir DIR]   # start them; prints the KUBECONFIG line; Ctrl-C stops
 taas-controlplane crd [--fetch]    # regenerate the TFJob CRD (see taas_controlplane.crd)
+taas-controlplane cluster up [--dir DIR] [--images] [--no-network-policy]
+                                   # a whole one-node cluster (root); Ctrl-C stops and cleans
+taas-controlplane cluster clean    # remove what a killed `cluster up` left behind
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from pathlib import Path
 
 from taas_controlplane.binaries import BuildError
 from taas_controlplane.binaries import main as build_main
-from taas_controlplane.images import TARGETS
+from taas_controlplane.cluster import Cluster, ClusterError, clean_stale_run
+from taas_controlplane.containers import ImageBuildError
+from taas_controlplane.images import TARGETS, ensure_image
 from taas_controlplane.images import main as images_main
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 
@@ -71,6 +76,41 @@ def _crd(fetch: bool) -> int:
     return 0
 
 
+def _cluster_up(directory: Path | None, network_policy: bool, images: bool) -> int:
+    if directory is not None:
+        directory.mkdir(parents=True, exist_ok=True)
+    cluster = Cluster(directory, network_policy=network_policy)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        cluster.start()
+        for target in TARGETS if images else ():
+            image = ensure_image(target)
+            print(f"importing {image.reference} ...", flush=True)
+            cluster.load_image(image.archive)
+    except (ClusterError, ImageBuildError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        cluster.stop()
+        return 1
+    print(f"one-node cluster ready (node {cluster.node_name}, pods on {cluster.network.pod_cidr})")
+    print("In another shell:")
+    print(f"  export KUBECONFIG={cluster.kubeconfig}")
+    print("  kubectl get pods -A -o wide")
+    print(f"Images: `{cluster.ctr_hint}` (imagePullPolicy: Never or IfNotPresent)")
+    print("Ctrl-C stops every component and removes what the cluster created.", flush=True)
+    try:
+        while not stop.wait(1.0):
+            gone = cluster.exited()
+            if gone:
+                print(f"error: {gone} exited; logs in {cluster.directory}", file=sys.stderr)
+                return 1
+    finally:
+        cluster.stop()
+        print("cluster stopped and cleaned up", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="taas-controlplane",
@@ -97,6 +137,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="first refresh the cached Kubernetes OpenAPI from this project's kube-apiserver",
     )
+    cluster = sub.add_parser("cluster", help="a whole one-node Kubernetes cluster (needs root)")
+    cluster_sub = cluster.add_subparsers(dest="action", required=True)
+    cluster_up = cluster_sub.add_parser("up", help="start it and wait for Ctrl-C")
+    cluster_up.add_argument("--dir", type=Path, default=None, help="keep its files here")
+    cluster_up.add_argument(
+        "--images", action="store_true", help="import the operator and trainer images (built once)"
+    )
+    cluster_up.add_argument(
+        "--no-network-policy", action="store_true", help="do not run kube-router's firewall"
+    )
+    cluster_sub.add_parser("clean", help="remove what a killed `cluster up` left behind")
     args = parser.parse_args(argv)
     if args.command == "build":
         return build_main(args.names)
@@ -107,6 +158,11 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"unknown image {', '.join(unknown)}: choose from {', '.join(TARGETS)}")
         return images_main(args.names, args.context)
+    if args.command == "cluster":
+        if args.action == "clean":
+            print(clean_stale_run())
+            return 0
+        return _cluster_up(args.dir, not args.no_network_policy, args.images)
     return _up(args.dir)
 
 

@@ -48,22 +48,38 @@ KUBERNETES_VERSION = "v1.34.4"
 ETCD_VERSION = "v3.6.4"
 HELM_VERSION = "v3.18.6"
 TRAINING_OPERATOR_VERSION = "v1.8.1"
+COREDNS_VERSION = "v1.12.4"
+# kube-router's /v2 module is refused by the module proxy (403 for every release asked), so
+# the last v1 release, which the proxy serves, is the NetworkPolicy enforcer.
+KUBE_ROUTER_VERSION = "v1.6.1"
+
+# Version stamps every Kubernetes binary carries (else they report v0.0.0-master).
+_KUBE_LDFLAGS = " ".join(
+    f"-X k8s.io/component-base/version.{key}={value}"
+    for key, value in {
+        "gitVersion": KUBERNETES_VERSION,
+        "gitMajor": KUBERNETES_VERSION.lstrip("v").split(".")[0],
+        "gitMinor": KUBERNETES_VERSION.lstrip("v").split(".")[1],
+        "gitTreeState": "clean",
+    }.items()
+)
+# The node's components, each from its own wrapper module under go/ (kube-apiserver's go.mod,
+# renamed and tidied): one module per binary keeps each build key to its own inputs.
+KUBE_COMPONENTS = (
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubelet",
+    "kube-proxy",
+)
 
 BINARIES: dict[str, GoBinary] = {
-    "kube-apiserver": GoBinary(
-        name="kube-apiserver",
-        version=KUBERNETES_VERSION,
-        module_dir="kube-apiserver",
-        ldflags=" ".join(
-            f"-X k8s.io/component-base/version.{key}={value}"
-            for key, value in {
-                "gitVersion": KUBERNETES_VERSION,
-                "gitMajor": KUBERNETES_VERSION.lstrip("v").split(".")[0],
-                "gitMinor": KUBERNETES_VERSION.lstrip("v").split(".")[1],
-                "gitTreeState": "clean",
-            }.items()
-        ),
-    ),
+    **{
+        name: GoBinary(
+            name=name, version=KUBERNETES_VERSION, module_dir=name, ldflags=_KUBE_LDFLAGS
+        )
+        for name in KUBE_COMPONENTS
+    },
     "etcd": GoBinary(name="etcd", version=ETCD_VERSION, module_dir="etcd"),
     "helm": GoBinary(
         name="helm",
@@ -78,6 +94,14 @@ BINARIES: dict[str, GoBinary] = {
         name="training-operator",
         version=TRAINING_OPERATOR_VERSION,
         install_path="github.com/kubeflow/training-operator/cmd/training-operator.v1",
+    ),
+    # A wrapper with only the plugins the cluster's Corefile uses (kubernetes, health, ...):
+    # CoreDNS's own main links every cloud provider's SDK.
+    "coredns": GoBinary(name="coredns", version=COREDNS_VERSION, module_dir="coredns"),
+    # A wrapper module running only kube-router's NetworkPolicy controller (go/kube-router says
+    # why): `go install` asks the proxy for kube-router's version list, which it refuses.
+    "kube-router": GoBinary(
+        name="kube-router", version=KUBE_ROUTER_VERSION, module_dir="kube-router"
     ),
 }
 

@@ -5,6 +5,10 @@ scheduler, kubelet, controller-manager, garbage collector, namespace controller 
 ServiceAccounts. Pods are stored but stay Pending; tests move them through phases by writing the
 pods/status subresource, and delete owned objects themselves (owner references do not cascade).
 
+`ControlPlane(for_nodes=True, bind_address=<bridge address>)` is the same pair set up for a
+whole cluster (cluster.py): listening where pods reach it, Node+RBAC authorization with the
+NodeRestriction and ServiceAccount admission plugins, and a client certificate for kubelets.
+
 Both processes run in their own process group and get SIGTERM when their parent dies
 (`taas_operator.local.process.spawn`, the project's one helper for child processes), so a killed
 test run leaves nothing behind; `stop()` ends them explicitly.
@@ -12,6 +16,7 @@ test run leaves nothing behind; `stop()` ends them explicitly.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import shutil
 import signal
@@ -57,10 +62,21 @@ def _tail(path: Path, lines: int = 25) -> str:
 class ControlPlane:
     """One etcd + kube-apiserver pair. Use as a context manager or call start()/stop()."""
 
-    def __init__(self, directory: Path | None = None, audit_log: bool = False) -> None:
+    def __init__(
+        self,
+        directory: Path | None = None,
+        audit_log: bool = False,
+        *,
+        bind_address: str = "127.0.0.1",
+        service_cidr: str = SERVICE_CIDR,
+        for_nodes: bool = False,
+    ) -> None:
         self._own_dir = directory is None
         self.directory = directory or Path(tempfile.mkdtemp(prefix="taas-controlplane-"))
         self.audit_log = audit_log
+        self.bind_address = bind_address
+        self.service_cidr = service_cidr
+        self.for_nodes = for_nodes
         self.etcd: subprocess.Popen[bytes] | None = None
         self.apiserver: subprocess.Popen[bytes] | None = None
         self.endpoints: Endpoints | None = None
@@ -71,7 +87,7 @@ class ControlPlane:
     @property
     def server(self) -> str:
         assert self.endpoints, "control plane not started"
-        return f"https://127.0.0.1:{self.endpoints.apiserver}"
+        return f"https://{self.bind_address}:{self.endpoints.apiserver}"
 
     @property
     def ca_file(self) -> str:
@@ -95,6 +111,11 @@ class ControlPlane:
         self._write_kubeconfig(path, user, pair)
         return str(path)
 
+    def issue_server_certificate(self, stem: str, common_name: str, hosts: list[str]) -> KeyPair:
+        """A serving certificate signed by this control plane's CA (e.g. a kubelet's)."""
+        assert self._ca, "control plane not started"
+        return self._ca.issue(stem, common_name, hosts=hosts)
+
     def kubectl(
         self,
         *args: str,
@@ -115,7 +136,8 @@ class ControlPlane:
     def start(self, timeout: float = 90.0) -> ControlPlane:
         etcd_bin, apiserver_bin = ensure("etcd"), ensure("kube-apiserver")
         for attempt in range(3):  # a port taken between choosing and binding: choose again
-            etcd_client, etcd_peer, apiserver = free_ports(3)
+            etcd_client, etcd_peer = free_ports(2)
+            (apiserver,) = free_ports(1, host=self.bind_address)
             self.endpoints = Endpoints(
                 etcd_client=etcd_client, etcd_peer=etcd_peer, apiserver=apiserver
             )
@@ -178,10 +200,13 @@ class ControlPlane:
                 "kubernetes",
                 "kubernetes.default",
                 "kubernetes.default.svc",
-                "10.0.0.1",
+                str(ipaddress.ip_network(self.service_cidr)[1]),  # the `kubernetes` ClusterIP
+                *([self.bind_address] if self.bind_address != "127.0.0.1" else []),
             ],
         )
         write_service_account_keys(pki_dir)
+        if self.for_nodes:  # how kube-apiserver authenticates to kubelets (logs, exec)
+            self._ca.issue("apiserver-kubelet-client", "kube-apiserver", ["system:masters"])
         self._admin = self._ca.issue("admin", ADMIN_USER, organizations=["system:masters"])
         self._write_kubeconfig(Path(self.kubeconfig), ADMIN_USER, self._admin)
 
@@ -238,22 +263,31 @@ class ControlPlane:
             str(binary),
             f"--etcd-servers=http://127.0.0.1:{self.endpoints.etcd_client}",
             f"--secure-port={self.endpoints.apiserver}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={self.bind_address}",
+            f"--advertise-address={self.bind_address}",
             f"--cert-dir={pki}",
             f"--tls-cert-file={pki / 'apiserver.crt'}",
             f"--tls-private-key-file={pki / 'apiserver.key'}",
             f"--client-ca-file={pki / 'ca.crt'}",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            f"--service-cluster-ip-range={self.service_cidr}",
             "--allow-privileged=true",
-            "--authorization-mode=RBAC",
-            "--disable-admission-plugins=ServiceAccount",
             "--service-account-issuer=https://kubernetes.default.svc",
             f"--service-account-key-file={pki / 'sa.pub'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
             "--profiling=false",
             "--v=1",
         ]
+        if self.for_nodes:
+            args += [
+                "--authorization-mode=Node,RBAC",
+                "--enable-admission-plugins=NodeRestriction",
+                f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+                f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+                f"--kubelet-certificate-authority={pki / 'ca.crt'}",
+                "--kubelet-preferred-address-types=InternalIP",
+            ]
+        else:
+            args += ["--authorization-mode=RBAC", "--disable-admission-plugins=ServiceAccount"]
         if self.audit_log:
             policy = self.directory / "audit-policy.yaml"
             policy.write_text(

@@ -4,6 +4,8 @@
     count_recreation(status, pod) -> bool              # records it in status.recreations
     failure_message(job, status, pods, failed, retry, now) -> JobFailure
     detail(pod) -> str                                 # "pod p, container c, exit code n"
+    waiting_pods(job, pods) -> list[ObservedPod]       # live, waiting for a kubelet reason
+    waiting_detail(pod) -> str                         # "pod p (Worker 0), container c is ..."
 
 Pure; the lifecycle pass (`taas_operator.engine.lifecycle`) calls them with the pods of the
 current slots (`failed`: ended and not to be retried; `retry`: to be deleted and recreated).
@@ -34,6 +36,25 @@ def detail(pod: ObservedPod) -> str:
     code = "unknown" if pod.exit_code is None else str(pod.exit_code)
     reason = f", reason {pod.reason}" if pod.reason else ""
     return f"pod {pod.name}, container {pod.container}, exit code {code}{reason}"
+
+
+def waiting_detail(pod: ObservedPod) -> str:
+    """TaaS: which replica waits and why, in the kubelet's words."""
+    why = (
+        f"{pod.waiting_reason}: {pod.waiting_message}"
+        if pod.waiting_message
+        else pod.waiting_reason
+    )
+    return (
+        f"pod {pod.name} ({pod.replica_type} {pod.index}), container {pod.container} is "
+        f"waiting: {why}"
+    )
+
+
+def waiting_pods(job: TFJob, pods: Sequence[ObservedPod]) -> list[ObservedPod]:
+    """Live pods of this job whose container waits for a reason the kubelet reported."""
+    specs = job.spec.tf_replica_specs
+    return [p for p in pods if p.active and p.waiting_reason and p.replica_type in specs]
 
 
 def retryable(restart_policy: str, pod: ObservedPod) -> bool:
@@ -97,8 +118,11 @@ def failure_message(
     if deadline is not None and status.start_time is not None:
         ends = status.start_time + timedelta(seconds=deadline)
         if now >= ends:
+            stuck = waiting_pods(job, pods)
+            because = f" ({waiting_detail(stuck[0])})" if stuck else ""
             return JobFailure(
-                f"Job {name} has failed because it was active longer than specified deadline"
+                f"Job {name} has failed because it was active longer than specified "
+                f"deadline{because}"
             )
         return JobFailure(None, ends)
     return JobFailure(None)

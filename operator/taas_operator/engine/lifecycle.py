@@ -32,6 +32,12 @@ Rules (Kubeflow's unless marked TaaS):
   (TFJobSuspended). Resume: Suspended False (TFJobResumed), startTime reset, pods recreated.
 - scaling: pods at an index >= replicas (and their services) are deleted, missing ones created.
 - TaaS: failure and restart messages name the pod, container and exit code.
+- TaaS: a replica the kubelet restarts in place (OnFailure/Always: CrashLoopBackOff, or waiting
+  again after a restart) sets Restarting, as a recreated one does; a replica that cannot start
+  (ErrImageNeverPull, ImagePullBackOff, CreateContainerConfigError...) sets Running False with
+  the kubelet's reason and message. Running comes back once every replica runs; backoffLimit
+  and activeDeadlineSeconds end a job that never gets there (the deadline message names the
+  waiting replica).
 - TaaS: a pod template the pod builder cannot read (a type the CRD's schema refuses, e.g. `env`
   as a map; a job stored before that schema existed can hold one) fails the job at once
   (`fail_invalid_spec`: reason InvalidTFJobSpec, one Warning event naming the replica and the
@@ -49,7 +55,14 @@ from taas_operator.api import constants as c
 from taas_operator.api.constants import ReplicaType
 from taas_operator.api.models import ReplicaStatus, TFJob
 from taas_operator.engine.conditions import fail_invalid_spec, set_condition
-from taas_operator.engine.failures import count_recreation, detail, failure_message, retryable
+from taas_operator.engine.failures import (
+    count_recreation,
+    detail,
+    failure_message,
+    retryable,
+    waiting_detail,
+    waiting_pods,
+)
 from taas_operator.engine.objects import BuildOptions, desired_pod, desired_service
 from taas_operator.engine.observed import ObservedPod
 from taas_operator.engine.plan import Event, EventType, Plan, skip_reason, status_changed
@@ -264,6 +277,26 @@ class _Pass:
             )
             for pod in retry:
                 self.delete_pod(pod, with_service=False)
+        elif looping := [p for p in waiting_pods(self.job, self.pods) if p.crash_looping]:
+            first = looping[0]
+            n = sum(1 for p in looping if p.replica_type == first.replica_type)
+            self.condition(
+                c.COND_RESTARTING,
+                "True",
+                c.REASON_RESTARTING,
+                f"TFJob {self.name} is restarting because {n} {first.replica_type} replica(s) "
+                f"restarted in place ({detail(first)}, restart count {first.restart_count}).",
+                event="Warning",
+            )
+        elif stuck := waiting_pods(self.job, self.pods):
+            first = stuck[0]
+            self.condition(
+                c.COND_RUNNING,
+                "False",
+                first.waiting_reason or c.REASON_RUNNING,
+                f"TFJob {self.ns}/{self.name} is not running: {waiting_detail(first)}.",
+                event="Warning",
+            )
         elif rules.is_running(self.job, counts):
             self.condition(
                 c.COND_RUNNING, "True", c.REASON_RUNNING, f"TFJob {self.ns}/{self.name} is running."

@@ -1,7 +1,8 @@
 """What the lifecycle engine needs to know about one existing pod of a job.
 
     ObservedPod(name, replica_type, index, phase, uid, exit_code, reason, restart_count, deleting,
-                pod_ip)
+    ObservedPod(name, replica_type, index, phase, uid, exit_code, reason, restart_count, deleting,
+                pod_ip, waiting_reason, waiting_message)
     ObservedPod.from_manifest(pod: Mapping) -> ObservedPod | None
 
 The operator builds them from real pod objects with `from_manifest` (camelCase JSON, e.g. what
@@ -27,6 +28,8 @@ from taas_operator.api.constants import (
 from taas_operator.api.validation import normalize_replica_type
 
 PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
+#: Waiting reasons of a container that is merely on its way (not a problem to report).
+_STARTING = frozenset({"ContainerCreating", "PodInitializing"})
 
 
 class ObservedPod(BaseModel):
@@ -48,6 +51,18 @@ class ObservedPod(BaseModel):
     container: str = DEFAULT_CONTAINER_NAME
     #: status.podIP (None locally): where the operator reads the chief's training progress.
     pod_ip: str | None = None
+    #: Why the tensorflow container (or an init container) waits instead of running, when that
+    #: is a problem the kubelet reported: ErrImageNeverPull, ImagePullBackOff, CrashLoopBackOff,
+    #: CreateContainerConfigError... None while it runs or is just being created.
+    waiting_reason: str | None = None
+    waiting_message: str | None = None
+
+    @property
+    def crash_looping(self) -> bool:
+        """Restarted in place by the kubelet and now waiting to be started again."""
+        return self.waiting_reason == "CrashLoopBackOff" or (
+            self.restart_count > 0 and self.waiting_reason is not None
+        )
 
     @property
     def active(self) -> bool:
@@ -67,6 +82,13 @@ class ObservedPod(BaseModel):
         statuses = list(status.get("containerStatuses") or [])
         init_statuses = list(status.get("initContainerStatuses") or [])
         exit_code, reason = None, status.get("reason")
+        waiting: dict[str, Any] = {}
+        for cs in [*init_statuses, *statuses]:
+            if cs in statuses and cs.get("name") != DEFAULT_CONTAINER_NAME:
+                continue
+            state = (cs.get("state") or {}).get("waiting") or {}
+            if state.get("reason") and state["reason"] not in _STARTING and not waiting:
+                waiting = state
         for cs in statuses:
             if cs.get("name") != DEFAULT_CONTAINER_NAME:
                 continue
@@ -87,4 +109,6 @@ class ObservedPod(BaseModel):
             restart_count=sum(int(cs.get("restartCount") or 0) for cs in statuses + init_statuses),
             deleting=bool(meta.get("deletionTimestamp")),
             pod_ip=status.get("podIP") or None,
+            waiting_reason=waiting.get("reason"),
+            waiting_message=waiting.get("message"),
         )

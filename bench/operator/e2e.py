@@ -1,0 +1,169 @@
+"""End-to-end workload: one TFJob on a real one-node cluster, TaaS against training-operator.
+
+    python -m bench.operator e2e [--rounds 2] [--job examples/mnist/async.yaml] [--json FILE]
+
+Needs root (taas_controlplane.cluster: kubelet, containerd, CoreDNS, kube-proxy, kube-router).
+The same TFJob (default: examples/mnist/async.yaml, 1 PS + 2 workers of real TensorFlow in the
+trainer image, already imported into the node) is applied under each controller in turn, on the
+same node, in a fresh namespace each time; every round runs both controllers, alternating who
+goes first, so the machine's noise spreads evenly. Both controllers run out of cluster with an
+admin kubeconfig, started as bench/operator/controllers.py starts them (each with its own TFJob
+CRD, applied before its runs). Figures per run, from `kubectl apply`:
+
+- all pods Running: every replica pod of the job is in phase Running (the kubelet started them);
+- Succeeded: the job's Succeeded condition is True.
+
+The report gives the median of each figure per controller and the ratio TaaS / training-operator
+(below 1.00: TaaS is faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from bench.operator.controllers import CONTROLLERS, KUBEFLOW_NAMESPACE, RunningController
+from taas_controlplane.cluster import Cluster, ClusterError
+from taas_controlplane.images import ensure_image
+
+REPO = Path(__file__).resolve().parents[2]
+CONTESTANTS = ("taas", "kubeflow")
+SELECTOR = "training.kubeflow.org/job-name"
+
+
+class E2ERun(BaseModel):
+    """One TFJob under one controller."""
+
+    controller: str
+    round: int
+    all_running_s: float | None = None
+    succeeded_s: float | None = None
+    error: str | None = None
+
+
+def _job(path: Path) -> dict[str, Any]:
+    return dict(yaml.safe_load(path.read_text()))
+
+
+def _status(cluster: Cluster, ns: str, name: str) -> tuple[int, int, bool, bool]:
+    """(pods, pods Running, Succeeded, Failed) of the job now."""
+    pods = json.loads(
+        cluster.kubectl("get", "pods", "-n", ns, "-l", f"{SELECTOR}={name}", "-o", "json").stdout
+    )["items"]
+    running = sum(1 for p in pods if p["status"].get("phase") == "Running")
+    job = json.loads(cluster.kubectl("get", "tfjob", "-n", ns, name, "-o", "json").stdout)
+    conditions = {c["type"]: c["status"] for c in (job.get("status") or {}).get("conditions") or []}
+    return (
+        len(pods),
+        running,
+        conditions.get("Succeeded") == "True",
+        (conditions.get("Failed") == "True"),
+    )
+
+
+def run_job(
+    cluster: Cluster, controller: str, round_: int, tfjob: dict[str, Any], timeout: float
+) -> E2ERun:
+    """Apply the job in a fresh namespace and time it until Succeeded (or Failed/timeout)."""
+    replicas = sum(int(s.get("replicas", 1)) for s in tfjob["spec"]["tfReplicaSpecs"].values())
+    name = tfjob["metadata"]["name"]
+    ns = f"bench-{controller}-{uuid.uuid4().hex[:6]}"
+    cluster.kubectl("create", "namespace", ns)
+    result = E2ERun(controller=controller, round=round_)
+    started = time.monotonic()
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(tfjob))
+    try:
+        while time.monotonic() - started < timeout:
+            pods, running, succeeded, failed = _status(cluster, ns, name)
+            now = time.monotonic() - started
+            if result.all_running_s is None and pods == replicas and running == replicas:
+                result.all_running_s = now
+            if succeeded:
+                result.succeeded_s = now
+                return result
+            if failed:
+                result.error = "the job Failed"
+                return result
+            time.sleep(0.2)
+        result.error = f"not Succeeded after {timeout:.0f}s"
+        return result
+    finally:
+        cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
+
+
+def _start(cluster: Cluster, name: str, workdir: Path) -> RunningController:
+    controller = CONTROLLERS[name]
+    if name == "kubeflow":  # its namespace and webhook Secret, made anew for each start
+        cluster.kubectl("delete", "namespace", KUBEFLOW_NAMESPACE, "--wait=true", check=False)
+    controller.install(cluster.plane)
+    return controller.start(cluster.kubeconfig, workdir / name)
+
+
+def _median(runs: list[E2ERun], field: str) -> float | None:
+    values = [getattr(r, field) for r in runs if getattr(r, field) is not None and not r.error]
+    return statistics.median(values) if values else None
+
+
+def report(runs: list[E2ERun]) -> str:
+    """Medians per controller and the ratio TaaS / training-operator."""
+    lines = [f"{'figure (median s from kubectl apply)':<40}{'TaaS':>8}{'t-op':>8}{'TaaS/t-op':>11}"]
+    for field, title in (("all_running_s", "all pods Running"), ("succeeded_s", "Succeeded")):
+        taas = _median([r for r in runs if r.controller == "taas"], field)
+        kubeflow = _median([r for r in runs if r.controller == "kubeflow"], field)
+        ratio = f"{taas / kubeflow:.2f}x" if taas and kubeflow else "-"
+        shown = [f"{v:.1f}" if v is not None else "-" for v in (taas, kubeflow)]
+        lines.append(f"{title:<40}{shown[0]:>8}{shown[1]:>8}{ratio:>11}")
+    lines.append(f"runs: {len(runs)}, failed: {sum(1 for r in runs if r.error)}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.operator e2e", description=__doc__)
+    parser.add_argument("--rounds", type=int, default=2, help="runs per controller")
+    parser.add_argument("--job", type=Path, default=REPO / "examples" / "mnist" / "async.yaml")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
+    parser.add_argument("--json", metavar="FILE", help="also write every run as JSON")
+    args = parser.parse_args(argv)
+    tfjob = _job(args.job)
+    workdir = Path(tempfile.mkdtemp(prefix="taas-bench-e2e-"))
+    cluster = Cluster(workdir / "node")
+    runs: list[E2ERun] = []
+    try:
+        cluster.start()
+        cluster.load_image(ensure_image("trainer").archive)
+        for round_ in range(args.rounds):
+            order = CONTESTANTS if round_ % 2 == 0 else CONTESTANTS[::-1]
+            for name in order:
+                print(f"[bench e2e] round {round_ + 1}: {name} ...", file=sys.stderr, flush=True)
+                running = _start(cluster, name, workdir)
+                try:
+                    time.sleep(5)  # let it list and watch before the job appears
+                    run = run_job(cluster, name, round_, tfjob, args.timeout)
+                finally:
+                    running.stop()
+                runs.append(run)
+                print(f"[bench e2e]   {run.model_dump_json()}", file=sys.stderr, flush=True)
+    except (ClusterError, subprocess.CalledProcessError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    finally:
+        cluster.stop()
+    print(report(runs))
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.model_dump() for r in runs], indent=2))
+    return 1 if any(r.error for r in runs) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,91 @@
+"""Fixtures for end-to-end tests on a real one-node cluster (tools/taas_controlplane/cluster.py).
+
+Everything is real: kubelet, containerd and runc run the pods, the CNI bridge gives them
+addresses, kube-proxy carries ClusterIPs, CoreDNS answers service names, kube-router enforces
+NetworkPolicies. Needs root (the cluster creates a bridge, namespaces, mounts, iptables rules);
+without it the fixture fails with the reason. One cluster per session: tests marked
+`own_cluster` start and stop their own and so run before the shared one is started; tests
+marked `chart_lifecycle` install and uninstall the chart themselves and so run before the
+session's operator (`operator`, the chart installed once) is installed.
+
+Images are the Dockerfile's, built for real (taas_controlplane.images) and imported into the
+node's containerd; pods use them with `imagePullPolicy: Never` or `IfNotPresent`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from node_helpers import OPERATOR_NS, RELEASE, helm, install_chart
+
+from taas_controlplane.cluster import Cluster, ClusterError
+from taas_controlplane.images import ensure_image
+from taas_controlplane.oci import toolbox_archive
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Own-cluster tests first (the shared cluster holds the machine's cluster lock), then the
+    chart's own install/uninstall (before the session's operator release exists)."""
+
+    def rank(item: pytest.Item) -> int:
+        if item.get_closest_marker("own_cluster"):
+            return 0
+        return 1 if item.get_closest_marker("chart_lifecycle") else 2
+
+    # The hook sees the whole session: reorder only this directory's tests, in their places.
+    here = Path(__file__).parent
+    places = [i for i, item in enumerate(items) if here in Path(str(item.path)).parents]
+    ordered = sorted((items[i] for i in places), key=rank)  # stable within each rank
+    for place, item in zip(places, ordered, strict=True):
+        items[place] = item
+
+
+@pytest.fixture(scope="session")
+def cluster() -> Iterator[Cluster]:
+    """A running one-node cluster with the toolbox image loaded; stopped and cleaned at the end."""
+    node = Cluster()
+    try:
+        node.start()
+    except ClusterError as err:
+        pytest.fail(f"cannot start the one-node cluster: {err}", pytrace=False)
+    try:
+        node.load_image(toolbox_archive())
+        yield node
+    finally:
+        node.stop()
+
+
+@pytest.fixture(scope="session")
+def operator_image(cluster: Cluster) -> str:
+    """The Dockerfile's `operator` image, built once and loaded into the node: its reference."""
+    image = ensure_image("operator")
+    cluster.load_image(image.archive)
+    return image.reference
+
+
+@pytest.fixture(scope="session")
+def trainer_image(cluster: Cluster) -> str:
+    """The Dockerfile's `trainer` image (the one the examples name), loaded into the node."""
+    image = ensure_image("trainer")
+    cluster.load_image(image.archive)
+    return image.reference
+
+
+@pytest.fixture(scope="session")
+def operator(cluster: Cluster, operator_image: str) -> Iterator[str]:
+    """The chart installed once (one replica, every namespace); yields its namespace."""
+    install_chart(cluster, "logLevel=DEBUG")
+    yield OPERATOR_NS
+    helm(cluster, "uninstall", RELEASE, "--namespace", OPERATOR_NS, "--wait", check=False)
+
+
+@pytest.fixture
+def ns(cluster: Cluster) -> Iterator[str]:
+    """A fresh namespace (deleted, with everything in it, afterwards)."""
+    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    cluster.kubectl("create", "namespace", name)
+    yield name
+    cluster.kubectl("delete", "namespace", name, "--wait=false", check=False)

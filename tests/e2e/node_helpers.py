@@ -1,0 +1,133 @@
+"""Helpers of the end-to-end tests (fixtures are in conftest.py): kubectl and Helm against the
+one-node cluster, waiting without hanging, and small TFJobs that need no TensorFlow."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from taas_controlplane.binaries import ensure
+from taas_controlplane.cluster import Cluster
+from taas_controlplane.oci import TOOLBOX_IMAGE
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "taas"
+RELEASE, OPERATOR_NS = "taas", "taas-system"
+
+
+def helm(cluster: Cluster, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run the project's Helm against the cluster."""
+    return subprocess.run(
+        [str(ensure("helm")), "--kubeconfig", cluster.kubeconfig, *args],
+        capture_output=True,
+        text=True,
+        check=check,
+        timeout=300,
+    )
+
+
+def install_chart(cluster: Cluster, *values: str) -> None:
+    """`helm upgrade --install` the chart with the loaded operator image; waits until Ready."""
+    sets = [arg for value in ("image.pullPolicy=Never", *values) for arg in ("--set", value)]
+    helm(
+        cluster, "upgrade", "--install", RELEASE, str(CHART), "--namespace", OPERATOR_NS,
+        "--create-namespace", *sets, "--wait", "--timeout", "240s",
+    )  # fmt: skip
+
+
+def get_json(cluster: Cluster, *args: str) -> Any:
+    return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
+
+
+def wait_for(
+    what: str, probe: Callable[[], Any], timeout: float = 120.0, every: float = 1.0
+) -> Any:
+    """Call `probe` until it returns something truthy; fail naming `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(every)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+def exec_in(
+    cluster: Cluster, ns: str, pod: str, script: str, check: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """Run a shell script in a pod's container (kubectl exec, through kubelet)."""
+    return cluster.kubectl("exec", "-n", ns, pod, "--", "sh", "-c", script, check=check)
+
+
+def operator_pods(cluster: Cluster) -> list[dict[str, Any]]:
+    """The operator's pods (the chart's selector labels), not yet being deleted."""
+    pods = get_json(
+        cluster, "pods", "-n", OPERATOR_NS, "-l", f"app.kubernetes.io/instance={RELEASE}"
+    )["items"]
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+def condition(tfjob: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    for cond in (tfjob.get("status") or {}).get("conditions") or []:
+        if cond["type"] == type_:
+            return dict(cond)
+    return None
+
+
+def wait_finished(cluster: Cluster, ns: str, name: str, timeout: float = 600.0) -> dict[str, Any]:
+    """Wait until the TFJob has Succeeded or Failed True; return it."""
+
+    def finished() -> dict[str, Any] | None:
+        job = get_json(cluster, "-n", ns, "tfjob", name)
+        done = [
+            t for t in ("Succeeded", "Failed") if (condition(job, t) or {}).get("status") == "True"
+        ]
+        return job if done else None
+
+    return dict(wait_for(f"TFJob {ns}/{name} to finish", finished, timeout=timeout, every=2.0))
+
+
+def toolbox_tfjob(
+    name: str,
+    script: str,
+    replicas: dict[str, int] | None = None,
+    restart_policy: str = "Never",
+    run_policy: dict[str, Any] | None = None,
+    image: str = TOOLBOX_IMAGE,
+    command: list[str] | None = None,
+) -> str:
+    """A TFJob (JSON) whose replicas run `script` (or `command`) in busybox: for what needs no
+    TensorFlow."""
+    container = {
+        "name": "tensorflow",
+        "image": image,
+        "imagePullPolicy": "Never",
+        "command": command or ["sh", "-c", script],
+        "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+    }
+    spec = {"containers": [container], "volumes": [{"name": "scratch", "emptyDir": {}}]}
+    return json.dumps(
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "TFJob",
+            "metadata": {"name": name},
+            "spec": {
+                "runPolicy": run_policy or {},
+                "tfReplicaSpecs": {
+                    rtype: {
+                        "replicas": count,
+                        "restartPolicy": restart_policy,
+                        "template": {"spec": spec},
+                    }
+                    for rtype, count in (replicas or {"Worker": 1}).items()
+                },
+            },
+        }
+    )

@@ -1,0 +1,135 @@
+"""The one-node cluster itself: pods get addresses on the cluster's own bridge and nothing
+beyond it, ClusterIPs and service names work in pods, and stopping leaves nothing behind."""
+
+from __future__ import annotations
+
+import ipaddress
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from node_helpers import exec_in, get_json, wait_for
+
+from taas_controlplane.cluster import Cluster
+from taas_controlplane.oci import TOOLBOX_IMAGE, toolbox_archive
+
+pytestmark = pytest.mark.node
+
+SERVER = f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: web, labels: {{app: web}}}}
+spec:
+  containers:
+  - name: web
+    image: {TOOLBOX_IMAGE}
+    imagePullPolicy: Never
+    command: ["sh", "-c", "echo hello > /www/index.html; exec httpd -f -p 8080 -h /www"]
+    volumeMounts: [{{name: www, mountPath: /www}}]
+    readinessProbe: {{tcpSocket: {{port: 8080}}, periodSeconds: 1}}
+  volumes: [{{name: www, emptyDir: {{}}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: web}}
+spec: {{selector: {{app: web}}, ports: [{{port: 80, targetPort: 8080}}]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: web-headless}}
+spec: {{clusterIP: None, selector: {{app: web}}, ports: [{{port: 8080}}]}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: client}}
+spec:
+  containers:
+  - name: client
+    image: {TOOLBOX_IMAGE}
+    imagePullPolicy: Never
+    command: ["sleep", "100000"]
+"""
+
+
+def _start_web(cluster: Cluster, ns: str) -> None:
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=SERVER)
+    for pod in ("web", "client"):
+        cluster.kubectl("wait", "-n", ns, "--for=condition=Ready", f"pod/{pod}", "--timeout=120s")
+
+
+@pytest.mark.own_cluster
+def test_stopping_leaves_nothing_behind() -> None:
+    work = Path(tempfile.mkdtemp(prefix="taas-e2e-", dir="/tmp"))
+    cluster = Cluster(work / "node")
+    before = cluster.host_state()
+    try:
+        cluster.start()
+        cluster.load_image(toolbox_archive())
+        cluster.kubectl("create", "namespace", "leftovers")
+        _start_web(cluster, "leftovers")
+        policy = (
+            "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: deny}\n"
+            "spec: {podSelector: {matchLabels: {app: web}}, policyTypes: [Ingress]}\n"
+        )
+        cluster.kubectl("apply", "-n", "leftovers", "-f", "-", input=policy)
+        during = cluster.host_state()
+        # The check sees the run's own things while it runs (else it could not fail after).
+        assert during.processes and during.links and during.cgroups
+        assert [m for m in during.mounts if m.startswith(str(work))], during.mounts
+        assert [r for r in during.iptables if "KUBE-ROUTER" in r], during.iptables
+        assert [r for r in during.iptables if "KUBE-SERVICES" in r], during.iptables
+    finally:
+        cluster.stop()
+    after = cluster.host_state()
+    shutil.rmtree(work, ignore_errors=True)
+    assert cluster.containers_at_stop == []
+    assert before.leftovers(after) == []
+    assert after.sysctls == before.sysctls
+
+
+def test_pods_get_routes_only_to_the_pod_and_service_ranges(cluster: Cluster, ns: str) -> None:
+    _start_web(cluster, ns)
+    pod = get_json(cluster, "-n", ns, "pod", "web")
+    net = cluster.network
+    assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(net.pod_cidr)
+    routes = exec_in(cluster, ns, "client", "ip route").stdout.splitlines()
+    destinations = sorted(line.split()[0] for line in routes)
+    assert destinations == sorted([net.service_cidr, net.pod_cidr]), routes
+    # `ip route get` asks the pod's routing table; no packet is sent.
+    off_machine = exec_in(cluster, ns, "client", "ip route get 1.1.1.1 2>&1", check=False)
+    assert "unreachable" in off_machine.stdout.lower(), off_machine.stdout
+    rules = cluster.host_state().iptables
+    assert [r for r in rules if net.guard_chain in r and "DROP" in r], rules
+    assert not [r for r in rules if "MASQUERADE" in r and net.pod_cidr in r], rules
+
+
+def test_services_and_dns_names_work_in_pods(cluster: Cluster, ns: str) -> None:
+    _start_web(cluster, ns)
+    svc_ip = get_json(cluster, "-n", ns, "service", "web")["spec"]["clusterIP"]
+    pod_ip = get_json(cluster, "-n", ns, "pod", "web")["status"]["podIP"]
+    domain = cluster.network.cluster_domain
+
+    def lookup(name: str) -> str:
+        return exec_in(cluster, ns, "client", f"nslookup {name}", check=False).stdout
+
+    assert svc_ip in wait_for("the service name", lambda: lookup(f"web.{ns}.svc.{domain}") or "")
+    assert pod_ip in lookup(f"web-headless.{ns}.svc.{domain}")
+    kubernetes_ip = cluster.network.service_ip(1)
+    assert kubernetes_ip in lookup(f"kubernetes.default.svc.{domain}")
+    resolv = exec_in(cluster, ns, "client", "cat /etc/resolv.conf").stdout
+    # `<svc>.<ns>.svc` (TF_CONFIG's form) resolves through the search path.
+    assert f"search {ns}.svc.{domain} svc.{domain} {domain}" in resolv
+    request = f'printf "GET / HTTP/1.0\\r\\n\\r\\n" | nc -w 5 {svc_ip} 80'
+    # kube-proxy programs the ClusterIP once the endpoint slice lists the ready pod.
+    page = wait_for(
+        "the ClusterIP answering",
+        lambda: (lambda out: out if "hello" in out else None)(
+            exec_in(cluster, ns, "client", request, check=False).stdout
+        ),
+        timeout=60,
+    )
+    assert "hello" in page
+    exec_in(cluster, ns, "client", f"nc -w 5 {kubernetes_ip} 443 </dev/null")
+    logs = cluster.kubectl("logs", "-n", ns, "web", check=False)
+    assert logs.returncode == 0, logs.stderr

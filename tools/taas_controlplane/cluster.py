@@ -1,0 +1,356 @@
+"""A whole one-node Kubernetes cluster on this machine: start it, use it, stop it leaving nothing.
+
+    with Cluster() as cluster:              # needs root; builds what it lacks first
+        cluster.load_image(archive)         # OCI/docker archive -> containerd (k8s.io)
+        cluster.kubectl("apply", "-f", ...)
+
+Start order: the pod network (hostnet.py), etcd + kube-apiserver on the bridge address
+(launcher.py), containerd (runtime.py) with the sandbox image, then kube-controller-manager,
+kube-scheduler, kube-proxy, CoreDNS, kube-router (NetworkPolicy) and kubelet (components.py);
+ready when the node is Ready, kube-proxy and CoreDNS answer, and `default` has its
+ServiceAccount. Stop order: controller-manager and scheduler (nothing recreates pods), every pod
+deleted and its sandbox torn down by kubelet, kubelet and the host components, containerd's
+remaining containers, containerd, the control plane; then hoststate.scrub removes whatever is
+left. One cluster per machine (a lock): kube-proxy and kube-router own host-wide iptables chains.
+A run killed before it could stop is scrubbed by the next start (`<cache>/node/last-run.json`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from taas_controlplane import addons, components, hoststate, oci
+from taas_controlplane.binaries import BuildError, cache_root, ensure
+from taas_controlplane.hostnet import NetworkConfig, NodeNetwork
+from taas_controlplane.launcher import ControlPlane, ControlPlaneError
+from taas_controlplane.runtime import Containerd, missing_packages
+from taas_operator.local.process import spawn
+from taas_operator.local.process import stop as stop_process
+
+NODE_BINARIES = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kubelet",
+    "kube-proxy",
+    "coredns",
+    "kube-router",
+)
+
+
+class ClusterError(RuntimeError):
+    """The cluster cannot start here, or did not become ready; the message says why."""
+
+
+def _state_dir() -> Path:
+    path = cache_root() / "node"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _last_run() -> Path:
+    return _state_dir() / "last-run.json"
+
+
+def clean_stale_run() -> str:
+    """`taas-controlplane cluster clean`: scrub a killed run's leftovers (not a running one)."""
+    handle = (_state_dir() / "cluster.lock").open("a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return "a cluster is running: stop it with Ctrl-C in its `cluster up` instead"
+    try:
+        return (
+            "removed a killed run's leftovers"
+            if hoststate.RunRecord.scrub_saved(_last_run())
+            else "nothing to clean"
+        )
+    finally:
+        handle.close()
+
+
+class Cluster:
+    """One node: control plane, container runtime, kubelet, network, DNS, policy enforcer."""
+
+    def __init__(
+        self,
+        directory: Path | None = None,
+        network: NetworkConfig | None = None,
+        network_policy: bool = True,
+    ) -> None:
+        self._own_dir = directory is None
+        self.directory = directory or Path(tempfile.mkdtemp(prefix="taas-node-", dir="/tmp"))
+        self.network = network or NetworkConfig()
+        self.network_policy = network_policy
+        self.plane = ControlPlane(
+            self.directory / "controlplane",
+            bind_address=self.network.gateway,
+            service_cidr=self.network.service_cidr,
+            for_nodes=True,
+        )
+        self.runtime = Containerd(
+            self.directory,
+            _state_dir() / "containerd",
+            self.directory / "cni",
+            oci.SANDBOX_IMAGE,
+        )
+        self.net = NodeNetwork(self.network)
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.ctx: components.NodeContext | None = None
+        self._lock: IO[str] | None = None
+        self._sysctls: dict[str, str] = {}
+        #: Containers containerd still had when it was stopped (after removing them all): [].
+        self.containers_at_stop: list[str] | None = None
+
+    # -- public surface ----------------------------------------------------------------------
+    @property
+    def node_name(self) -> str:
+        return components.NODE_NAME
+
+    @property
+    def ctr_hint(self) -> str:
+        """The command that imports an image archive into this node's containerd."""
+        return f"ctr --address {self.runtime.socket} -n k8s.io images import ARCHIVE.tar"
+
+    def host_state(self) -> hoststate.HostState:
+        """What of the host this run can have changed (see hoststate.HostState)."""
+        return hoststate.HostState.capture(self.directory, self.network, [self.runtime.root])
+
+    def exited(self) -> str | None:
+        """The name of a component that has exited, if any."""
+        procs = {**self.procs, "etcd": self.plane.etcd, "kube-apiserver": self.plane.apiserver}
+        procs["containerd"] = self.runtime.proc
+        return next((n for n, p in procs.items() if p is not None and p.poll() is not None), None)
+
+    @property
+    def kubeconfig(self) -> str:
+        return self.plane.kubeconfig
+
+    def kubectl(
+        self, *args: str, check: bool = True, input: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """Run kubectl as admin against this cluster (see ControlPlane.kubectl)."""
+        return self.plane.kubectl(*args, check=check, input=input)
+
+    def load_image(self, archive: Path) -> None:
+        """Import an image archive into the node's containerd, once per archive content."""
+        stat = archive.stat()
+        marker = (
+            self.runtime.root / "imported" / f"{archive.name}-{stat.st_size}-{stat.st_mtime_ns}"
+        )
+        if marker.exists():
+            return
+        self.runtime.import_archive(archive)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+
+    def start(self, timeout: float = 300.0) -> Cluster:
+        try:
+            self._preflight()
+            self._take_lock()
+        except ClusterError:
+            if self._own_dir:  # nothing was started: leave no empty directory either
+                shutil.rmtree(self.directory, ignore_errors=True)
+            raise
+        try:
+            self._start(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop everything and remove what the run left; safe to call more than once."""
+        if self._lock is None:  # never started, or already stopped: nothing of ours is left
+            return
+        for name in ("kube-controller-manager", "kube-scheduler"):
+            self._stop(name)
+        if "kubelet" in self.procs and self.plane.apiserver is not None:
+            self._drain_pods()
+        for name in ("kubelet", "kube-proxy", "coredns", "kube-router"):
+            self._stop(name)
+        if self.runtime.proc is not None:
+            self.runtime.remove_all_containers()
+            self.containers_at_stop = self.runtime.containers()
+            self.runtime.stop()
+        self.plane.stop(remove=False)
+        hoststate.scrub(self.directory, self.network, self._sysctls)
+        _last_run().unlink(missing_ok=True)
+        if self._own_dir:
+            shutil.rmtree(self.directory, ignore_errors=True)
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- start -------------------------------------------------------------------------------
+    def _preflight(self) -> None:
+        if os.geteuid() != 0:
+            raise ClusterError(
+                "a Kubernetes node needs root (it creates a bridge, network namespaces, mounts "
+                "and iptables rules): run `taas-controlplane cluster up` as root, e.g. with sudo."
+            )
+        missing = missing_packages()
+        if missing:
+            raise ClusterError(
+                f"missing Debian packages: {' '.join(missing)}; install them with "
+                f"`apt-get install -y {' '.join(missing)}` (`.ci/run` does)."
+            )
+        try:
+            for name in NODE_BINARIES:
+                if name != "kube-router" or self.network_policy:
+                    ensure(name)
+        except BuildError as err:
+            raise ClusterError(str(err)) from err
+
+    def _take_lock(self) -> None:
+        handle = (_state_dir() / "cluster.lock").open("a+")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise ClusterError(
+                "another TaaS cluster runs on this machine (kube-proxy and kube-router own "
+                "host-wide iptables chains, so only one can); stop it first (Ctrl-C in its "
+                "`taas-controlplane cluster up`)."
+            ) from None
+        self._lock = handle
+        hoststate.RunRecord.scrub_saved(_last_run())
+
+    def _start(self, timeout: float) -> None:
+        self._sysctls = hoststate.read_sysctls()
+        record = hoststate.RunRecord(
+            directory=self.directory, network=self.network, sysctls=self._sysctls
+        )
+        _last_run().write_text(record.model_dump_json())
+        self.net.up(self.directory / "cni", self.directory / "cni-ipam")
+        self.plane.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.plane.start()
+        except ControlPlaneError as err:
+            raise ClusterError(str(err)) from err
+        self.kubectl("apply", "-f", "-", input=json.dumps(
+            {"apiVersion": "v1", "kind": "List", "items": addons.manifests(self.network)}
+        ))  # fmt: skip
+        self.runtime.start()
+        self.load_image(oci.sandbox_archive())
+        self.load_image(oci.toolbox_archive())
+        self.ctx = components.NodeContext.create(
+            self.directory, self.network, self.plane, self.runtime.endpoint
+        )
+        for build in (
+            components.controller_manager,
+            components.scheduler,
+            components.kube_proxy,
+            components.coredns,
+            components.kubelet,
+        ):
+            self._spawn(build(self.ctx))
+        if self.network_policy:  # kube-router reads its node's address from the Node object
+            self._wait_ready(timeout, ["node registered"])
+            self._spawn(components.kube_router(self.ctx))
+        self._wait_ready(timeout)
+
+    def _spawn(self, component: components.Component) -> None:
+        with (self.directory / f"{component.name}.log").open("ab") as log:
+            self.procs[component.name] = spawn(
+                component.argv, death_signal=signal.SIGTERM, stdout=log
+            )
+
+    def _wait_ready(self, timeout: float, only: list[str] | None = None) -> None:
+        assert self.ctx
+        ports = self.ctx.ports
+        checks = {
+            "kubelet": f"http://127.0.0.1:{ports.kubelet_healthz}/healthz",
+            "kube-proxy": f"http://127.0.0.1:{ports.proxy_healthz}/healthz",
+            "coredns": f"http://127.0.0.1:{ports.dns_ready}/ready",
+        }
+        deadline = time.monotonic() + timeout
+        pending = [*checks, "node Ready", "default ServiceAccount"]
+        if self.network_policy:
+            pending.append("kube-router")
+        pending = only or pending
+        while time.monotonic() < deadline:
+            for name, proc in self.procs.items():
+                if proc.poll() is not None:
+                    raise ClusterError(
+                        f"{name} exited with code {proc.returncode} during start-up; "
+                        f"log {self.directory / (name + '.log')}:\n{self._tail(name)}"
+                    )
+            pending = [p for p in pending if not self._ready(p, checks)]
+            if not pending:
+                return
+            time.sleep(0.5)
+        raise ClusterError(
+            f"the cluster was not ready after {timeout:.0f}s; waiting for: {', '.join(pending)}; "
+            f"logs in {self.directory}"
+        )
+
+    def _ready(self, what: str, checks: dict[str, str]) -> bool:
+        if what in checks:
+            try:
+                with urllib.request.urlopen(checks[what], timeout=2) as response:
+                    return int(response.status) == 200
+            except OSError:
+                return False
+        if what == "node registered":
+            return self.kubectl("get", "node", components.NODE_NAME, check=False).returncode == 0
+        if what == "node Ready":
+            done = self.kubectl(
+                "get", "node", components.NODE_NAME, "-o",
+                "jsonpath={.status.conditions[?(@.type=='Ready')].status}", check=False,
+            )  # fmt: skip
+            return done.stdout.strip() == "True"
+        if what == "default ServiceAccount":
+            return self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0
+        chains = hoststate.output("iptables-save", "-t", "filter")
+        return ":KUBE-ROUTER-FORWARD" in chains
+
+    # -- stop --------------------------------------------------------------------------------
+    def _stop(self, name: str) -> None:
+        proc = self.procs.pop(name, None)
+        if proc is not None:
+            stop_process(proc, signal.SIGTERM, grace=10.0)
+
+    def _drain_pods(self, timeout: float = 60.0) -> None:
+        """Delete every pod and let kubelet tear down their sandboxes (CNI DEL, netns)."""
+        self.kubectl(
+            "delete", "pods", "--all", "--all-namespaces", "--force", "--grace-period=0",
+            "--wait=false", check=False,
+        )  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            tasks = self.runtime.ctr("tasks", "list", "--quiet", check=False).stdout.split()
+            if not tasks:
+                return
+            time.sleep(0.5)
+
+    def _tail(self, name: str) -> str:
+        path = self.directory / f"{name}.log"
+        try:
+            return "\n".join(path.read_text(errors="replace").splitlines()[-25:])
+        except OSError:
+            return ""

@@ -1,0 +1,282 @@
+"""Command lines and configuration files of the node's components, one function each.
+
+    NodeContext(...)                       # directories, addresses, ports, kubeconfigs of a run
+    controller_manager(ctx) / scheduler(ctx) / kubelet(ctx) / kube_proxy(ctx) / coredns(ctx)
+    / kube_router(ctx) -> Component        # argv (+ the files it reads, written on the spot)
+
+Every listener is on loopback or on the bridge address, never on all interfaces; every
+directory a component writes is under the run's directory (kubelet's root, pod logs, CNI
+state). Settings that differ from a production node are there because this machine needs them
+(NODE-NOTES.md: cgroup v1, no CAP_SYS_RESOURCE, no registry) and are listed in docs/deploy.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from taas_controlplane.binaries import ensure
+from taas_controlplane.hostnet import NetworkConfig
+from taas_controlplane.launcher import ControlPlane
+from taas_operator.local.process import free_ports
+
+NODE_NAME = "taas-node"
+KUBE_DNS_OFFSET = 10  # kube-dns's ClusterIP is the 10th address of the service range
+COREDNS_USER = "system:taas:coredns"
+KUBE_ROUTER_USER = "system:taas:kube-router"
+# Who each component is to the API server (its client certificate's CN and O fields): the
+# names the apiserver's bootstrap RBAC (and addons.py for CoreDNS and kube-router) grant to.
+USERS: dict[str, tuple[str, list[str]]] = {
+    "kube-controller-manager": ("system:kube-controller-manager", []),
+    "kube-scheduler": ("system:kube-scheduler", []),
+    "kube-proxy": ("system:kube-proxy", []),
+    "kubelet": (f"system:node:{NODE_NAME}", ["system:nodes"]),
+    "coredns": (COREDNS_USER, []),
+    "kube-router": (KUBE_ROUTER_USER, []),
+}
+
+
+class Ports(BaseModel):
+    """Loopback ports of the components' health and metrics endpoints, and kubelet's port."""
+
+    controller_manager: int
+    scheduler: int
+    kubelet: int
+    kubelet_healthz: int
+    proxy_healthz: int
+    proxy_metrics: int
+    dns_health: int
+    dns_ready: int
+
+
+class NodeContext(BaseModel):
+    """What the components of one run need to know."""
+
+    directory: Path
+    network: NetworkConfig
+    ports: Ports
+    ca_file: Path
+    kubeconfigs: dict[str, Path]  # component -> its kubeconfig (its own client certificate)
+    containerd_endpoint: str
+    kubelet_cert: Path
+    kubelet_key: Path
+    node_name: str = NODE_NAME
+
+    @property
+    def dns_ip(self) -> str:
+        return self.network.service_ip(KUBE_DNS_OFFSET)
+
+    @classmethod
+    def create(
+        cls, directory: Path, network: NetworkConfig, plane: ControlPlane, containerd: str
+    ) -> NodeContext:
+        """Credentials (from the control plane's CA) and free ports for every component."""
+        kubeconfigs = {
+            name: Path(plane.kubeconfig_for(user, groups)) for name, (user, groups) in USERS.items()
+        }
+        serving = plane.issue_server_certificate(
+            "kubelet-serving", USERS["kubelet"][0], [network.gateway, NODE_NAME]
+        )
+        loopback = free_ports(7)
+        (kubelet_port,) = free_ports(1, host=network.gateway)
+        return cls(
+            directory=directory,
+            network=network,
+            ports=Ports(
+                controller_manager=loopback[0],
+                scheduler=loopback[1],
+                kubelet=kubelet_port,
+                kubelet_healthz=loopback[2],
+                proxy_healthz=loopback[3],
+                proxy_metrics=loopback[4],
+                dns_health=loopback[5],
+                dns_ready=loopback[6],
+            ),
+            ca_file=Path(plane.ca_file),
+            kubeconfigs=kubeconfigs,
+            containerd_endpoint=containerd,
+            kubelet_cert=serving.cert,
+            kubelet_key=serving.key,
+        )
+
+
+class Component(BaseModel):
+    """One process to run: its name (log file `<name>.log`) and command line."""
+
+    name: str
+    argv: list[str]
+
+
+def _write(path: Path, data: Mapping[str, object] | str) -> Path:
+    path.write_text(data if isinstance(data, str) else json.dumps(data, indent=2))
+    return path
+
+
+def controller_manager(ctx: NodeContext) -> Component:
+    kubeconfig = str(ctx.kubeconfigs["kube-controller-manager"])
+    return Component(
+        name="kube-controller-manager",
+        argv=[
+            str(ensure("kube-controller-manager")),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ctx.ports.controller_manager}",
+            "--leader-elect=false",
+            "--use-service-account-credentials=true",
+            f"--root-ca-file={ctx.ca_file}",
+            f"--cluster-cidr={ctx.network.pod_cidr}",
+            f"--service-cluster-ip-range={ctx.network.service_cidr}",
+            "--controllers=*",
+            "--v=1",
+        ],
+    )
+
+
+def scheduler(ctx: NodeContext) -> Component:
+    kubeconfig = str(ctx.kubeconfigs["kube-scheduler"])
+    return Component(
+        name="kube-scheduler",
+        argv=[
+            str(ensure("kube-scheduler")),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={ctx.ports.scheduler}",
+            "--leader-elect=false",
+            "--v=1",
+        ],
+    )
+
+
+def kubelet(ctx: NodeContext) -> Component:
+    root = ctx.directory / "kubelet"
+    (ctx.directory / "pod-logs").mkdir(parents=True, exist_ok=True)
+    # Pods' resolv.conf gets the cluster DNS and search path; nothing of the host's resolvers.
+    resolv = _write(ctx.directory / "resolv.conf", "# no upstream resolvers: cluster names only\n")
+    config = {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "address": ctx.network.gateway,
+        "port": ctx.ports.kubelet,
+        "readOnlyPort": 0,
+        "healthzBindAddress": "127.0.0.1",
+        "healthzPort": ctx.ports.kubelet_healthz,
+        "tlsCertFile": str(ctx.kubelet_cert),
+        "tlsPrivateKeyFile": str(ctx.kubelet_key),
+        "authentication": {
+            "anonymous": {"enabled": False},
+            "webhook": {"enabled": True},
+            "x509": {"clientCAFile": str(ctx.ca_file)},
+        },
+        "authorization": {"mode": "Webhook"},
+        "clusterDomain": ctx.network.cluster_domain,
+        "clusterDNS": [ctx.dns_ip],
+        "resolvConf": str(resolv),
+        "containerRuntimeEndpoint": ctx.containerd_endpoint,
+        "podLogsDir": str(ctx.directory / "pod-logs"),
+        # cgroup v1 and no CAP_SYS_RESOURCE on this machine (NODE-NOTES.md).
+        "failCgroupV1": False,
+        "cgroupDriver": "cgroupfs",
+        "cgroupsPerQOS": False,
+        "enforceNodeAllocatable": [],
+        "failSwapOn": False,
+        "localStorageCapacityIsolation": False,
+        # A shared machine: its disk filling up must not evict the tests' pods, and imported
+        # images cannot be pulled again once garbage-collected.
+        "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%"},
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        "serializeImagePulls": False,
+        "rotateCertificates": False,
+        "serverTLSBootstrap": False,
+        "registerNode": True,
+    }
+    path = _write(ctx.directory / "kubelet.yaml", config)
+    return Component(
+        name="kubelet",
+        argv=[
+            str(ensure("kubelet")),
+            f"--config={path}",
+            f"--kubeconfig={ctx.kubeconfigs['kubelet']}",
+            f"--root-dir={root}",
+            f"--cert-dir={root / 'pki'}",
+            f"--hostname-override={ctx.node_name}",
+            f"--node-ip={ctx.network.gateway}",
+            "--v=1",
+        ],
+    )
+
+
+def kube_proxy(ctx: NodeContext) -> Component:
+    zero = "0s"  # 0 leaves the host's conntrack settings as they are
+    config = {
+        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+        "kind": "KubeProxyConfiguration",
+        "clientConnection": {"kubeconfig": str(ctx.kubeconfigs["kube-proxy"])},
+        "hostnameOverride": ctx.node_name,
+        "mode": "iptables",
+        "clusterCIDR": ctx.network.pod_cidr,
+        "healthzBindAddress": f"127.0.0.1:{ctx.ports.proxy_healthz}",
+        "metricsBindAddress": f"127.0.0.1:{ctx.ports.proxy_metrics}",
+        # NodePorts only on the bridge address; no route_localnet sysctl for localhost ones.
+        "nodePortAddresses": [f"{ctx.network.gateway}/32"],
+        "iptables": {"localhostNodePorts": False, "syncPeriod": "30s", "minSyncPeriod": "0s"},
+        "conntrack": {
+            "maxPerCore": 0,
+            "min": 0,
+            "tcpEstablishedTimeout": zero,
+            "tcpCloseWaitTimeout": zero,
+            "udpTimeout": zero,
+            "udpStreamTimeout": zero,
+        },
+    }
+    path = _write(ctx.directory / "kube-proxy.yaml", config)
+    return Component(
+        name="kube-proxy", argv=[str(ensure("kube-proxy")), f"--config={path}", "--v=1"]
+    )
+
+
+def coredns(ctx: NodeContext) -> Component:
+    net = ctx.network
+    # Only the cluster's zones: a name outside them is refused, never forwarded off the machine.
+    corefile = f"""{net.cluster_domain}:53 in-addr.arpa:53 ip6.arpa:53 {{
+    bind {net.gateway}
+    errors
+    health 127.0.0.1:{ctx.ports.dns_health}
+    ready 127.0.0.1:{ctx.ports.dns_ready}
+    kubernetes {net.cluster_domain} in-addr.arpa ip6.arpa {{
+        kubeconfig {ctx.kubeconfigs["coredns"]} taas
+        pods insecure
+        ttl 5
+    }}
+    cache 5
+}}
+"""
+    path = _write(ctx.directory / "Corefile", corefile)
+    return Component(name="coredns", argv=[str(ensure("coredns")), "-conf", str(path)])
+
+
+def kube_router(ctx: NodeContext) -> Component:
+    """kube-router as a NetworkPolicy enforcer only (no routing, no service proxy)."""
+    return Component(
+        name="kube-router",
+        argv=[
+            str(ensure("kube-router")),
+            f"--kubeconfig={ctx.kubeconfigs['kube-router']}",
+            "--run-firewall=true",
+            "--run-router=false",
+            "--run-service-proxy=false",
+            f"--hostname-override={ctx.node_name}",
+            f"--service-cluster-ip-range={ctx.network.service_cidr}",
+            "--health-port=0",  # its health server would listen on every interface
+            "--metrics-port=0",
+            "--iptables-sync-period=30s",
+            "--v=1",
+        ],
+    )

@@ -1,0 +1,163 @@
+"""The node's pod network: a bridge of the cluster's own, its guard rules and the CNI config.
+
+    net = NodeNetwork(NetworkConfig(...)); net.up(cni_conf_dir, ipam_dir); ...; net.down()
+
+What it sets up, and why each piece keeps every packet on this machine:
+- a Linux bridge (`NetworkConfig.bridge`) holding the gateway address of the pod range; the
+  CNI `bridge` plugin attaches each pod's veth to it, `host-local` hands out addresses;
+  `ipMasq: false` (no NAT of pod traffic) and `isGateway: false`, because the bridge plugin
+  turns on the host-wide `net.ipv4.ip_forward` for a gateway bridge;
+- pods get routes only to the pod range (on-link) and to the service range (through the
+  bridge address, where kube-proxy's DNAT turns a ClusterIP into a pod or the bridge address),
+  no default route;
+- forwarding is switched on for the bridge alone (`net.ipv4.conf.<bridge>.forwarding`: Linux
+  decides by the interface a packet came in on), so routed service traffic between pods works
+  while the host's other interfaces stay as they were;
+- the bridge's own `nf_call_iptables`, so bridged pod-to-pod frames pass iptables (kube-proxy's
+  replies and the NetworkPolicy enforcer need that) without the host-wide br_netfilter sysctl;
+- a guard chain (`TAAS-GUARD-<bridge>`, first in FORWARD and INPUT) that only drops: anything
+  from the bridge to another interface, anything into the bridge from another interface, and
+  anything from the bridge to a host address other than the bridge's;
+- a route for the service range onto the bridge, so a ClusterIP the host sends to before
+  kube-proxy has a rule for it never follows the default route off the machine.
+
+`down()` removes all of it; deleting the bridge removes its sysctls, addresses and routes.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import subprocess
+from pathlib import Path
+
+from pydantic import BaseModel
+
+GUARD_PREFIX = "TAAS-GUARD-"
+
+
+class NetworkError(RuntimeError):
+    """A network command failed; the message has the command and its output."""
+
+
+class NetworkConfig(BaseModel):
+    """The cluster's own address ranges and bridge name."""
+
+    bridge: str = "taas0"
+    pod_cidr: str = "10.244.0.0/24"
+    service_cidr: str = "10.96.0.0/24"
+    cluster_domain: str = "cluster.local"
+
+    @property
+    def gateway(self) -> str:
+        """The bridge's address: the node IP, where pods reach the apiserver and DNS."""
+        return str(next(ipaddress.ip_network(self.pod_cidr).hosts()))
+
+    def service_ip(self, offset: int) -> str:
+        """The `offset`-th address of the service range (1: `kubernetes`, 10: `kube-dns`)."""
+        return str(ipaddress.ip_network(self.service_cidr)[offset])
+
+    @property
+    def network_name(self) -> str:
+        """The CNI network's name (also the prefix of its cache files in /var/lib/cni)."""
+        return f"taas-{self.bridge}"
+
+    @property
+    def guard_chain(self) -> str:
+        return GUARD_PREFIX + self.bridge
+
+
+def run(*cmd: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run a host networking command; raise NetworkError with its output when it fails."""
+    done = subprocess.run(list(cmd), capture_output=True, text=True, timeout=60)
+    if check and done.returncode != 0:
+        raise NetworkError(f"`{' '.join(cmd)}` failed: {(done.stderr or done.stdout).strip()}")
+    return done
+
+
+def _sysctl(path: str, value: str) -> None:
+    Path("/proc/sys", path).write_text(value)
+
+
+class NodeNetwork:
+    """Create and remove the bridge, its guard rules and the CNI configuration."""
+
+    def __init__(self, config: NetworkConfig) -> None:
+        self.config = config
+
+    def exists(self) -> bool:
+        return run("ip", "link", "show", self.config.bridge, check=False).returncode == 0
+
+    def up(self, cni_conf_dir: Path, ipam_dir: Path) -> None:
+        cfg = self.config
+        if self.exists():
+            raise NetworkError(
+                f"a link named {cfg.bridge} already exists: another TaaS cluster runs here, or "
+                f"one was not stopped (`ip link delete {cfg.bridge}` after checking)."
+            )
+        prefix = ipaddress.ip_network(cfg.pod_cidr).prefixlen
+        run("ip", "link", "add", cfg.bridge, "type", "bridge", "nf_call_iptables", "1")
+        _sysctl(f"net/ipv6/conf/{cfg.bridge}/disable_ipv6", "1")
+        _sysctl(f"net/ipv4/conf/{cfg.bridge}/forwarding", "1")
+        run("ip", "addr", "add", f"{cfg.gateway}/{prefix}", "dev", cfg.bridge)
+        run("ip", "link", "set", cfg.bridge, "up")
+        run("ip", "route", "add", cfg.service_cidr, "dev", cfg.bridge, "src", cfg.gateway)
+        self._guard_up()
+        self._write_cni(cni_conf_dir, ipam_dir)
+
+    def down(self) -> None:
+        """Remove the guard rules and the bridge (each step ignores what is already gone)."""
+        self._guard_down()
+        if self.exists():
+            run("ip", "link", "delete", self.config.bridge, check=False)
+
+    # -- internals ---------------------------------------------------------------------------
+    def _guard_up(self) -> None:
+        cfg, chain = self.config, self.config.guard_chain
+        run("iptables", "-w", "-N", chain)
+        rules = [
+            ["-i", cfg.bridge, "!", "-o", cfg.bridge],
+            ["-o", cfg.bridge, "!", "-i", cfg.bridge],
+        ]
+        for rule in rules:
+            run("iptables", "-w", "-A", chain, *rule, "-j", "DROP")
+        run("iptables", "-w", "-I", "FORWARD", "1", "-j", chain)
+        # INPUT: from the bridge, only the bridge's own address is a target on the host.
+        run(
+            "iptables", "-w", "-I", "INPUT", "1", "-i", cfg.bridge, "!", "-d", cfg.gateway,
+            "-j", "DROP",
+        )  # fmt: skip
+
+    def _guard_down(self) -> None:
+        cfg, chain = self.config, self.config.guard_chain
+        while run("iptables", "-w", "-D", "FORWARD", "-j", chain, check=False).returncode == 0:
+            pass
+        drop_input = ("-i", cfg.bridge, "!", "-d", cfg.gateway, "-j", "DROP")
+        while run("iptables", "-w", "-D", "INPUT", *drop_input, check=False).returncode == 0:
+            pass
+        run("iptables", "-w", "-F", chain, check=False)
+        run("iptables", "-w", "-X", chain, check=False)
+
+    def _write_cni(self, conf_dir: Path, ipam_dir: Path) -> None:
+        cfg = self.config
+        conf_dir.mkdir(parents=True, exist_ok=True)
+        conflist = {
+            "cniVersion": "0.4.0",
+            "name": cfg.network_name,
+            "plugins": [
+                {
+                    "type": "bridge",
+                    "bridge": cfg.bridge,
+                    "isGateway": False,
+                    "ipMasq": False,
+                    "hairpinMode": True,
+                    "ipam": {
+                        "type": "host-local",
+                        "dataDir": str(ipam_dir),
+                        "ranges": [[{"subnet": cfg.pod_cidr, "gateway": cfg.gateway}]],
+                        "routes": [{"dst": cfg.service_cidr, "gw": cfg.gateway}],
+                    },
+                }
+            ],
+        }
+        (conf_dir / "10-taas.conflist").write_text(json.dumps(conflist, indent=2))
