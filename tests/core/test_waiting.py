@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from taas_operator.api import TFJob, TFJobStatus
-from taas_operator.engine import ObservedPod, Plan, reconcile
+from taas_operator.engine import ObservedPod, Plan, plan_job
 
 from .helpers import job, pod
 
@@ -17,7 +17,7 @@ NEVER_PULL = 'Container image "nope:1" is not present with pull policy of Never'
 
 
 def step(tfjob: TFJob, pods: list[ObservedPod], now: datetime = T0) -> Plan:
-    plan = reconcile(tfjob, pods, now)
+    plan = plan_job(tfjob, pods, now)
     tfjob.status = TFJobStatus.model_validate(plan.status.to_dict())
     return plan
 
