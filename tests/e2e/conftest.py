@@ -76,8 +76,9 @@ def trainer_image(cluster: Cluster) -> str:
 
 @pytest.fixture(scope="session")
 def operator(cluster: Cluster, operator_image: str) -> Iterator[str]:
-    """The chart installed once (one replica, every namespace); yields its namespace."""
-    install_chart(cluster, "logLevel=DEBUG")
+    """The chart installed once (one replica, every namespace); yields its namespace. Progress
+    is read every 5 s, not 30, so jobs of a few tens of seconds show theirs."""
+    install_chart(cluster, "logLevel=DEBUG", "progress.intervalSeconds=5")
     yield OPERATOR_NS
     helm(cluster, "uninstall", RELEASE, "--namespace", OPERATOR_NS, "--wait", check=False)
 

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import tarfile
 from pathlib import Path
+from typing import Any
 
 from taas_controlplane.binaries import cache_root
 
@@ -73,6 +74,23 @@ def _blob(tar: tarfile.TarFile, data: bytes) -> dict[str, object]:
     return {"digest": digest, "size": len(data)}
 
 
+def _write_index(tar: tarfile.TarFile, manifest: dict[str, Any], reference: str) -> None:
+    """Add `manifest` as a blob and index.json naming it `reference` (for containerd too)."""
+    manifest_blob = _blob(tar, json.dumps(manifest).encode())
+    entry = {
+        "mediaType": manifest.get("mediaType", "application/vnd.oci.image.manifest.v1+json"),
+        **manifest_blob,
+        "annotations": {
+            "org.opencontainers.image.ref.name": reference,
+            "io.containerd.image.name": reference,
+        },
+    }
+    data = json.dumps({"schemaVersion": 2, "manifests": [entry]}).encode()
+    info = tarfile.TarInfo("index.json")
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+
+
 def write_archive(target: Path, reference: str, layer: bytes, entrypoint: list[str]) -> Path:
     """Write a one-layer OCI archive for `reference` running `entrypoint`."""
     layer_id = "sha256:" + hashlib.sha256(layer).hexdigest()
@@ -96,24 +114,7 @@ def write_archive(target: Path, reference: str, layer: bytes, entrypoint: list[s
             "config": {"mediaType": "application/vnd.oci.image.config.v1+json", **config_blob},
             "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar", **layer_blob}],
         }
-        manifest_blob = _blob(tar, json.dumps(manifest).encode())
-        index = {
-            "schemaVersion": 2,
-            "manifests": [
-                {
-                    "mediaType": "application/vnd.oci.image.manifest.v1+json",
-                    **manifest_blob,
-                    "annotations": {
-                        "org.opencontainers.image.ref.name": reference,
-                        "io.containerd.image.name": reference,
-                    },
-                }
-            ],
-        }
-        data = json.dumps(index).encode()
-        info = tarfile.TarInfo("index.json")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
+        _write_index(tar, manifest, reference)
     partial.rename(target)
     return target
 
@@ -199,25 +200,6 @@ def derived_archive(base: Path, reference: str, files: dict[str, bytes]) -> Path
         manifest["layers"].append(
             {"mediaType": "application/vnd.oci.image.layer.v1.tar", **layer_blob}
         )
-        manifest_blob = _blob(tar, json.dumps(manifest).encode())
-        index = {
-            "schemaVersion": 2,
-            "manifests": [
-                {
-                    "mediaType": manifest.get(
-                        "mediaType", "application/vnd.oci.image.manifest.v1+json"
-                    ),
-                    **manifest_blob,
-                    "annotations": {
-                        "org.opencontainers.image.ref.name": reference,
-                        "io.containerd.image.name": reference,
-                    },
-                }
-            ],
-        }
-        data = json.dumps(index).encode()
-        info = tarfile.TarInfo("index.json")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
+        _write_index(tar, manifest, reference)
     partial.rename(target)
     return target
