@@ -50,8 +50,10 @@ def operator(
     proc.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Headless chromium for one module: Playwright's sync API keeps an event loop running in
+    this thread while it is open, and later tests call asyncio.run (so not session-wide)."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
