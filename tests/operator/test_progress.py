@@ -51,6 +51,14 @@ def _job(admin: Api, ns: str, name: str, port: int) -> None:
     for pod in admin.pods(ns, name):
         admin.set_pod_phase(ns, pod, "Running", pod_ip="127.0.0.1")
     wait_for(lambda: condition(admin.tfjob(ns, name), "Running"), "Running")
+    # Running is written once one replica runs; the status settles when it counts all three.
+    wait_for(lambda: _all_active(admin.tfjob(ns, name)), "every replica active in the status")
+
+
+def _all_active(job: dict[str, Any] | None) -> bool:
+    replicas = ((job or {}).get("status") or {}).get("replicaStatuses") or {}
+    active = {kind: (replicas.get(kind) or {}).get("active") for kind in ("PS", "Worker")}
+    return active == {"PS": 1, "Worker": 2}
 
 
 def _progress(admin: Api, ns: str, name: str) -> dict[str, Any]:
