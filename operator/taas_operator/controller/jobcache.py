@@ -4,7 +4,8 @@
     cache.has_seen(body) -> bool     # this version (or a newer one) of this job is cached
     cache.remember(body)             # keep it unless a newer version of the same job is cached
     cache.replace(key, body)         # a fresh GET: keep it whatever is cached
-    cache.get(key) -> dict | None    cache.forget(key)    len(cache)    cache.values()
+    cache.get(key) -> dict | None    cache.forget(key)    len(cache)    key in cache
+    cache.values() -> list[dict]    # every cached job, parsed (the metrics thread)
     job_key(body) -> JobKey          # (namespace, name)
     resource_version(body) -> int
 
@@ -79,6 +80,9 @@ class JobCache:
 
     def __len__(self) -> int:
         return len(self._jobs)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._jobs
 
     def get(self, key: JobKey) -> dict[str, Any] | None:
         """The cached job (a fresh dict each time), if any."""

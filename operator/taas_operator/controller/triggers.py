@@ -89,7 +89,7 @@ class Controller:
         meta = body.get("metadata") or {}
         if event_type == "DELETED":
             key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
-            if self.jobs.get(key) is not None:
+            if key in self.jobs:  # no need to parse the cached job
                 metrics.job_deleted(key[0])
             self._gone(key)
             return
