@@ -2,7 +2,12 @@
 SIGKILL): the coordinator stops with the retryable code 138 without saving anything after the
 loss, and once the PS and the coordinator are started again (what ``restartPolicy: ExitCode``
 does) the job resumes from the last checkpoint (no step past it is lost) and finishes with a
-real accuracy."""
+real accuracy.
+
+The operator recreates a coordinator each time it exits with a retryable code, and so does this
+test (at most ``RESTARTS`` times): a worker that saw the PS die can still hold its gRPC channel
+in reconnect back-off for a moment after the new PS listens, and a coordinator that reaches it
+then fails with 138 again (seen once under CI load, not on an idle machine)."""
 
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ pytestmark = [pytest.mark.tensorflow, pytest.mark.slow]
 
 DIGITS = ["examples/keras_digits/keras_digits.py"]
 STEPS, INTERVAL = 1500, 100
+RESTARTS = 3  # coordinator restarts allowed after the PS is back (a backoffLimit)
+RETRYABLE = 138
 
 
 @pytest.mark.timeout(400)
@@ -44,11 +51,18 @@ def test_a_dead_ps_stops_the_coordinator_and_the_job_resumes(tmp_path: Path) -> 
         # The PS and the coordinator come back (the operator recreates both pods).
         cluster.start("ps", 0)
         cluster.start("chief", 0)
+        for _ in range(RESTARTS):
+            if cluster.tasks["chief:0"].proc.wait(300) != RETRYABLE:
+                break
+            cluster.start("chief", 0)
         codes = cluster.wait(300)
         assert codes == {"chief:0": 0, "ps:0": 0, "worker:0": 0}, cluster.logs()
         chief = cluster.tasks["chief:0"].text()
         found = re.findall(r"resuming from checkpoint \S+ckpt-(\d+) \(global step (\d+)\)", chief)
-        assert [int(name) for name, _ in found] == [last_saved], cluster.logs()
+        # The first run after the loss resumes from the last checkpoint saved before it; a run
+        # that failed again before saving leaves the next one the same checkpoint.
+        names = [int(name) for name, _ in found]
+        assert names[0] == last_saved and names == sorted(names), cluster.logs()
         # Asynchronous steps still in flight may reach the PS while the save is written: the
         # checkpoint can hold a few more updates than its name (the in-flight window, 4 here).
         resumed = int(found[0][1])

@@ -7,7 +7,7 @@
     ListSubscriber.next() -> ListUpdate          # waits; coalesced changes since the last call
     JobWatch                            # one job's TFJob, pods and events, for its page
         .set_job(tfjob | None)  .set_pod(pod)  .drop_pod(name)  .set_pods(pods)
-        .add_event(event)  .set_events(events)  .set_problem(text | None)
+        .add_event(event)  .set_events(events)  .set_problem(what, text | None)
         .subscribe() -> asyncio.Event  .detail() -> JobDetail | None
 
 Memory stays bounded however fast jobs change and however slow a browser reads: a subscriber
@@ -29,6 +29,9 @@ from taas_operator.dashboard.views import JobDetail, JobSummary, job_detail, job
 Key = tuple[str, str]
 #: At most this many events kept per job page (the newest; Kubernetes keeps events 1 h).
 MAX_EVENTS = 200
+# What a job page watches, in the order its problems are shown: a refused TFJob explains more
+# than refused pods or events of the same namespace.
+PROBLEM_ORDER = ("this TFJob", "its pods", "its events")
 
 
 def key_of(obj: dict[str, Any]) -> Key:
@@ -154,7 +157,7 @@ class JobWatch:
         self.tfjob: dict[str, Any] | None = None
         self.pods: dict[str, dict[str, Any]] = {}
         self.events: dict[str, dict[str, Any]] = {}
-        self.problem: str | None = None
+        self.problems: dict[str, str] = {}  # what is watched -> why it cannot be, in order
         self.loaded = False  # the TFJob was looked up at least once (None then: not found)
         self.subscribers: set[asyncio.Event] = set()
         self.users = 0
@@ -205,9 +208,22 @@ class JobWatch:
             self.events.pop(next(iter(self.events)))
         self._changed()
 
-    def set_problem(self, problem: str | None) -> None:
-        if problem != self.problem:
-            self.problem = problem
+    @property
+    def problem(self) -> str | None:
+        """The problem to show: the TFJob's own before its pods' or events' (one watch each)."""
+        for what in PROBLEM_ORDER:
+            if what in self.problems:
+                return self.problems[what]
+        return next(iter(self.problems.values()), None)
+
+    def set_problem(self, what: str, problem: str | None) -> None:
+        """Record (or clear, with None) the problem of watching ``what``."""
+        before = self.problem
+        if problem is None:
+            self.problems.pop(what, None)
+        else:
+            self.problems[what] = problem
+        if self.problem != before:
             self._changed()
 
     def detail(self) -> JobDetail | None:

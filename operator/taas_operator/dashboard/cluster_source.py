@@ -293,13 +293,13 @@ class ClusterSource(Source):
         reset, change = apply
 
         def problem(text: str | None) -> None:
-            watch.set_problem(text)
+            watch.set_problem(what, text)
 
         try:
             await list_watch(self.api, path, params, reset, change, problem, what)
         except Refused as exc:
             watch.set_problem(
-                f"You may not read {what} in namespace {watch.namespace}: {exc.message}"
+                what, f"You may not read {what} in namespace {watch.namespace}: {exc.message}"
             )
             if what == "this TFJob":
                 watch.set_job(None)
