@@ -4,15 +4,18 @@ beyond it, ClusterIPs and service names work in pods, and stopping leaves nothin
 from __future__ import annotations
 
 import ipaddress
+import json
 import shutil
+import tarfile
 import tempfile
 from pathlib import Path
+from typing import IO
 
 import pytest
 from node_helpers import exec_in, get_json, wait_for
 
 from taas_controlplane.cluster import Cluster
-from taas_controlplane.oci import TOOLBOX_IMAGE, toolbox_archive
+from taas_controlplane.oci import TOOLBOX_IMAGE, toolbox_archive, write_archive
 
 pytestmark = pytest.mark.node
 
@@ -133,3 +136,43 @@ def test_services_and_dns_names_work_in_pods(cluster: Cluster, ns: str) -> None:
     exec_in(cluster, ns, "client", f"nc -w 5 {kubernetes_ip} 443 </dev/null")
     logs = cluster.kubectl("logs", "-n", ns, "web", check=False)
     assert logs.returncode == 0, logs.stderr
+
+
+def test_an_image_replaced_under_its_tag_is_pruned_with_its_content(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    """A new build imported under the same tag leaves the old image only under the name the
+    CRI plugin gave it (its ID, `sha256:<config>`); the prune at each start removes that and
+    containerd frees the old image's blobs. Tags and the images they name stay."""
+    runtime = cluster.runtime
+    tag = "taas.local/prune-test:1"
+    old = write_archive(tmp_path / "old.tar", tag, b"", ["/bin/sh", "-c", "echo old"])
+    runtime.import_archive(old)
+    old_digest = runtime.image_records()[tag]
+    old_config = _config_digest(old)
+    wait_for("the CRI plugin's ID record", lambda: old_config in runtime.image_records(), 30)
+    new = write_archive(tmp_path / "new.tar", tag, b"", ["/bin/sh", "-c", "echo new"])
+    runtime.import_archive(new)
+    records = runtime.image_records()
+    assert records[tag] != old_digest and records[old_config] == old_digest
+    removed = runtime.prune_images()
+    assert old_config in removed
+    after = runtime.image_records()
+    assert old_config not in after and after[tag] == records[tag]
+    assert TOOLBOX_IMAGE in after and all(n in after for n in records if n not in removed)
+    blobs = runtime.ctr("content", "list", "--quiet").stdout.split()
+    assert old_digest not in blobs and old_config not in blobs
+    runtime.ctr("images", "remove", "--sync", tag)
+
+
+def _config_digest(archive: Path) -> str:
+    with tarfile.open(archive) as tar:
+        index = json.load(_member(tar, "index.json"))
+        manifest = json.load(_member(tar, "blobs/sha256/" + index["manifests"][0]["digest"][7:]))
+    return str(manifest["config"]["digest"])
+
+
+def _member(tar: tarfile.TarFile, name: str) -> IO[bytes]:
+    handle = tar.extractfile(name)
+    assert handle is not None, name
+    return handle

@@ -256,6 +256,7 @@ class Cluster:
             {"apiVersion": "v1", "kind": "List", "items": addons.manifests(self.network)}
         ))  # fmt: skip
         self.runtime.start()
+        self.runtime.prune_images()  # what earlier runs' imports replaced
         self.load_image(oci.sandbox_archive())
         self.load_image(oci.toolbox_archive())
         self.ctx = components.NodeContext.create(

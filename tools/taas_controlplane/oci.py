@@ -8,7 +8,8 @@ No registry is reachable here, so even the sandbox image is made locally. An ima
 uncompressed layer, a config and a manifest in an OCI layout (`oci-layout`, `index.json`,
 `blobs/sha256/...`) tarred up, which `ctr images import` reads; the reference is in the index's
 `org.opencontainers.image.ref.name` and `io.containerd.image.name` annotations. Archives are
-cached in `<cache>/node/images/`, keyed by the busybox binary and the image settings.
+cached in `<cache>/node/images/`, keyed by the busybox binary and the image settings; of the
+derived ones (about 0.9 GB each for a trainer image) the newest KEEP_DERIVED per name are kept.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import shutil
 import subprocess
 import tarfile
@@ -24,6 +26,7 @@ from typing import Any
 
 from taas_controlplane.binaries import cache_root
 
+KEEP_DERIVED = 3  # derived archives kept per reference (each trainer build makes new ones)
 SANDBOX_IMAGE = "taas.local/pause:1"
 TOOLBOX_IMAGE = "taas.local/toolbox:1"
 # PID 1 of every pod sandbox: blocks until told to stop, and stops at once on SIGTERM.
@@ -119,6 +122,19 @@ def write_archive(target: Path, reference: str, layer: bytes, entrypoint: list[s
     return target
 
 
+def _prune_derived(current: Path, stem: str) -> None:
+    """Keep ``current`` and the newest KEEP_DERIVED - 1 other archives of one reference; remove
+    the rest (a new trainer build or new files make a new archive; nothing else removes one)."""
+    name = re.compile(re.escape(stem) + r"-[0-9a-f]{12}\.tar")
+    others = sorted(
+        (p for p in current.parent.iterdir() if name.fullmatch(p.name) and p != current),
+        key=lambda p: p.stat().st_mtime,
+        reverse=True,
+    )
+    for old in others[KEEP_DERIVED - 1 :]:
+        old.unlink(missing_ok=True)
+
+
 def _cached(reference: str, entrypoint: list[str]) -> Path:
     busybox = _busybox()
     key = hashlib.sha256(busybox.read_bytes() + json.dumps([reference, entrypoint]).encode())
@@ -202,4 +218,5 @@ def derived_archive(base: Path, reference: str, files: dict[str, bytes]) -> Path
         )
         _write_index(tar, manifest, reference)
     partial.rename(target)
+    _prune_derived(target, stem)
     return target

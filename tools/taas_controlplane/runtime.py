@@ -153,6 +153,34 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         """Import an OCI/docker archive (its tags are the image names kubelet will ask for)."""
         self.ctr("images", "import", "--no-unpack=false", str(archive))
 
+    def image_records(self) -> dict[str, str]:
+        """Every image record: name -> the digest it points at (`ctr images list`)."""
+        records: dict[str, str] = {}
+        for line in self.ctr("images", "list").stdout.splitlines()[1:]:
+            columns = line.split()
+            if len(columns) >= 3:
+                records[columns[0]] = columns[2]
+        return records
+
+    def prune_images(self) -> list[str]:
+        """Remove the image records no tag points at any more, unless a container uses one.
+
+        An import under a tag the store already has (a new trainer build is imported as the
+        same `ghcr.io/...:0.1.0`) moves the tag, but the records the CRI plugin added for the
+        old image (its ID `sha256:...` and `name@sha256:...`) keep it, and its unpacked
+        snapshots, forever: about 2 GB per trainer build. containerd's garbage collector frees
+        their content once the records are gone (`--sync` waits for it). Returns the names.
+        """
+        records = self.image_records()
+        tagged = {d for n, d in records.items() if "@" not in n and not n.startswith("sha256:")}
+        rows = self.ctr("containers", "list").stdout.splitlines()[1:]
+        in_use = {row.split()[1] for row in rows if len(row.split()) >= 2}  # the IMAGE column
+        kept = tagged | {records[n] for n in in_use if n in records}
+        stale = sorted(n for n, d in records.items() if d not in kept)
+        if stale:
+            self.ctr("images", "remove", "--sync", *stale)
+        return stale
+
     def containers(self) -> list[str]:
         return self.ctr("containers", "list", "--quiet", check=False).stdout.split()
 

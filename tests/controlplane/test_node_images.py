@@ -1,0 +1,55 @@
+"""The node's derived image archives (an image plus one layer of files, ~0.9 GB each for a
+trainer image) are made per trainer build and per set of files; only the newest few of each
+image name stay in the cache, the one just made always among them, other names untouched."""
+
+from __future__ import annotations
+
+import os
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from taas_controlplane import oci
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("TAAS_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "node" / "images"
+
+
+def _base(tmp_path: Path) -> Path:
+    return oci.write_archive(tmp_path / "base.tar", "taas.local/base:1", b"", ["/bin/sh"])
+
+
+def test_old_derived_archives_of_a_name_are_pruned(cache: Path, tmp_path: Path) -> None:
+    base = _base(tmp_path)
+    other = oci.derived_archive(base, "taas.local/other:1", {"/x": b"x"})
+    made = []
+    for n in range(oci.KEEP_DERIVED + 2):
+        archive = oci.derived_archive(base, "taas.local/job:1", {"/app/v": str(n).encode()})
+        os.utime(archive, (1_000 + n, 1_000 + n))  # made in this order, whatever the clock
+        made.append(archive)
+        with tarfile.open(archive) as tar:
+            assert "index.json" in tar.getnames()
+    kept = sorted(p for p in cache.iterdir() if p.name.startswith("taas.local_job_1-"))
+    assert kept == sorted(made[-oci.KEEP_DERIVED :])
+    assert other.exists()  # another name keeps its own
+
+
+def test_the_archive_just_made_is_kept_even_when_older_by_its_clock(
+    cache: Path, tmp_path: Path
+) -> None:
+    base = _base(tmp_path)
+    future = time.time() + 10**6  # archives stamped by a clock ahead of this one
+    others = []
+    for n in range(oci.KEEP_DERIVED):
+        archive = oci.derived_archive(base, "taas.local/job:1", {"/v": str(n).encode()})
+        os.utime(archive, (future + n, future + n))
+        others.append(archive)
+    fresh = oci.derived_archive(base, "taas.local/job:1", {"/v": b"fresh"})
+    assert fresh.exists()
+    # The one in use stays; of the others the oldest went, so KEEP_DERIVED remain in all.
+    assert [p.exists() for p in others] == [False, True, True]
