@@ -198,5 +198,6 @@ if __name__ == "__main__":
     if kind == "hand":
         hand(form == "custom")
     else:
-        os.environ.setdefault("TF_LOGDIR", tempfile.mkdtemp(prefix="taas-bench-keras-"))
+        if "TF_LOGDIR" not in os.environ:  # the benches set it; a run by hand gets its own
+            os.environ["TF_LOGDIR"] = tempfile.mkdtemp(prefix="taas-bench-keras-")
         base(form == "custom").main(sys.argv[1:])
