@@ -4,12 +4,13 @@ input gives one clear message on stderr and exit code 2 (subprocesses of the rea
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
 import pytest
 import yaml
-from local_harness import REPO, one_error, replica, run_taas, tfjob, write
+from local_harness import REPO, TAAS, one_error, replica, run_taas, tfjob, write
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -67,10 +68,22 @@ def test_two_file_arguments_are_a_usage_error(tmp_path) -> None:
 
 
 def test_run_refuses_a_pod_it_cannot_start_before_starting_anything(tmp_path) -> None:
+    """...and leaves nothing behind (not even the job's private progress directory)."""
     spec = replica("pass")
     del spec["template"]["spec"]["containers"][0]["command"]
-    err = one_error(run_taas("run", str(write(tmp_path, tfjob("demo", {"Worker": spec})))))
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    path = str(write(tmp_path, tfjob("demo", {"Worker": spec})))
+    done = subprocess.run(
+        [*TAAS, "run", path],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "TMPDIR": str(scratch)},
+    )
+    err = one_error(done)
     assert "pod demo-worker-0, container tensorflow: command is not set" in err
+    assert list(scratch.iterdir()) == []
 
 
 def test_validate_reads_stdin() -> None:

@@ -143,8 +143,13 @@ def run_jobs(
     for warning in fit.warnings:
         display.warn(f"{fit.what}: {warning}")
     runs = [JobRun(job, display) for job in jobs]
-    for run in runs:
-        run.preflight()  # InputError here: nothing has started yet
+    try:
+        for run in runs:
+            run.preflight()  # InputError here: nothing has started yet
+    except BaseException:
+        for run in runs:
+            run.progress.close()  # its private directory; nothing else exists yet
+        raise
     width = shutil.get_terminal_size().columns
     stopped: int | None = None
     _private_networks(runs, options.host_network, display)
