@@ -156,9 +156,18 @@ class Runner:
     `taas` is the command (another interpreter)."""
 
     def __init__(
-        self, path: Path, *extra: str, prefix: Sequence[str] = (), taas: Sequence[str] = TAAS
+        self,
+        path: Path,
+        *extra: str,
+        prefix: Sequence[str] = (),
+        taas: Sequence[str] = TAAS,
+        env: dict[str, str] | None = None,
     ) -> None:
-        self.proc = spawn([*prefix, *taas, "run", str(path), "--no-color", *extra], cwd=REPO)
+        self.proc = spawn(
+            [*prefix, *taas, "run", str(path), "--no-color", *extra],
+            cwd=REPO,
+            env={**os.environ, **(env or {})},
+        )
         self.lines: list[str] = []
 
     def wait_for(self, text: str, count: int = 1) -> None:

@@ -60,7 +60,10 @@ def test_sigkill_of_the_runner_leaves_no_replica(tmp_path) -> None:
             )
         },
     )
-    runner = Runner(write(tmp_path, job))
+    # A SIGKILLed runner cannot remove its job's private progress directory: keep it here.
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    runner = Runner(write(tmp_path, job), env={"TMPDIR": str(scratch)})
     try:
         runner.wait_for("ready", count=2)
         assert len(pids_with(marker)) == 2
