@@ -21,9 +21,12 @@ from typing import Any
 
 import yaml
 
-from taas_operator.dashboard.cluster_source import ClusterSource
+from taas_operator.dashboard.access import TokenGate, ViewerGate
+from taas_operator.dashboard.cluster import ClusterSource
+from taas_operator.dashboard.guard import ACTION_HEADER
+from taas_operator.dashboard.kubeapi import KubeApi
 from taas_operator.dashboard.serve import Background
-from taas_operator.dashboard.server import ACTION_HEADER, ServerSettings
+from taas_operator.dashboard.server import ServerSettings
 
 CHROMIUM = "/usr/bin/chromium"
 #: Without the background-networking flags Chromium tries to reach Google's services, which the
@@ -47,17 +50,61 @@ def launch_chromium(playwright: Any) -> Any:
     )
 
 
+#: Each running test dashboard's URL -> its token: `call` and `sse_events` send it as a script
+#: would (Authorization: Bearer), `signed(url)` gives the printed URL a browser opens.
+TOKENS: dict[str, str] = {}
+
+
 @contextmanager
 def dashboard(
     kubeconfig: str, namespaces: list[str] | None = None, read_only: bool = False
 ) -> Iterator[str]:
-    """`taas dashboard` in this process (a thread): yields its URL."""
-    source = ClusterSource.load(kubeconfig, None, namespaces)
-    server = Background.start(source, ServerSettings(port=0, read_only=read_only))
+    """`taas dashboard` in this process (a thread): yields its URL (without the token)."""
+    gate = TokenGate(ClusterSource.load(kubeconfig, None, namespaces))
+    server = Background.start(gate, ServerSettings(port=0, read_only=read_only))
+    TOKENS[server.url] = gate.token
+    try:
+        yield server.url
+    finally:
+        TOKENS.pop(server.url, None)
+        server.stop()
+
+
+@contextmanager
+def viewer_dashboard(
+    kubeconfig: str,
+    namespaces: list[str] | None = None,
+    read_only: bool = False,
+    host: str = "127.0.0.1",
+) -> Iterator[str]:
+    """`taas dashboard --auth kubernetes` in this process: each request acts with the bearer
+    token it carries (or its sign-in session); `kubeconfig` only says where the cluster is."""
+    base = KubeApi.connect(kubeconfig, None)
+    wanted = list(namespaces or [])
+
+    async def viewer_source(token: str) -> tuple[int, str, Any]:
+        return await ClusterSource.for_token(base, token, wanted)
+
+    settings = ServerSettings(host=host, port=0, read_only=read_only)
+    server = Background.start(ViewerGate(viewer_source), settings)
     try:
         yield server.url
     finally:
         server.stop()
+
+
+def signed(url: str) -> str:
+    """The URL `taas dashboard` prints for the dashboard at `url` (with its token)."""
+    return f"{url}?token={TOKENS[url]}"
+
+
+def _token_for(url: str) -> str:
+    return next((token for base, token in TOKENS.items() if url.startswith(base)), "")
+
+
+def auth(url: str) -> dict[str, str]:
+    """The header a script sends to the test dashboard serving `url`."""
+    return {"Authorization": f"Bearer {_token_for(url)}"}
 
 
 class Answer:
@@ -77,9 +124,13 @@ def call(
     body: str | bytes | None = None,
     headers: dict[str, str] | None = None,
     action: bool = True,
+    token: bool = True,
 ) -> Answer:
-    """One request; actions carry the page's header unless `action=False`."""
+    """One request; actions carry the page's header unless `action=False`, and every request
+    the dashboard's token unless `token=False`."""
     all_headers = dict(headers or {})
+    if token and _token_for(url):
+        all_headers.setdefault("Authorization", f"Bearer {_token_for(url)}")
     if action and method != "GET":
         all_headers[ACTION_HEADER] = "1"
     data = body.encode() if isinstance(body, str) else body
@@ -95,7 +146,10 @@ def sse_events(url: str, count: int, timeout: float = 20.0) -> list[tuple[str, A
     """The first `count` server-sent events of `url` as (event, data)."""
     events: list[tuple[str, Any]] = []
     deadline = time.monotonic() + timeout
-    with urllib.request.urlopen(url, timeout=timeout) as response:
+    request = urllib.request.Request(url)
+    if _token_for(url):
+        request.add_header("Authorization", f"Bearer {_token_for(url)}")
+    with urllib.request.urlopen(request, timeout=timeout) as response:
         name = ""
         for raw in response:
             assert time.monotonic() < deadline, f"only {events} from {url} in {timeout:.0f}s"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dashboard_harness import EDIT_RULES, VIEW_RULES, dashboard, grant
+from dashboard_harness import EDIT_RULES, VIEW_RULES, dashboard, grant, signed
 from kubelet_player import KubeletPlayer
 from operator_harness import Api, OperatorProcess, tfjob, wait_for
 
@@ -84,7 +84,7 @@ def test_job_lifecycle_list_logs_and_screenshots(
     kubelet = KubeletPlayer(admin, tmp_path)
     try:
         with dashboard(control_plane.kubeconfig, [namespace]) as url:
-            page.goto(url)
+            page.goto(signed(url))
             row = page.locator('tr[data-key$="/mnist-async"]')
             expect(row).to_be_visible()
             expect(row.locator(".state")).to_have_text("Created")
@@ -167,7 +167,7 @@ def test_suspend_allowed_and_refused(
     job_url = f"#/job/{namespace}/pausable"
 
     with dashboard(viewer, [namespace]) as url:
-        page.goto(url + job_url)
+        page.goto(signed(url) + job_url)
         expect(page.locator("#job-state")).to_have_text("Running")
         expect(page.locator("#act-suspend")).to_be_disabled()
         note = page.locator("#perm-note")
@@ -187,7 +187,7 @@ def test_suspend_allowed_and_refused(
     assert not (admin.tfjob(namespace, "pausable") or {})["spec"]["runPolicy"].get("suspend")
 
     with dashboard(editor, [namespace]) as url:
-        page.goto(url + job_url)
+        page.goto(signed(url) + job_url)
         expect(page.locator("#job-state")).to_have_text("Running")
         suspend = page.locator("#act-suspend")
         expect(suspend).to_be_enabled()
@@ -208,11 +208,11 @@ def test_missing_job_and_refused_namespace(
     expect = _expect()
     viewer = grant(control_plane, namespace, "viewer2", VIEW_RULES)
     with dashboard(viewer, [namespace, "kube-system"]) as url:
-        page.goto(url)
+        page.goto(signed(url))
         expect(page.locator("#notes")).to_contain_text(
             "Namespace kube-system: you may not list TFJobs there"
         )
-        page.goto(url + f"#/job/{namespace}/not-there")
+        page.goto(signed(url) + f"#/job/{namespace}/not-there")
         expect(page.locator("#job-missing")).to_contain_text(
             f"TFJob {namespace}/not-there not found"
         )
@@ -234,7 +234,7 @@ def test_outage_is_said_and_recovered(page: Any, tmp_path: Path) -> None:
         api = Api(plane.kubeconfig)
         api.create_tfjob("default", tfjob("before", {"Worker": {"replicas": 1}}))
         with dashboard(plane.kubeconfig, ["default"]) as url:
-            page.goto(url + "#/job/default/before")
+            page.goto(signed(url) + "#/job/default/before")
             expect(page.locator("#job-name")).to_have_text("before")
             plane.stop_apiserver()
             banner = page.locator("#banner")
@@ -243,7 +243,7 @@ def test_outage_is_said_and_recovered(page: Any, tmp_path: Path) -> None:
             plane.start_apiserver()
             api.create_tfjob("default", tfjob("after", {"Worker": {"replicas": 1}}))
             expect(banner).to_be_hidden(timeout=60_000)
-            page.goto(url)
+            page.goto(signed(url))
             expect(page.locator('tr[data-key="default/after"]')).to_be_visible()
             expect(page.locator("#live")).to_have_text("live")
 
@@ -296,7 +296,8 @@ def test_local_run_page_streams_logs(page: Any, artifacts: Path, tmp_path: Path)
         found = wait_for(
             lambda: re.search(r"dashboard: (http://\S+)", log.read_text()), "the dashboard URL"
         )
-        url = found.group(1)
+        url = found.group(1)  # the printed URL carries the run's token
+        assert "?token=" in url
         page.goto(url)
         row = page.locator('tr[data-key="default/local-demo"]')
         expect(row.locator(".state")).to_have_text("Running")

@@ -1,6 +1,7 @@
 """The chart's dashboard option rendered by real Helm: off by default (and so absent from
-manifests/install.yaml), read-only with reads-only RBAC when on, writes only with
-`dashboard.actions.enabled`, and then reachable through `kubectl port-forward` only."""
+manifests/install.yaml); when on, every viewer signs in with their own Kubernetes token
+(`--auth kubernetes`) and the dashboard's ServiceAccount is granted nothing, so no viewer acts
+with a shared identity; read-only unless `dashboard.actions.enabled`; Host names pinned."""
 
 from __future__ import annotations
 
@@ -8,15 +9,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from rendered import Docs, of_kind, rules
+from rendered import Docs, of_kind
 
 pytestmark = pytest.mark.timeout(180)
 Render = Callable[..., Docs]
-READS = {
-    *(("kubeflow.org", "tfjobs", v) for v in ("get", "list", "watch")),
-    *(("", r, v) for r in ("pods", "pods/log", "events") for v in ("get", "list", "watch")),
-}
-WRITES = {("kubeflow.org", "tfjobs", v) for v in ("patch", "delete", "create")}
+RBAC_KINDS = ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
 
 
 def _dashboard(docs: Docs, kind: str) -> list[dict[str, Any]]:
@@ -25,6 +22,11 @@ def _dashboard(docs: Docs, kind: str) -> list[dict[str, Any]]:
         for d in of_kind(docs, kind)
         if (d["metadata"].get("labels") or {}).get("app.kubernetes.io/component") == "dashboard"
     ]
+
+
+def _args(docs: Docs) -> list[str]:
+    (deployment,) = _dashboard(docs, "Deployment")
+    return list(deployment["spec"]["template"]["spec"]["containers"][0]["args"])
 
 
 def test_off_by_default(render_docs: Render) -> None:
@@ -37,49 +39,40 @@ def test_read_only_by_default_when_enabled(render_docs: Render) -> None:
     (deployment,) = _dashboard(docs, "Deployment")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == ["taas", "dashboard"]
-    assert "--read-only" in container["args"] and "--host=$(POD_IP)" in container["args"]
+    args = _args(docs)
+    assert "--auth=kubernetes" in args and "--read-only" in args
+    assert "--allow-host=$(POD_IP)" in args
+    assert "--allow-host=taas-dashboard.taas-system.svc" in args
     assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "taas-dashboard"
-    (role,) = _dashboard(docs, "ClusterRole")
-    assert rules(role) == READS  # reads only; never secrets
-    (binding,) = _dashboard(docs, "ClusterRoleBinding")
-    assert binding["subjects"] == [
-        {"kind": "ServiceAccount", "name": "taas-dashboard", "namespace": "taas-system"}
-    ]
+    for kind in RBAC_KINDS:  # the ServiceAccount may do nothing: viewers act as themselves
+        assert not _dashboard(docs, kind), kind
     assert _dashboard(docs, "Service")
     (policy,) = _dashboard(docs, "NetworkPolicy")
     assert policy["spec"]["ingress"] == []  # nobody over the network unless allowFrom says so
 
 
-def test_actions_only_through_port_forward(render_docs: Render) -> None:
-    docs = render_docs("dashboard.enabled=true", "dashboard.actions.enabled=true")
-    (deployment,) = _dashboard(docs, "Deployment")
-    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
-    assert "--host=127.0.0.1" in args and "--read-only" not in args
-    assert not _dashboard(docs, "Service")  # no way in but kubectl port-forward
-    (role,) = _dashboard(docs, "ClusterRole")
-    assert rules(role) == READS | WRITES
-    # allowFrom applies to the read-only page only: actions never get a network path.
+def test_actions_are_the_viewers_own(render_docs: Render) -> None:
     docs = render_docs(
         "dashboard.enabled=true",
         "dashboard.actions.enabled=true",
-        "dashboard.allowFrom[0].podSelector.matchLabels.app=proxy",
+        "dashboard.allowedHosts={dash.example.org}",
     )
-    (policy,) = _dashboard(docs, "NetworkPolicy")
-    assert policy["spec"]["ingress"] == []
+    args = _args(docs)
+    assert "--auth=kubernetes" in args and "--read-only" not in args
+    assert "--allow-host=dash.example.org" in args
+    for kind in RBAC_KINDS:  # never a shared write identity
+        assert not _dashboard(docs, kind), kind
 
 
-def test_namespaces_give_roles_and_flags(render_docs: Render) -> None:
+def test_namespaces_give_flags_and_allow_from_a_policy(render_docs: Render) -> None:
     docs = render_docs(
         "dashboard.enabled=true",
         "dashboard.namespaces={team-a,team-b}",
         "dashboard.allowFrom[0].podSelector.matchLabels.app=proxy",
     )
-    assert not _dashboard(docs, "ClusterRole")
-    roles = _dashboard(docs, "Role")
-    assert sorted(r["metadata"]["namespace"] for r in roles) == ["team-a", "team-b"]
-    assert all(rules(r) == READS for r in roles)
-    (deployment,) = _dashboard(docs, "Deployment")
-    args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+    for kind in RBAC_KINDS:
+        assert not _dashboard(docs, kind), kind
+    args = _args(docs)
     assert "--namespace=team-a" in args and "--namespace=team-b" in args
     (policy,) = _dashboard(docs, "NetworkPolicy")
     assert policy["spec"]["ingress"][0]["from"] == [

@@ -13,6 +13,7 @@ from operator_harness import PODS as PODS_PATH
 from operator_harness import Api, new_namespace
 
 from taas_controlplane.launcher import ControlPlane
+from taas_operator.api.resources import POD as KIND_POD
 from taas_operator.controller.children import (
     CHILD_SELECTOR,
     PODS,
@@ -22,7 +23,6 @@ from taas_operator.controller.children import (
 )
 from taas_operator.controller.echoes import Echoes
 from taas_operator.controller.informer import Informer
-from taas_operator.controller.kube import POD as KIND_POD
 from taas_operator.controller.kube import KubeClient
 from taas_operator.engine import replica_labels
 

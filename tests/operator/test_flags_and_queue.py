@@ -12,13 +12,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from taas_operator.api.resources import POD, POLICY, SERVICE
 from taas_operator.cli import main as taas_main
 from taas_operator.controller import workqueue
 from taas_operator.controller.children import CHILD_SELECTOR
 from taas_operator.controller.events import CREATE, DELETE, Done, pass_events
 from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
 from taas_operator.controller.handlers import kopf_settings
-from taas_operator.controller.kube import POD, POLICY, SERVICE
 from taas_operator.controller.workqueue import WorkQueue
 from taas_operator.engine import Event, backoff_delay
 from taas_operator.settings import OperatorSettings

@@ -1,6 +1,7 @@
 """TFJobClient: what Kubeflow's `TrainingClient` offers for TFJobs, typed, errors raised.
 
     client = TFJobClient(kubeconfig=None, context=None, namespace=None)
+    client = TFJobClient.of(connection)   # on a client.kube.Connection (e.g. a viewer's token)
     client.create(job) -> TFJob           # a YAML path, a manifest dict or a TFJob model
     client.get(name) -> TFJob             client.list(all_namespaces=False) -> list[TFJob]
     client.wait(name, conditions=("Succeeded",), timeout=None, callback=None) -> TFJob
@@ -37,7 +38,8 @@ from taas_operator.api.constants import (
     PLURAL,
     VERSION,
 )
-from taas_operator.client.errors import JobFailed, JobNotFound, WaitTimeout
+from taas_operator.api.names import InvalidName, check_name, check_namespace
+from taas_operator.client.errors import Invalid, JobFailed, JobNotFound, WaitTimeout
 from taas_operator.client.kube import Connection, What
 from taas_operator.client.logs import LogFollower
 from taas_operator.client.manifests import JobSource, job_manifest, read_job
@@ -59,8 +61,17 @@ class TFJobClient:
         self.conn = Connection(kubeconfig, context)
         self.namespace = namespace or self.conn.namespace
 
+    @classmethod
+    def of(cls, connection: Connection, namespace: str | None = None) -> TFJobClient:
+        """A client on an existing connection (e.g. `Connection.with_token`'s)."""
+        client = cls.__new__(cls)
+        client.conn = connection
+        client.namespace = namespace or connection.namespace
+        return client
+
     def _ns(self, namespace: str | None) -> str:
-        return namespace or self.namespace
+        """The namespace to use, checked as a Kubernetes name (Invalid names the fix)."""
+        return _checked(check_namespace, namespace or self.namespace, "namespace")
 
     # -- create, read, delete -------------------------------------------------------------------
     def create(self, job: JobSource, namespace: str | None = None) -> TFJob:
@@ -81,7 +92,7 @@ class TFJobClient:
 
     def get(self, name: str, namespace: str | None = None) -> TFJob:
         """The TFJob (JobNotFound when there is none)."""
-        ns = self._ns(namespace)
+        ns, name = self._ns(namespace), _checked(check_name, name, "name")
         obj = self.conn.call(
             What("get", PLURAL, ns, name),
             self.conn.custom.get_namespaced_custom_object,
@@ -130,7 +141,7 @@ class TFJobClient:
 
     def delete(self, name: str, namespace: str | None = None) -> None:
         """Delete the TFJob (its pods and services go with it: owner references)."""
-        ns = self._ns(namespace)
+        ns, name = self._ns(namespace), _checked(check_name, name, "name")
         self.conn.call(
             What("delete", PLURAL, ns, name),
             self.conn.custom.delete_namespaced_custom_object,
@@ -151,7 +162,7 @@ class TFJobClient:
         return self._suspend(name, namespace, False)
 
     def _suspend(self, name: str, namespace: str | None, value: bool) -> TFJob:
-        ns = self._ns(namespace)
+        ns, name = self._ns(namespace), _checked(check_name, name, "name")
         obj = self.conn.call(
             What("patch", PLURAL, ns, name),
             self.conn.custom.patch_namespaced_custom_object,
@@ -176,7 +187,7 @@ class TFJobClient:
 
     def pods(self, name: str, namespace: str | None = None) -> builtins.list[ReplicaPod]:
         """The job's pods, in replica order (Chief, Evaluator, Master, PS, Worker; by index)."""
-        ns = self._ns(namespace)
+        ns, name = self._ns(namespace), _checked(check_name, name, "name")
         data = self.conn.call(
             What("list", "pods", ns),
             self.conn.core.list_namespaced_pod,
@@ -189,7 +200,7 @@ class TFJobClient:
 
     def events(self, name: str, namespace: str | None = None) -> builtins.list[JobEvent]:
         """Events recorded on the TFJob, oldest first."""
-        ns = self._ns(namespace)
+        ns, name = self._ns(namespace), _checked(check_name, name, "name")
         data = self.conn.call(
             What("list", "events", ns),
             self.conn.core.list_namespaced_event,
@@ -246,7 +257,7 @@ class TFJobClient:
         fails and Failed is not among `conditions`, WaitTimeout after `timeout` seconds,
         JobNotFound when it does not exist or is deleted meanwhile."""
         started = time.monotonic()
-        ns = self._ns(namespace)
+        ns, name = self._ns(namespace), _checked(check_name, name, "name")
         last = self.get(name, ns)  # JobNotFound now rather than an empty watch
         for change in self.watch(ns, name=name, timeout=timeout):
             if change.type == "DELETED":
@@ -273,12 +284,19 @@ class TFJobClient:
         `follow`: every started replica's log as it is now, one replica after the other. With
         `follow`: lines as they come, all replicas merged, waiting for pods to start (and for
         recreated ones), until the job has finished and every stream has ended."""
-        ns = self._ns(namespace)
+        ns, name = self._ns(namespace), _checked(check_name, name, "name")
         self.get(name, ns)  # JobNotFound before anything else
         follower = LogFollower(self, ns, name, replica, container)
         if not follow:
             return follower.now()
         return follower.follow(lambda: self.get(name, ns).status.finished)
+
+
+def _checked(check: Callable[[str, str], str], value: str, field: str) -> str:
+    try:
+        return check(value, field)
+    except InvalidName as exc:
+        raise Invalid(f"{exc}; fix: give the {field} as Kubernetes shows it") from None
 
 
 def _json(response: Any) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 kubectl finds them, every call's errors translated, watches that survive expiry, log streams.
 
     conn = Connection(kubeconfig=None, context=None)   # ConfigError when unusable
+    conn.with_token(token) -> Connection               # same cluster, a bearer token's identity
     conn.namespace, conn.server, conn.context          # the context's namespace ("default")
     conn.custom / conn.core                            # CustomObjectsApi, CoreV1Api
     conn.call(what, fn, *args, **kwargs)               # fn(...), errors -> ClientError
@@ -15,6 +16,7 @@ context's (else the service account's, else "default").
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -77,10 +79,29 @@ class Connection:
     def __init__(self, kubeconfig: str | None = None, context: str | None = None) -> None:
         self.configuration = kubernetes.client.Configuration()
         self.source, self.context, self.namespace = self._load(kubeconfig, context)
+        self._clients()
+
+    def _clients(self) -> None:
         self.server = str(self.configuration.host)
         self.api = kubernetes.client.ApiClient(self.configuration)
         self.custom = kubernetes.client.CustomObjectsApi(self.api)
         self.core = kubernetes.client.CoreV1Api(self.api)
+
+    def with_token(self, token: str) -> Connection:
+        """The same server and CA, authenticated by `token` alone (a dashboard viewer's own
+        credentials): this connection's client certificate, token and refresh hook are dropped,
+        so nothing of its identity is lent to the token's holder."""
+        other = Connection.__new__(Connection)
+        config = copy.deepcopy(self.configuration)
+        config.api_key = {"authorization": token}
+        config.api_key_prefix = {"authorization": "Bearer"}
+        config.refresh_api_key_hook = None
+        config.cert_file = config.key_file = None
+        config.username = config.password = ""
+        other.configuration = config
+        other.source, other.context, other.namespace = "a viewer's token", "", self.namespace
+        other._clients()
+        return other
 
     def _load(self, kubeconfig: str | None, context: str | None) -> tuple[str, str, str]:
         """(where the credentials came from, context name, default namespace)."""

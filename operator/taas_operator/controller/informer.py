@@ -28,7 +28,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from taas_operator.api.constants import LABEL_JOB_NAME
-from taas_operator.controller.kube import Kind, KubeClient
+from taas_operator.api.resources import Kind
+from taas_operator.controller.kube import KubeClient
 from taas_operator.controller.transport import StreamError
 from taas_operator.engine import backoff_delay
 

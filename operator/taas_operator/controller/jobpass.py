@@ -37,13 +37,14 @@ from typing import Any
 from taas_operator.api import TFJobStatus, TFJobValidationError, parse_tfjob
 from taas_operator.api.constants import REASON_INVALID_SPEC
 from taas_operator.api.models import TFJob
+from taas_operator.api.resources import POD, POLICY, SERVICE
 from taas_operator.controller import metrics
 from taas_operator.controller.actions import Actions
 from taas_operator.controller.children import ChildCache, Children, children_from
 from taas_operator.controller.echoes import Echoes
 from taas_operator.controller.events import EventRecorder, pass_events
 from taas_operator.controller.jobcache import JobCache, JobKey
-from taas_operator.controller.kube import POD, POLICY, SERVICE, KubeClient
+from taas_operator.controller.kube import KubeClient
 from taas_operator.controller.progress import ProgressPoller
 from taas_operator.controller.pruning import PrunedRecreations
 from taas_operator.controller.status import StatusWriter

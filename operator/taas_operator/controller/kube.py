@@ -26,7 +26,6 @@ from __future__ import annotations
 import socket
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,8 +33,9 @@ import kopf
 import kubernetes.client
 import kubernetes.config
 
-from taas_operator.api.constants import API_VERSION, GROUP, KIND, PLURAL, VERSION
+from taas_operator.api.constants import API_VERSION, KIND
 from taas_operator.api.models import format_time
+from taas_operator.api.resources import EVENT, POD, POLICY, SERVICE, TFJOB, Kind
 from taas_operator.controller import metrics
 from taas_operator.controller.transport import Endpoint, Transport
 
@@ -43,32 +43,6 @@ COMPONENT = "taas-operator"
 _MAX_EVENT_MESSAGE = 1024
 
 
-@dataclass(frozen=True)
-class Kind:
-    """A namespaced resource: where it lives and how RBAC names it."""
-
-    group: str
-    version: str
-    plural: str
-
-    def path(self, namespace: str, name: str = "", sub: str = "") -> str:
-        """The URL path; every namespace when `namespace` is empty (a cluster-wide list)."""
-        base = "/api/v1" if not self.group else f"/apis/{self.group}/{self.version}"
-        path = (
-            f"{base}/namespaces/{namespace}/{self.plural}" if namespace else f"{base}/{self.plural}"
-        )
-        return path + (f"/{name}" if name else "") + (f"/{sub}" if sub else "")
-
-    def rbac_name(self, sub: str = "") -> str:
-        resource = self.plural + (f"/{sub}" if sub else "")
-        return f"{resource} (apiGroup {self.group!r})" if self.group else resource
-
-
-TFJOB = Kind(GROUP, VERSION, PLURAL)
-POD = Kind("", "v1", "pods")
-SERVICE = Kind("", "v1", "services")
-POLICY = Kind("networking.k8s.io", "v1", "networkpolicies")
-EVENT = Kind("", "v1", "events")
 CHILD_KINDS = {kind.plural: kind for kind in (POD, SERVICE, POLICY)}
 Objects = list[dict[str, Any]]
 #: Objects per page of a large LIST (the apiserver's snapshot stays consistent across pages).

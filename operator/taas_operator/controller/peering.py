@@ -28,8 +28,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from taas_operator.api.resources import Kind
 from taas_operator.controller.informer import Informer
-from taas_operator.controller.kube import Kind, KubeClient
+from taas_operator.controller.kube import KubeClient
 
 logger = logging.getLogger("taas_operator.controller")
 

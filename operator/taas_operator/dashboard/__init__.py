@@ -3,7 +3,7 @@ machine (`taas run --dashboard`).
 
 Layer: above `controller`/`local` (it reads a cluster through the TFJob client and a local run
 through the runner's observer), below `cli`. One data model (`views`) built from
-Kubernetes-shaped JSON, two sources (`cluster_source`, `local_source`) behind one interface
+Kubernetes-shaped JSON, two sources (`cluster`, `local_source`) behind one interface
 (`source.Source`), one server (`server`, aiohttp), one page (`static/`, plain JavaScript and the
 vendored uPlot chart library, shipped in the wheel).
 """

@@ -12,7 +12,8 @@ DEFAULT_PORT = 8765
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """-n/--namespace (repeatable), --kubeconfig, --context, --host, --port, --read-only."""
+    """-n/--namespace (repeatable), --kubeconfig, --context, --host, --port, --read-only,
+    --auth, --allow-host (repeatable)."""
     parser.add_argument(
         "-n",
         "--namespace",
@@ -36,8 +37,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--host",
         default="127.0.0.1",
         metavar="ADDRESS",
-        help="address to listen on (default 127.0.0.1: this machine only; the page acts with "
-        "your credentials, so never expose it to others without --read-only)",
+        help="address to listen on (default 127.0.0.1: this machine only). Whatever the "
+        "address, every request needs the token in the printed URL (--auth token) or the "
+        "viewer's own Kubernetes token (--auth kubernetes)",
+    )
+    parser.add_argument(
+        "--auth",
+        choices=["token", "kubernetes"],
+        default="token",
+        help="token (default): a random token per run, printed in the URL; the page acts with "
+        "your kubeconfig's identity. kubernetes: each viewer signs in with their own "
+        "Kubernetes bearer token (or an auth proxy passes it) and the page acts as them",
+    )
+    parser.add_argument(
+        "--allow-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name the page may be opened by besides localhost/127.0.0.1 and --host "
+        "(repeat; e.g. an Ingress's name). Other names are refused (DNS rebinding)",
     )
     parser.add_argument(
         "--port",

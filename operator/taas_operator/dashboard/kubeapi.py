@@ -2,6 +2,7 @@
 aiohttp, with the user's own kubeconfig identity.
 
     api = KubeApi.load(kubeconfig=None, context=None)     # InputError on a broken kubeconfig
+    api = KubeApi.of(connection)                          # a client.kube.Connection's identity
     await api.request(method, path, params=..., body=..., content_type=...) -> (status, data)
     async for event in api.watch(path, params): ...        # {"type": ..., "object": ...}
     async for line in api.lines(path, params): ...         # a followed pod log
@@ -14,6 +15,10 @@ kubeconfig is read by the TFJob client's `Connection` (`taas_operator.client.kub
 loader: contexts, client certificates, tokens, exec plugins), so the identity is exactly
 kubectl's, and every request is made as that user: the apiserver's RBAC decides what the page
 may show and do.
+
+Connections: requests and streams have separate pools (`REQUEST_CONNECTIONS`,
+`STREAM_CONNECTIONS`), so however many watches and logs are open, a permission check or an
+action still gets a connection (the streams themselves are capped by the server and source).
 
 Errors: `Unreachable` when the apiserver cannot be reached (the page says so and the callers
 retry); any other answer is returned with its status for the caller to judge.
@@ -28,10 +33,17 @@ from typing import Any
 
 import aiohttp
 
+from taas_operator.client.errors import ConfigError
+from taas_operator.client.kube import Connection
 from taas_operator.local.documents import InputError
 
 #: A watch is re-opened at least this often (the apiserver also ends watches by itself).
 WATCH_SECONDS = 240
+REQUEST_CONNECTIONS, STREAM_CONNECTIONS = 32, 400
+
+
+SELF_REVIEWS = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+SELF_REVIEW = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
 
 
 class Unreachable(Exception):
@@ -46,35 +58,42 @@ class KubeApi:
         self.server = str(config.host).rstrip("/")
         self.namespace = "default"
         self.ssl = self._ssl_context(config)
-        self._session: aiohttp.ClientSession | None = None
+        self._sessions: dict[str, aiohttp.ClientSession] = {}
+
+    @staticmethod
+    def connect(kubeconfig: str | None = None, context: str | None = None) -> Connection:
+        """The identity the TFJob client finds, as kubectl does (--kubeconfig, $KUBECONFIG,
+        ~/.kube/config, else the pod's service account; --context or the current one)."""
+        try:
+            return Connection(kubeconfig, context)
+        except ConfigError as exc:
+            raise InputError(str(exc)) from None
 
     @classmethod
     def load(cls, kubeconfig: str | None = None, context: str | None = None) -> KubeApi:
-        """The identity the TFJob client finds, as kubectl does (--kubeconfig, $KUBECONFIG,
-        ~/.kube/config, else the pod's service account; --context or the current one)."""
-        from taas_operator.client.errors import ConfigError
-        from taas_operator.client.kube import Connection
+        """`connect`, as a KubeApi."""
+        return cls.of(cls.connect(kubeconfig, context))
 
-        try:
-            connection = Connection(kubeconfig, context)
-        except ConfigError as exc:
-            raise InputError(str(exc)) from None
+    @classmethod
+    def of(cls, connection: Connection) -> KubeApi:
+        """Requests with `connection`'s server, CA and credentials."""
         api = cls(connection.configuration, connection.context)
         api.namespace = connection.namespace
         return api
 
+    async def identify(self) -> tuple[int, str]:
+        """(SelfSubjectReview's HTTP status, the user name the apiserver sees); 0 unreachable."""
+        try:
+            status, data = await self.request("POST", SELF_REVIEWS, body=SELF_REVIEW)
+        except Unreachable:
+            return 0, ""
+        if status == 201 and isinstance(data, dict):
+            self.user = str(((data.get("status") or {}).get("userInfo") or {}).get("username", ""))
+        return status, self.user
+
     async def who_am_i(self) -> str:
         """The user name the apiserver sees (SelfSubjectReview), "" when it cannot say."""
-        review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
-        path = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
-        try:
-            status, data = await self.request("POST", path, body=review)
-        except Unreachable:
-            return ""
-        if status != 201 or not isinstance(data, dict):
-            return ""
-        self.user = str(((data.get("status") or {}).get("userInfo") or {}).get("username", ""))
-        return self.user
+        return (await self.identify())[1]
 
     @staticmethod
     def _ssl_context(config: Any) -> ssl.SSLContext:
@@ -94,16 +113,18 @@ class KubeApi:
             headers["Authorization"] = str(token)
         return headers
 
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=self.ssl, limit=200)
+    def _client(self, pool: str = "requests") -> aiohttp.ClientSession:
+        session = self._sessions.get(pool)
+        if session is None or session.closed:
+            limit = REQUEST_CONNECTIONS if pool == "requests" else STREAM_CONNECTIONS
+            session = self._sessions[pool] = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(ssl=self.ssl, limit=limit)
             )
-        return self._session
+        return session
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        for session in self._sessions.values():
+            await session.close()
 
     async def request(
         self,
@@ -156,7 +177,7 @@ class KubeApi:
         self, path: str, params: dict[str, str], seconds: float | None
     ) -> AsyncIterator[tuple[str, int]]:
         try:
-            async with self._client().get(
+            async with self._client("streams").get(
                 self.server + path,
                 params=params,
                 headers=self._headers(),

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Sequence
 
 from taas_operator.api import TFJob
+from taas_operator.dashboard.access import TokenGate
 from taas_operator.dashboard.local_source import LocalSource
 from taas_operator.dashboard.serve import Background
 from taas_operator.dashboard.server import ServerSettings
@@ -31,13 +32,14 @@ def run_with_dashboard(
 ) -> int:
     """Run `jobs` as `taas run` does, serving their page meanwhile; the run's exit code."""
     source = LocalSource()
-    server = Background.start(source, ServerSettings(host=host, port=port, read_only=True))
-    print(f"taas: dashboard: {server.url} (this run's job page)", file=sys.stderr, flush=True)
+    gate = TokenGate(source)
+    server = Background.start(gate, ServerSettings(host=host, port=port, read_only=True))
+    print(f"taas: dashboard: {server.entry} (this run's job page)", file=sys.stderr, flush=True)
     try:
         code = run_jobs(jobs, options, observer=source)
         if keep_serving:
             print(
-                f"taas: dashboard: still serving {server.url}; Ctrl-C stops it",
+                f"taas: dashboard: still serving {server.entry}; Ctrl-C stops it",
                 file=sys.stderr,
                 flush=True,
             )

@@ -3,7 +3,7 @@
     run_dashboard(args) -> exit code        # 0 after Ctrl-C/SIGTERM; 2 on bad input
 
 A kubeconfig that cannot be used, or a port that cannot be had, is one line naming the flag and
-the fix (exit 2), before anything is served.
+the fix (exit 2), before anything is served. Who may use the page: `dashboard.access`.
 """
 
 from __future__ import annotations
@@ -14,26 +14,45 @@ import contextlib
 import signal
 import sys
 
-from taas_operator.dashboard.cluster_source import ClusterSource
+from taas_operator.dashboard.access import Gate, TokenGate, ViewerGate
+from taas_operator.dashboard.cluster import ClusterSource
+from taas_operator.dashboard.kubeapi import KubeApi
 from taas_operator.dashboard.serve import serve
 from taas_operator.dashboard.server import ServerSettings
+from taas_operator.dashboard.source import Source
 
 
 def run_dashboard(args: argparse.Namespace) -> int:
     """Serve the cluster's dashboard until stopped."""
-    source = ClusterSource.load(args.kubeconfig, args.context, args.namespace)
-    api = source.api
-    settings = ServerSettings(host=args.host, port=args.port, read_only=args.read_only)
+    settings = ServerSettings(
+        host=args.host, port=args.port, read_only=args.read_only, allowed_hosts=args.allow_host
+    )
+    gate: Gate
+    if args.auth == "kubernetes":
+        base = KubeApi.connect(args.kubeconfig, args.context)
+        namespaces = list(args.namespace)
+
+        async def viewer_source(token: str) -> tuple[int, str, Source | None]:
+            return await ClusterSource.for_token(base, token, namespaces)
+
+        gate = ViewerGate(viewer_source)
+        who = "each viewer, with their own Kubernetes token"
+        server = base.server
+    else:
+        source = ClusterSource.load(args.kubeconfig, args.context, args.namespace)
+        gate = TokenGate(source)
+        server = source.api.server
+        who = "you"
 
     def ready(url: str) -> None:
         print(
-            f"taas dashboard: {url}  ({api.server}, acting as {api.user or 'you'}"
+            f"taas dashboard: {url}  ({server}, acting as {who}"
             f"{', read-only' if args.read_only else ''}; Ctrl-C stops it)",
             flush=True,
         )
 
     async def main() -> None:
-        task = asyncio.create_task(serve(source, settings, ready))
+        task = asyncio.create_task(serve(gate, settings, ready))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, task.cancel)

@@ -1,11 +1,12 @@
 """Run the dashboard's server: in the foreground (`taas dashboard`) or beside a local run
 (`taas run --dashboard`, a thread with its own event loop).
 
-    await serve(source, settings, ready=print_url)     # until cancelled
-    server = Background.start(source, settings)        # .url  .stop()
+    await serve(gate, settings, ready=print_url)       # until cancelled; ready(entry URL)
+    server = Background.start(gate, settings)          # .url  .entry  .stop()
 
 The port is bound before the URL is printed, so the URL always works when it is shown; port 0
-picks a free one. A port already taken is an InputError naming it and the fix (exit 2).
+picks a free one. The URL shown is the gate's entry (`dashboard.access`: with the run's
+token). A port already taken is an InputError naming it and the fix (exit 2).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from collections.abc import Callable
 
 from aiohttp import web
 
+from taas_operator.dashboard.access import Gate, TokenGate
 from taas_operator.dashboard.server import ServerSettings, make_app
-from taas_operator.dashboard.source import Source
 from taas_operator.local.documents import InputError
 
 
@@ -29,8 +30,13 @@ def url_of(settings: ServerSettings, port: int) -> str:
     return f"http://{shown}:{port}/"
 
 
-async def _start(source: Source, settings: ServerSettings) -> tuple[web.AppRunner, str]:
-    runner = web.AppRunner(make_app(source, settings), access_log=None, shutdown_timeout=1.0)
+def entry_of(gate: Gate, url: str) -> str:
+    """The URL to print: with the token for a token gate, else `url`."""
+    return gate.entry(url) if isinstance(gate, TokenGate) else url
+
+
+async def _start(gate: Gate, settings: ServerSettings) -> tuple[web.AppRunner, str]:
+    runner = web.AppRunner(make_app(gate, settings), access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port, reuse_address=True)
     try:
@@ -49,13 +55,13 @@ async def _start(source: Source, settings: ServerSettings) -> tuple[web.AppRunne
 
 
 async def serve(
-    source: Source, settings: ServerSettings, ready: Callable[[str], None] | None = None
+    gate: Gate, settings: ServerSettings, ready: Callable[[str], None] | None = None
 ) -> None:
-    """Serve until cancelled; `ready(url)` once the port is bound."""
-    runner, url = await _start(source, settings)
+    """Serve until cancelled; `ready(entry URL)` once the port is bound."""
+    runner, url = await _start(gate, settings)
     try:
         if ready is not None:
-            ready(url)
+            ready(entry_of(gate, url))
         await asyncio.Event().wait()
     finally:
         await runner.cleanup()
@@ -66,21 +72,23 @@ class Background:
 
     def __init__(self) -> None:
         self.url = ""
+        self.entry = ""
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True, name="dashboard")
         self.runner: web.AppRunner | None = None
 
     @classmethod
-    def start(cls, source: Source, settings: ServerSettings) -> Background:
+    def start(cls, gate: Gate, settings: ServerSettings) -> Background:
         """Bind and serve; InputError when the port cannot be had."""
         server = cls()
         server.thread.start()
-        future = asyncio.run_coroutine_threadsafe(_start(source, settings), server.loop)
+        future = asyncio.run_coroutine_threadsafe(_start(gate, settings), server.loop)
         try:
             server.runner, server.url = future.result(timeout=30)
         except BaseException:
             server.loop.call_soon_threadsafe(server.loop.stop)
             raise
+        server.entry = entry_of(gate, server.url)
         return server
 
     def stop(self) -> None:

@@ -13,6 +13,8 @@ Routes (every JSON body is a `dashboard.views` or `dashboard.source` model):
     GET    /api/jobs/{ns}/{name}/stream            SSE: `detail`, `missing`, `problem`
     GET    /api/jobs/{ns}/{name}/logs?replica=R    SSE: `lines` (R: worker-1; none: all merged)
     GET    /api/namespaces/{ns}/permissions        what the user may do there (RBAC)
+    POST   /api/session                            sign in (--auth kubernetes): {"token": ...}
+    DELETE /api/session                            sign out
     POST   /api/jobs/{ns}/{name}/suspend|resume    spec.runPolicy.suspend
     DELETE /api/jobs/{ns}/{name}
     POST   /api/jobs?namespace=NS                  a TFJob from YAML, checked as `taas validate`
@@ -23,18 +25,20 @@ Why server-sent events, not websockets: updates only flow to the browser (action
 POSTs), EventSource reconnects by itself after an outage, and SSE passes through
 `kubectl port-forward` and HTTP proxies unchanged.
 
-Safety: mutating requests must carry the `X-TaaS-Dashboard` header, which a page of another
-origin cannot send without a CORS preflight this server never grants (no cross-site request
-forgery); on a loopback address the `Host` must be a loopback name (no DNS rebinding); every
-answer carries a Content-Security-Policy allowing only this server's own scripts. With
-`read_only` (the chart's default) every action is refused before the apiserver is asked.
+Safety (`dashboard.guard` says the order): Host and Origin checked whatever the bind, a
+viewer admitted by the gate (`dashboard.access`: a per-run token, or each viewer's own
+Kubernetes token), the action header on writes. Namespaces and names in a path are checked as
+Kubernetes names before anything else is done for them. A submitted YAML is read only after the
+read-only and permission checks, and parsed off the event loop by the bounded loader. Live
+streams are capped per viewer and in all (`dashboard.streams`), a job page's watches are shared
+and capped by the source, and a log follows through a buffer that drops the oldest lines for a
+slow reader and says so.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -44,33 +48,44 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel
 
+from taas_operator.api.names import InvalidName, check_name, check_namespace
+from taas_operator.dashboard.access import Gate, Refusal, ViewerGate, session_cookie
+from taas_operator.dashboard.guard import (
+    ALLOWED_HOSTS,
+    GATE,
+    allowed_hosts,
+    error,
+    guard,
+    viewer_of,
+)
 from taas_operator.dashboard.source import ActionError, LogLine, Source, refused_everywhere
+from taas_operator.dashboard.streams import EventStream, LogBuffer, StreamSlots
 from taas_operator.local.documents import InputError, parse_tfjobs
 
-ACTION_HEADER = "X-TaaS-Dashboard"
 HEARTBEAT_SECONDS = 15.0
 #: A job page is re-sent at most this often (a burst of 64 pod changes becomes one message).
 DETAIL_INTERVAL = 0.25
 #: Log lines are sent in batches gathered for at most this long.
 LOG_BATCH_SECONDS = 0.1
+#: Log lines held for one slow reader before the oldest are dropped (and the page told).
+LOG_BUFFER_LINES = 2000
 MAX_SUBMIT_BYTES = 1 << 20
-_CSP = (
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' "
-    "data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
-)
-_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+#: Live streams (SSE) one viewer may hold open, and the server in all.
+STREAMS_PER_VIEWER, STREAMS_TOTAL = 16, 64
 
 
 class ServerSettings(BaseModel):
-    """How the server answers: where it listens (for the Host check) and whether it may act."""
+    """How the server answers: where it listens, the names it answers to, whether it may act."""
 
     host: str = "127.0.0.1"
     port: int = 0
     read_only: bool = False
+    #: Host names besides the loopback names and the bound address (an Ingress's, say).
+    allowed_hosts: list[str] = []
 
 
-SOURCE: web.AppKey[Source] = web.AppKey("source", Source)
 SETTINGS: web.AppKey[ServerSettings] = web.AppKey("settings", ServerSettings)
+SLOTS: web.AppKey[StreamSlots] = web.AppKey("slots", StreamSlots)
 
 
 def _json(model: Any, status: int = 200) -> web.Response:
@@ -78,60 +93,23 @@ def _json(model: Any, status: int = 200) -> web.Response:
     return web.Response(text=body, status=status, content_type="application/json")
 
 
-def _error(status: int, message: str) -> web.Response:
-    return _json({"error": message}, status)
+def _source(request: web.Request) -> Source:
+    return viewer_of(request).source
 
 
-def _is_loopback(host: str) -> bool:
+def _namespace(request: web.Request) -> str:
     try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
+        return check_namespace(request.match_info["ns"])
+    except InvalidName as exc:
+        raise Refusal(400, str(exc)) from None
 
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@web.middleware
-async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Host check on loopback, the action header on writes, security headers on answers."""
-    settings = request.app[SETTINGS]
-    if _is_loopback(settings.host):
-        name = request.host.rsplit(":", 1)[0] if not request.host.endswith("]") else request.host
-        if name not in _LOOPBACK_NAMES:
-            return _error(421, f"unexpected Host {request.host!r}: open http://127.0.0.1:...")
-    if request.method not in ("GET", "HEAD") and request.headers.get(ACTION_HEADER) != "1":
-        return _error(403, f"missing header {ACTION_HEADER}: actions come from the page only")
-    response = await handler(request)
-    response.headers.setdefault("Content-Security-Policy", _CSP)
-    response.headers.setdefault("X-Content-Type-Options", "nosniff")
-    response.headers.setdefault("Referrer-Policy", "no-referrer")
-    response.headers.setdefault("X-Frame-Options", "DENY")
-    if request.path.startswith("/api/"):
-        response.headers.setdefault("Cache-Control", "no-store")
-    return response
-
-
-class EventStream:
-    """A server-sent events response."""
-
-    def __init__(self, request: web.Request) -> None:
-        self.request = request
-        self.response = web.StreamResponse(
-            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
-        )
-
-    async def open(self) -> EventStream:
-        await self.response.prepare(self.request)
-        await self.response.write(b"retry: 2000\n\n")
-        return self
-
-    async def send(self, event: str, data: Any) -> None:
-        payload = data.model_dump_json() if isinstance(data, BaseModel) else json.dumps(data)
-        await self.response.write(f"event: {event}\ndata: {payload}\n\n".encode())
-
-    async def ping(self) -> None:
-        await self.response.write(b": ping\n\n")
+def _target(request: web.Request) -> tuple[str, str]:
+    """The (namespace, name) of the path, checked as Kubernetes names (else 400)."""
+    try:
+        return _namespace(request), check_name(request.match_info["name"])
+    except InvalidName as exc:
+        raise Refusal(400, str(exc)) from None
 
 
 def _dump(models: list[Any]) -> list[Any]:
@@ -145,197 +123,277 @@ async def index(request: web.Request) -> web.StreamResponse:
 
 
 async def info(request: web.Request) -> web.Response:
-    source = request.app[SOURCE]
-    data = dict(source.info())
+    viewer = viewer_of(request)
+    data = dict(viewer.source.info())
     data["readOnly"] = data.get("readOnly", False) or request.app[SETTINGS].read_only
+    data["auth"] = request.app[GATE].mode
+    if viewer.name:
+        data["user"] = viewer.name
     return _json(data)
 
 
 async def jobs(request: web.Request) -> web.Response:
-    board = request.app[SOURCE].board
+    board = _source(request).board
     return _json({"jobs": _dump(board.summaries()), "status": board.status()})
 
 
 async def jobs_stream(request: web.Request) -> web.StreamResponse:
-    board = request.app[SOURCE].board
-    stream = await EventStream(request).open()
-    sub = board.subscribe()
-    try:
-        while True:
-            try:
-                update = await asyncio.wait_for(sub.next(), HEARTBEAT_SECONDS)
-            except TimeoutError:
-                await stream.ping()
-                continue
-            if update.status is not None:
-                await stream.send("status", update.status)
-            if update.snapshot is not None:
-                await stream.send("snapshot", _dump(update.snapshot))
-            elif update.upserts or update.removals:
-                changes = {
-                    "upserts": _dump(update.upserts),
-                    "removals": [list(k) for k in update.removals],
-                }
-                await stream.send("changes", changes)
-    except (ConnectionResetError, asyncio.CancelledError):
-        pass
-    finally:
-        board.unsubscribe(sub)
+    viewer = viewer_of(request)
+    board = viewer.source.board
+    with request.app[SLOTS].take(viewer):
+        stream = await EventStream(request).open()
+        sub = board.subscribe()
+        try:
+            while True:
+                try:
+                    update = await asyncio.wait_for(sub.next(), HEARTBEAT_SECONDS)
+                except TimeoutError:
+                    await stream.ping()
+                    continue
+                if update.status is not None:
+                    await stream.send("status", update.status)
+                if update.snapshot is not None:
+                    await stream.send("snapshot", _dump(update.snapshot))
+                elif update.upserts or update.removals:
+                    changes = {
+                        "upserts": _dump(update.upserts),
+                        "removals": [list(k) for k in update.removals],
+                    }
+                    await stream.send("changes", changes)
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            board.unsubscribe(sub)
     return stream.response
 
 
 async def job(request: web.Request) -> web.Response:
-    source = request.app[SOURCE]
-    ns, name = request.match_info["ns"], request.match_info["name"]
+    source = _source(request)
+    ns, name = _target(request)
     watch = await source.open_job(ns, name)
     try:
         detail = watch.detail()
         if watch.problem and detail is None:
-            return _error(503, watch.problem)
+            return error(503, watch.problem)
         if detail is None:
-            return _error(404, f"TFJob {ns}/{name} not found")
+            return error(404, f"TFJob {ns}/{name} not found")
         return _json(detail)
     finally:
         await source.release_job(watch)
 
 
 async def job_stream(request: web.Request) -> web.StreamResponse:
-    source = request.app[SOURCE]
-    ns, name = request.match_info["ns"], request.match_info["name"]
-    stream = await EventStream(request).open()
-    watch = await source.open_job(ns, name)
-    wake = watch.subscribe()
-    try:
-        while True:
-            try:
-                await asyncio.wait_for(wake.wait(), HEARTBEAT_SECONDS)
-            except TimeoutError:
-                await stream.ping()
-                continue
-            wake.clear()
-            detail = watch.detail()
-            await stream.send("problem", {"problem": watch.problem})
-            if detail is not None:
-                await stream.send("detail", detail)
-            elif watch.loaded and not watch.problem:
-                await stream.send("missing", {"message": f"TFJob {ns}/{name} not found"})
-            await asyncio.sleep(DETAIL_INTERVAL)
-    except (ConnectionResetError, asyncio.CancelledError):
-        pass
-    finally:
-        watch.unsubscribe(wake)
-        await source.release_job(watch)
+    viewer = viewer_of(request)
+    source = viewer.source
+    ns, name = _target(request)
+    with request.app[SLOTS].take(viewer):
+        watch = await source.open_job(ns, name)
+        stream = await EventStream(request).open()
+        wake = watch.subscribe()
+        try:
+            while True:
+                try:
+                    await asyncio.wait_for(wake.wait(), HEARTBEAT_SECONDS)
+                except TimeoutError:
+                    await stream.ping()
+                    continue
+                wake.clear()
+                detail = watch.detail()
+                await stream.send("problem", {"problem": watch.problem})
+                if detail is not None:
+                    await stream.send("detail", detail)
+                elif watch.loaded and not watch.problem:
+                    await stream.send("missing", {"message": f"TFJob {ns}/{name} not found"})
+                await asyncio.sleep(DETAIL_INTERVAL)
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            watch.unsubscribe(wake)
+            await source.release_job(watch)
     return stream.response
 
 
 async def logs(request: web.Request) -> web.StreamResponse:
-    source = request.app[SOURCE]
-    ns, name = request.match_info["ns"], request.match_info["name"]
+    viewer = viewer_of(request)
+    source = viewer.source
+    ns, name = _target(request)
     replica = request.query.get("replica") or None
-    stream = await EventStream(request).open()
-    queue: asyncio.Queue[LogLine | Exception | None] = asyncio.Queue()
+    if replica is not None and len(replica) > 253:
+        raise Refusal(400, "replica: at most 253 characters (worker-1, ps-0, chief-0, ...)")
+    with request.app[SLOTS].take(viewer):
+        stream = await EventStream(request).open()
+        buffer: LogBuffer[LogLine | Exception | None] = LogBuffer(LOG_BUFFER_LINES)
 
-    async def pump() -> None:
-        try:
-            async for line in source.logs(ns, name, replica):
-                await queue.put(line)
-            await queue.put(None)
-        except (ActionError, Exception) as exc:  # shown on the page, the stream stays open
-            await queue.put(exc)
-
-    task = asyncio.create_task(pump())
-    try:
-        while True:
+        async def pump() -> None:
             try:
-                first = await asyncio.wait_for(queue.get(), HEARTBEAT_SECONDS)
-            except TimeoutError:
-                await stream.ping()
-                continue
-            batch, deadline = [first], time.monotonic() + LOG_BATCH_SECONDS
-            while not isinstance(batch[-1], Exception | None) and time.monotonic() < deadline:
-                try:
-                    batch.append(queue.get_nowait())
-                except asyncio.QueueEmpty:
-                    await asyncio.sleep(0.02)
-            lines = [b.model_dump() for b in batch if isinstance(b, LogLine)]
-            if lines:
-                await stream.send("lines", lines)
-            tail = batch[-1]
-            if isinstance(tail, Exception):
-                message = tail.message if isinstance(tail, ActionError) else str(tail)
-                await stream.send("problem", {"problem": message})
-                break
-            if tail is None:
-                await stream.send("end", {})
-                break
-    except (ConnectionResetError, asyncio.CancelledError):
-        pass
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
+                async for line in source.logs(ns, name, replica):
+                    buffer.put(line)
+                buffer.put(None)
+            except Exception as exc:  # ActionError and the rest: shown on the page
+                buffer.put(exc)
+
+        task = asyncio.create_task(pump())
+        try:
+            await _send_logs(stream, buffer)
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
     return stream.response
 
 
+async def _send_logs(stream: EventStream, buffer: LogBuffer[LogLine | Exception | None]) -> None:
+    """Batches of lines until the log ends or fails; a note where lines were dropped."""
+    while True:
+        try:
+            first = await asyncio.wait_for(buffer.get(), HEARTBEAT_SECONDS)
+        except TimeoutError:
+            await stream.ping()
+            continue
+        batch, deadline = [first], time.monotonic() + LOG_BATCH_SECONDS
+        while not isinstance(batch[-1], Exception | None) and time.monotonic() < deadline:
+            if not buffer.items:
+                await asyncio.sleep(0.02)
+                continue
+            batch.append(buffer.items.popleft())
+        lines = [b.model_dump() for b in batch if isinstance(b, LogLine)]
+        dropped = buffer.take_dropped()
+        if dropped:
+            note = f"(taas dashboard: {dropped} older lines dropped: this page read too slowly)"
+            lines.insert(0, {"replica": "dashboard", "text": note})
+        if lines:
+            await stream.send("lines", lines)
+        tail = batch[-1]
+        if isinstance(tail, Exception):
+            message = tail.message if isinstance(tail, ActionError) else str(tail)
+            await stream.send("problem", {"problem": message})
+            return
+        if tail is None:
+            await stream.send("end", {})
+            return
+
+
 async def permissions(request: web.Request) -> web.Response:
+    ns = _namespace(request)
     if request.app[SETTINGS].read_only:
         return _json(refused_everywhere("this dashboard is read-only (started with --read-only)"))
-    return _json(await request.app[SOURCE].permissions(request.match_info["ns"]))
+    return _json(await _source(request).permissions(ns))
+
+
+# -- signing in (--auth kubernetes) ---------------------------------------------------------------
+async def sign_in(request: web.Request) -> web.Response:
+    gate = request.app[GATE]
+    if not isinstance(gate, ViewerGate):
+        return error(404, "this dashboard signs nobody in: open the URL taas dashboard printed")
+    if request.content_length is None or request.content_length > 20_000:
+        return error(413, 'send {"token": "..."} (at most 16 KiB)')
+    try:
+        token = str((await request.json()).get("token") or "").strip()
+    except (ValueError, AttributeError):
+        return error(400, 'send {"token": "..."}: your Kubernetes bearer token')
+    viewer, session = await gate.new_session(token)
+    response = _json({"user": viewer.name})
+    session_cookie(response, session, request.secure)
+    return response
+
+
+async def sign_out(request: web.Request) -> web.Response:
+    gate = request.app[GATE]
+    if isinstance(gate, ViewerGate):
+        gate.end_session(request.cookies.get("taas-dashboard-session", ""))
+    response = _json({"ok": True})
+    session_cookie(response, "", request.secure)
+    return response
 
 
 # -- acting ----------------------------------------------------------------------------------------
-async def _act(request: web.Request, action: Callable[[], Awaitable[Any]]) -> web.Response:
+def _writable(request: web.Request) -> None:
     if request.app[SETTINGS].read_only:
-        return _error(403, "this dashboard is read-only (started with --read-only)")
+        raise Refusal(403, "this dashboard is read-only (started with --read-only)")
+
+
+async def _act(action: Callable[[], Awaitable[Any]]) -> web.Response:
     try:
         result = await action()
     except ActionError as exc:
-        return _error(exc.status, exc.message)
+        return error(exc.status, exc.message)
     return _json(result if result is not None else {"ok": True})
 
 
 async def suspend(request: web.Request) -> web.Response:
-    ns, name = request.match_info["ns"], request.match_info["name"]
+    _writable(request)
+    ns, name = _target(request)
     value = request.match_info["verb"] == "suspend"
-    return await _act(request, lambda: request.app[SOURCE].set_suspend(ns, name, value))
+    return await _act(lambda: _source(request).set_suspend(ns, name, value))
 
 
 async def delete(request: web.Request) -> web.Response:
-    ns, name = request.match_info["ns"], request.match_info["name"]
-    return await _act(request, lambda: request.app[SOURCE].delete(ns, name))
+    _writable(request)
+    ns, name = _target(request)
+    return await _act(lambda: _source(request).delete(ns, name))
 
 
 async def submit(request: web.Request) -> web.Response:
+    """A TFJob from YAML: refused when read-only or not allowed before the body is even read."""
+    _writable(request)
+    source = _source(request)
     namespace = request.query.get("namespace") or None
+    if namespace is not None:
+        try:
+            check_namespace(namespace, "namespace (the ?namespace= of the request)")
+        except InvalidName as exc:
+            return error(400, str(exc))
+    where = namespace or str(source.info().get("defaultNamespace") or "default")
+    allowed = (await source.permissions(where)).create
+    if not allowed.allowed:
+        return error(403, allowed.reason)
     if request.content_length and request.content_length > MAX_SUBMIT_BYTES:
-        return _error(413, "the YAML is larger than 1 MiB")
+        return error(413, "the YAML is larger than 1 MiB")
     text = await request.text()
     try:
-        jobs = parse_tfjobs(text, "the YAML", namespace)
+        jobs = await asyncio.to_thread(parse_tfjobs, text, "the YAML", namespace)
     except InputError as exc:
-        return _error(422, str(exc))
+        return error(422, str(exc))
     if len(jobs) != 1:
-        return _error(422, f"the YAML holds {len(jobs)} TFJobs; submit one at a time")
+        return error(422, f"the YAML holds {len(jobs)} TFJobs; submit one at a time")
     manifest = jobs[0].to_dict()
     manifest.pop("status", None)
     manifest["metadata"]["namespace"] = jobs[0].namespace
 
     async def create() -> dict[str, str]:
-        ns, name = await request.app[SOURCE].create(manifest)
+        ns, name = await source.create(manifest)
         return {"namespace": ns, "name": name}
 
-    return await _act(request, create)
+    return await _act(create)
 
 
-def make_app(source: Source, settings: ServerSettings) -> web.Application:
-    """The application for `source`; the caller runs it (see dashboard.serve)."""
-    app = web.Application(middlewares=[guard], client_max_size=MAX_SUBMIT_BYTES + 4096)
-    app[SOURCE] = source
+@web.middleware
+async def refusals(request: web.Request, handler: Any) -> web.StreamResponse:
+    """A Refusal raised by a handler (a bad name, a cap reached) as its JSON error."""
+    try:
+        response: web.StreamResponse = await handler(request)
+        return response
+    except Refusal as refusal:
+        return error(refusal.status, refusal.message)
+    except ActionError as exc:
+        return error(exc.status, exc.message)
+
+
+def make_app(gate: Gate, settings: ServerSettings) -> web.Application:
+    """The application behind `gate`; the caller runs it (see dashboard.serve)."""
+    app = web.Application(middlewares=[guard, refusals], client_max_size=MAX_SUBMIT_BYTES + 4096)
+    app[GATE] = gate
     app[SETTINGS] = settings
+    app[ALLOWED_HOSTS] = allowed_hosts(settings.host, settings.allowed_hosts)
+    app[SLOTS] = StreamSlots(STREAMS_PER_VIEWER, STREAMS_TOTAL)
     static = resources.files("taas_operator.dashboard") / "static"
     app.router.add_get("/", index)
     app.router.add_static("/static/", str(static))
     app.router.add_get("/api/info", info)
+    app.router.add_post("/api/session", sign_in)
+    app.router.add_delete("/api/session", sign_out)
     app.router.add_get("/api/jobs", jobs)
     app.router.add_post("/api/jobs", submit)
     app.router.add_get("/api/jobs/stream", jobs_stream)
@@ -347,9 +405,9 @@ def make_app(source: Source, settings: ServerSettings) -> web.Application:
     app.router.add_get("/api/namespaces/{ns}/permissions", permissions)
 
     async def lifecycle(app: web.Application) -> Any:
-        await source.start()
+        await gate.start()
         yield
-        await source.close()
+        await gate.close()
 
     app.cleanup_ctx.append(lifecycle)
     return app

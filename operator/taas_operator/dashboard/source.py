@@ -1,4 +1,4 @@
-"""Where the dashboard's jobs come from: a cluster (`cluster_source`) or a local run
+"""Where the dashboard's jobs come from: a cluster (`dashboard.cluster`) or a local run
 (`local_source`). The server talks to either through this interface only.
 
     Source

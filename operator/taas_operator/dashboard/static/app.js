@@ -116,11 +116,37 @@ function progressCell(job) {
   return cell;
 }
 
+class SignInNeeded extends Error {
+  constructor(mode, message) { super(message); this.mode = mode; }
+}
+
 async function getJSON(url) {
   const response = await fetch(url, { headers: { Accept: "application/json" } });
   const body = await response.json().catch(() => ({}));
+  if (response.status === 401) throw new SignInNeeded(response.headers.get("X-TaaS-Sign-In"), body.error || "sign in");
   if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
   return body;
+}
+
+/* --auth kubernetes: the viewer's own token, sent once; the server keeps it, the page gets a
+   session cookie (HttpOnly) and reloads. --auth token: the printed URL is the only way in. */
+function askToSignIn(err) {
+  if (err.mode !== "kubernetes") {
+    showBanner(`${err.message}.`);
+    return;
+  }
+  $("signin-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    try {
+      await act("POST", "/api/session", JSON.stringify({ token: $("signin-token").value.trim() }),
+        "application/json");
+      window.location.reload();
+    } catch (failure) {
+      $("signin-errors").textContent = failure.message;
+      $("signin-errors").hidden = false;
+    }
+  });
+  $("signin-dialog").showModal();
 }
 
 async function act(method, url, body, contentType) {
@@ -595,7 +621,7 @@ function tick() {
 async function start() {
   try {
     state.info = await getJSON("/api/info");
-    $("where").textContent = state.info.where + (state.info.readOnly ? " · read-only" : "");
+    $("where").textContent = state.info.where + (state.info.user ? ` · signed in as ${state.info.user}` : "") + (state.info.readOnly ? " · read-only" : "");
     if (!state.info.readOnly && state.info.mode === "cluster") {
       const ns = state.info.defaultNamespace || "default";
       const perms = await getJSON(`/api/namespaces/${encodeURIComponent(ns)}/permissions`).catch(() => null);
@@ -603,6 +629,7 @@ async function start() {
       $("submit-namespace").value = ns;
     }
   } catch (err) {
+    if (err instanceof SignInNeeded) { askToSignIn(err); return; }
     showBanner(`The dashboard server is not answering (${err.message}); reload when it is back.`);
   }
   for (const id of ["filter-namespace", "filter-state", "filter-name"]) {

@@ -1,0 +1,116 @@
+"""The dashboard's jobs list from a cluster: one list-then-watch of TFJobs, cluster-wide when the
+identity may list them in every namespace (`kubectl get tfjobs -A`), else one per namespace
+(those asked for, or the context's), each refused namespace named on the page.
+
+    await JobList(api, board, namespaces).follow()      # for ever
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from taas_operator.api.resources import TFJOB
+from taas_operator.dashboard.board import JobsBoard, Key, key_of
+from taas_operator.dashboard.cluster.listwatch import (
+    RETRY_MAX,
+    RETRY_START,
+    Refused,
+    list_watch,
+)
+from taas_operator.dashboard.kubeapi import KubeApi, Unreachable
+
+
+class JobList:
+    """Keeps `board` holding every TFJob the identity may list in its scope."""
+
+    def __init__(self, api: KubeApi, board: JobsBoard, namespaces: list[str]) -> None:
+        self.api, self.board, self.namespaces = api, board, namespaces
+        self.scopes: dict[str | None, set[Key]] = {}
+        self.problems: dict[str | None, str] = {}
+        self.refused: dict[str, str] = {}
+        self.scope_note = ""
+
+    async def follow(self) -> None:
+        scopes: list[str | None] = list(self.namespaces)
+        if not scopes:
+            if await self._retrying(self._can_list_everywhere):
+                scopes = [None]
+            else:
+                scopes = [self.api.namespace]
+                self.scope_note = (
+                    f"You may not list TFJobs in every namespace (kubectl get tfjobs -A would "
+                    f"be refused): showing namespace {self.api.namespace}. Choose others with "
+                    f"taas dashboard -n NAMESPACE."
+                )
+                self._notes()
+        await asyncio.gather(*(self._follow_scope(s) for s in scopes))
+
+    async def _retrying(self, call: Callable[[], Awaitable[bool]]) -> bool:
+        delay = RETRY_START
+        while True:
+            try:
+                result = await call()
+                self.board.set_problem(None)
+                return result
+            except Unreachable as exc:
+                self.board.set_problem(
+                    f"The apiserver at {self.api.server} is not answering ({exc}); retrying."
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX)
+
+    async def _can_list_everywhere(self) -> bool:
+        status, _ = await self.api.request("GET", TFJOB.path(), params={"limit": "1"})
+        return status == 200
+
+    async def _follow_scope(self, namespace: str | None) -> None:
+        self.scopes[namespace] = set()
+
+        def reset(items: list[dict[str, Any]]) -> None:
+            keys = {key_of(i) for i in items}
+            for key in self.scopes[namespace] - keys:
+                self.board.remove(*key)
+            self.scopes[namespace] = keys
+            for item in items:
+                self.board.upsert(item)
+            self.board.synced = True
+            self.board.set_notes(self._note_lines())
+
+        def change(kind: str, obj: dict[str, Any]) -> None:
+            key = key_of(obj)
+            if kind == "DELETED":
+                self.scopes[namespace].discard(key)
+                self.board.remove(*key)
+            else:
+                self.scopes[namespace].add(key)
+                self.board.upsert(obj)
+
+        def problem(text: str | None) -> None:
+            if text is None:
+                self.problems.pop(namespace, None)
+            else:
+                self.problems[namespace] = text
+            self.board.set_problem(next(iter(self.problems.values()), None))
+
+        try:
+            await list_watch(
+                self.api, TFJOB.path(namespace or ""), {}, reset, change, problem, "the jobs list"
+            )
+        except Refused as exc:
+            where = namespace or "every namespace"
+            self.refused[where] = exc.message
+            self.board.synced = True
+            self._notes()
+
+    def _note_lines(self) -> list[str]:
+        notes = [self.scope_note] if self.scope_note else []
+        notes += [
+            f"Namespace {ns}: you may not list TFJobs there ({why})."
+            for ns, why in self.refused.items()
+        ]
+        return notes
+
+    def _notes(self) -> None:
+        self.board.set_notes(self._note_lines())

@@ -1,0 +1,115 @@
+"""ClusterSource: the dashboard's Source (`dashboard.source`) for a cluster, as one identity.
+
+    ClusterSource.load(kubeconfig, context, namespaces=[])    # as kubectl connects
+    ClusterSource.for_token(base, token) -> (status, user, source)   # a viewer's own token
+
+Outages: each watch says on the page what is out of date and since when, and catches up by
+itself (`listwatch`). Bounds: `MAX_JOB_PAGES` jobs watched at once (`jobwatches`), `logs.MAX_PODS`
+pods per log stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from taas_operator.client.jobs import TFJobClient
+from taas_operator.client.kube import Connection
+from taas_operator.dashboard.board import JobWatch
+from taas_operator.dashboard.cluster import rbac
+from taas_operator.dashboard.cluster.joblist import JobList
+from taas_operator.dashboard.cluster.jobwatches import JobWatches
+from taas_operator.dashboard.cluster.logs import follow_logs
+from taas_operator.dashboard.kubeapi import KubeApi
+from taas_operator.dashboard.source import LogLine, Permissions, Source
+
+MAX_JOB_PAGES = 32
+
+
+class ClusterSource(Source):
+    """TFJobs, pods, events and logs of a cluster, seen as one identity."""
+
+    mode = "cluster"
+
+    def __init__(
+        self, api: KubeApi, client: TFJobClient, namespaces: list[str] | None = None
+    ) -> None:
+        super().__init__()
+        self.api, self.client = api, client
+        self.namespaces = list(namespaces or [])
+        self.jobs = JobList(api, self.board, self.namespaces)
+        self.pages = JobWatches(api, MAX_JOB_PAGES)
+        self.tasks: list[asyncio.Task[None]] = []
+
+    @classmethod
+    def load(
+        cls, kubeconfig: str | None, context: str | None, namespaces: list[str] | None = None
+    ) -> ClusterSource:
+        """As kubectl would connect; InputError naming the fix when the kubeconfig is unusable."""
+        connection = KubeApi.connect(kubeconfig, context)
+        api = KubeApi.of(connection)
+        return cls(api, TFJobClient.of(connection), namespaces)
+
+    @classmethod
+    async def for_token(
+        cls, base: Connection, token: str, namespaces: list[str] | None = None
+    ) -> tuple[int, str, ClusterSource]:
+        """A source acting with a viewer's `token` on `base`'s cluster, and what the apiserver
+        says of the token: (SelfSubjectReview status, user name)."""
+        connection = base.with_token(token)
+        api = KubeApi.of(connection)
+        status, user = await api.identify()
+        return status, user, cls(api, TFJobClient.of(connection), namespaces)
+
+    async def start(self) -> None:
+        await self.api.who_am_i()
+        self.tasks.append(asyncio.create_task(self.jobs.follow()))
+
+    async def close(self) -> None:
+        tasks = self.tasks + self.pages.close()
+        for task in self.tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.api.close()
+
+    async def open_job(self, namespace: str, name: str) -> JobWatch:
+        return await self.pages.open(namespace, name)
+
+    async def release_job(self, watch: JobWatch) -> None:
+        await self.pages.release(watch)
+
+    def logs(self, namespace: str, name: str, replica: str | None) -> AsyncIterator[LogLine]:
+        return follow_logs(self.api, namespace, name, replica)
+
+    async def permissions(self, namespace: str) -> Permissions:
+        patch, delete, create = await asyncio.gather(
+            rbac.allowed(self.api, "patch", namespace),
+            rbac.allowed(self.api, "delete", namespace),
+            rbac.allowed(self.api, "create", namespace),
+        )
+        return Permissions(suspend=patch, delete=delete, create=create)
+
+    async def set_suspend(self, namespace: str, name: str, suspend: bool) -> None:
+        act = self.client.suspend if suspend else self.client.resume
+        await rbac.act(lambda: act(name, namespace))
+
+    async def delete(self, namespace: str, name: str) -> None:
+        await rbac.act(lambda: self.client.delete(name, namespace))
+
+    async def create(self, manifest: dict[str, Any]) -> tuple[str, str]:
+        namespace = str(manifest["metadata"].get("namespace") or self.api.namespace)
+        made = await rbac.act(lambda: self.client.create(manifest, namespace))
+        return made.namespace, made.name
+
+    def info(self) -> dict[str, Any]:
+        context = f" · context {self.api.context_name}" if self.api.context_name else ""
+        user = f" · {self.api.user}" if self.api.user else ""
+        return {
+            "mode": self.mode,
+            "where": f"{self.api.server}{context}{user}",
+            "readOnly": False,
+            "defaultNamespace": self.namespaces[0] if self.namespaces else self.api.namespace,
+            "since": time.time(),
+        }
