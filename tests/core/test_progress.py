@@ -12,6 +12,7 @@ from taas_operator.api.constants import DEFAULT_PROGRESS_PORT
 from taas_operator.engine import (
     chief_pod,
     desired_network_policy,
+    final_report,
     fold_progress,
     format_eta,
     job_state,
@@ -201,3 +202,22 @@ def test_network_policy_admits_the_operator_namespace_to_the_progress_port_only(
     declared = desired_network_policy(parse_tfjob(m), progress_namespace="taas-system")
     # a port the job declares itself is open already (the "other ports" rule): no extra rule
     assert [r.get("from") for r in declared["spec"]["ingress"]][1:] == [None]
+
+
+def test_the_chiefs_last_report_is_kept_when_it_ends() -> None:
+    """The chief's termination message carries its last report: the pass that sees the job
+    end folds it, with 100% for a success, whatever was read before."""
+    tfjob = running_job()
+    last = report(1000, T0 + timedelta(seconds=40), loss=0.05)
+    ended = pod("Worker", 0, "Succeeded", exit_code=0, termination_message=last.model_dump_json())
+    assert final_report(tfjob, [ended, pod("Worker", 1)]) == last
+    plan = plan_job(tfjob, [ended, pod("Worker", 1, "Succeeded", exit_code=0)], T0)
+    assert plan.status.finished
+    fold_progress(tfjob, plan, final_report(tfjob, [ended]), T0, interval=INTERVAL)
+    progress = plan.status.progress
+    assert progress is not None and progress.step == 1000 and progress.loss == 0.05
+    assert progress.percent_text == "100%" and progress.eta == "0s"
+    # A program without the library leaves text that is not a report; a running chief nothing.
+    plain = pod("Worker", 0, "Failed", exit_code=1, termination_message="Traceback ...")
+    assert final_report(tfjob, [plain]) is None
+    assert final_report(tfjob, [pod("Worker", 0)]) is None

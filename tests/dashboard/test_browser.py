@@ -316,3 +316,64 @@ def test_local_run_page_streams_logs(page: Any, artifacts: Path, tmp_path: Path)
     finally:
         stop(proc, grace=5)
     assert "TFJob local-demo Succeeded" in log.read_text()
+
+
+XSS = '<img src=x onerror="window.__pwned=1">\x1b[2J<script>window.__pwned=2</script>'
+
+
+def test_hostile_text_renders_as_text(
+    page: Any, control_plane: ControlPlane, admin: Api, namespace: str
+) -> None:
+    """What held in issue 20's probe stays held: markup in annotations, env, a condition, an
+    event and a progress scalar is shown as text and never runs."""
+    manifest = tfjob("hostile", {"Worker": {"replicas": 1}})
+    manifest["metadata"]["annotations"] = {"note": XSS, "taas.dev/tensorboard": "javascript:x()"}
+    container = manifest["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": "PAYLOAD", "value": XSS}]
+    admin.create_tfjob(namespace, manifest)
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    condition = {
+        "type": "Created",
+        "status": "True",
+        "reason": "X",
+        "message": XSS,
+        "lastUpdateTime": now,
+        "lastTransitionTime": now,
+    }
+    admin.merge_patch(
+        f"{TFJOBS.format(ns=namespace)}/hostile/status",
+        {
+            "status": {
+                "conditions": [condition],
+                "progress": {"step": 1, "scalars": {XSS[:40]: [{"step": 1, "value": 1.0}]}},
+            }
+        },
+    )
+    job = admin.tfjob(namespace, "hostile") or {}
+    admin.create(
+        f"/api/v1/namespaces/{namespace}/events",
+        {
+            "metadata": {"name": "hostile.x"},
+            "involvedObject": {
+                "kind": "TFJob",
+                "name": "hostile",
+                "namespace": namespace,
+                "uid": job["metadata"]["uid"],
+                "apiVersion": "kubeflow.org/v1",
+            },
+            "reason": "Hostile",
+            "message": XSS,
+            "type": "Warning",
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        },
+    )
+    expect = _expect()
+    with dashboard(control_plane.kubeconfig, [namespace]) as url:
+        page.goto(signed(url) + f"#/job/{namespace}/hostile")
+        expect(page.locator("#job-message")).to_contain_text("<img src=x")
+        expect(page.locator("#events-body")).to_contain_text("<script>")
+        assert page.evaluate("window.__pwned") is None
+        assert page.locator("img[src=x]").count() == 0
+        assert page.locator("#tensorboard").is_hidden()

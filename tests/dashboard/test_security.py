@@ -101,7 +101,7 @@ def test_nothing_without_the_token(control_plane: ControlPlane, admin: Api, name
                 timeout=60,
             )
             assert other.stdout.strip() == "401", other.stdout + other.stderr
-        assert admin.get_tfjob(namespace, "kept") is not None  # nothing was deleted
+        assert admin.tfjob(namespace, "kept") is not None  # nothing was deleted
         # The printed URL lets a browser in: a cookie, then the page without the token.
         entry = urlsplit(url)
         connection = http.client.HTTPConnection(entry.hostname, entry.port, timeout=10)
@@ -274,7 +274,7 @@ def test_each_viewer_acts_with_their_own_rights(
         assert not _can_i(control_plane, viewer, "delete", namespace)
         refused = call(f"{url}api/jobs/{namespace}/doomed", "DELETE", headers=_as(viewer_token))
         assert refused.status == 403 and "forbidden" in refused.json["error"]
-        assert admin.get_tfjob(namespace, "doomed") is not None
+        assert admin.tfjob(namespace, "doomed") is not None
         done = call(f"{url}api/jobs/{namespace}/doomed", "DELETE", headers=_as(editor_token))
         assert done.status == 200
         # A viewer with no rights sees nothing of the namespace.
@@ -307,3 +307,14 @@ def test_each_viewer_acts_with_their_own_rights(
         wait_for(lambda: call(url + "api/jobs", headers=_as(editor_token)).json["jobs"], "list")
         refused = call(f"{url}api/jobs/{namespace}/shared", "DELETE", headers=_as(editor_token))
         assert refused.status == 403 and "read-only" in refused.json["error"]
+
+
+def test_what_held_stays_held(control_plane: ControlPlane) -> None:
+    """/static cannot walk out of its folder; a submission over 1 MiB is 413 unread."""
+    with dashboard(control_plane.kubeconfig, ["default"]) as url:
+        for walk in ("static/..%2F__init__.py", "static/%2e%2e/access.py", "static/../server.py"):
+            answer = call(url + walk)
+            assert answer.status in (403, 404), (walk, answer.status)
+            assert b"import" not in answer.raw
+        big = call(url + "api/jobs?namespace=default", "POST", "x" * (2 << 20))
+        assert big.status == 413

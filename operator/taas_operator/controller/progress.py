@@ -8,7 +8,9 @@
 How the operator learns a job's progress: it pulls. The trainer library's chief serves its
 latest `ProgressReport` at `GET http://<chief pod IP>:2223/progress` (`taas.publish`; the port is
 the chief's `TAAS_PROGRESS_PORT` when its template sets one); a task per running job reads it
-every `progress_interval` (30 s; after failures 60, 120, ... at most 5 min) with a 2 s timeout,
+as soon as the chief runs, again after 1, 2, 4, ... s until the first report arrives (a chief
+imports TensorFlow before it serves), then every `progress_interval` (30 s; after failures 60,
+120, ... at most 5 min) with a 2 s timeout,
 and when a report is newer than the last it asks for a pass, which folds it into the status at
 most once per interval (`engine.progress.fold_progress`: alone, or riding along with a write
 the lifecycle makes anyway). A chief that serves nothing (a program without the library, one
@@ -35,6 +37,10 @@ Why pull, weighed against the two other ways (Kubeflow Trainer v2 weighed the fi
   connections to pods need nothing. The cost: the operator must reach pod IPs (in the cluster it
   does; run from outside, reads fail within 2 s and nothing is written) and makes one small
   HTTP request per running job per interval.
+When the chief ends, its server is gone: the library writes its last report to the container's
+termination message (`terminationMessagePath`), the kubelet puts it in the pod's status, and the
+pass that sees the pod end folds it (`engine.final_report`), so a finished job keeps its final
+step, loss and 100% (or where it stopped) with no read at all.
 `taas run` cannot connect into its jobs' private network namespaces, so there the chief writes
 the same document to a file the runner reads (`taas_operator.local.job_run`); the fold and the
 columns are the same code (`engine.progress`).
@@ -55,7 +61,14 @@ from taas_operator.api.constants import COND_SUSPENDED, PROGRESS_PATH
 from taas_operator.api.models import TFJob
 from taas_operator.controller import metrics
 from taas_operator.controller.jobcache import JobKey
-from taas_operator.engine import ObservedPod, Plan, chief_pod, fold_progress, progress_port
+from taas_operator.engine import (
+    ObservedPod,
+    Plan,
+    chief_pod,
+    final_report,
+    fold_progress,
+    progress_port,
+)
 from taas_operator.settings import OperatorSettings
 
 logger = logging.getLogger("taas_operator.controller")
@@ -66,6 +79,8 @@ READ_TIMEOUT_S = 2.0
 ALIGN_S = 0.2
 MAX_BYTES = 64 * 1024
 MAX_BACKOFF_S = 300.0
+#: Until the first report: read again after 1, 2, 4, ... s (at most the interval).
+FIRST_READ_RETRY_S = 1.0
 
 
 def progress_url(pod_ip: str, port: int) -> str:
@@ -94,10 +109,14 @@ class ProgressPoller:
         if not self.enabled:
             return
         before = plan.status.progress
+        report = self._reports.get(key)
+        last = final_report(job, pods)
+        if last is not None and (report is None or last.time >= report.time):
+            report = self._reports[key] = last
         fold_progress(
             job,
             plan,
-            self._reports.get(key),
+            report,
             now,
             interval=self.interval,
             last_update=self._written.get(key),
@@ -140,7 +159,7 @@ class ProgressPoller:
             self._tasks[key] = asyncio.get_running_loop().create_task(self._poll(key, url))
 
     async def _poll(self, key: JobKey, url: str) -> None:
-        failures = 0
+        failures, served = 0, key in self._reports
         while True:
             try:
                 report = await self._read(url)
@@ -150,11 +169,14 @@ class ProgressPoller:
             if report is None:
                 failures += 1
             else:
-                failures = 0
+                failures, served = 0, True
                 old = self._reports.get(key)
                 if old is None or report.time > old.time:
                     self._reports[key] = report
                     self.request(key)
+            if not served:  # the chief is still starting: ask again soon
+                await asyncio.sleep(min(FIRST_READ_RETRY_S * 2 ** (failures - 1), self.interval))
+                continue
             delay = self.interval * 2 ** max(failures - 1, 0)
             await asyncio.sleep(min(delay, max(MAX_BACKOFF_S, self.interval)))
             written = self._written.get(key)

@@ -14,7 +14,8 @@ Public surface:
     replica_labels, job_selector                                          (objects.py)
     set_condition, fail_invalid_spec                                      (conditions.py)
     backoff_delay(attempt, start, cap)                                    (backoff.py)
-    fold_progress, chief_slot, chief_pod, progress_port, job_state, progress_columns,
+    fold_progress, chief_slot, chief_pod, final_report, progress_port, job_state,
+    progress_columns,
     format_eta                                                            (progress.py)
 """
 
@@ -37,6 +38,7 @@ from taas_operator.engine.plan import Event, Plan, skip_reason, status_changed
 from taas_operator.engine.progress import (
     chief_pod,
     chief_slot,
+    final_report,
     fold_progress,
     format_eta,
     job_state,
@@ -58,6 +60,7 @@ __all__ = [
     "desired_service",
     "desired_services",
     "fail_invalid_spec",
+    "final_report",
     "fold_progress",
     "format_eta",
     "job_selector",

@@ -56,6 +56,9 @@ class ObservedPod(BaseModel):
     #: CreateContainerConfigError... None while it runs or is just being created.
     waiting_reason: str | None = None
     waiting_message: str | None = None
+    #: The tensorflow container's termination message (its current terminated state): where a
+    #: TaaS chief leaves its last progress report (`terminationMessagePath`, at most 4 KiB).
+    termination_message: str | None = None
 
     @property
     def crash_looping(self) -> bool:
@@ -82,6 +85,7 @@ class ObservedPod(BaseModel):
         statuses = list(status.get("containerStatuses") or [])
         init_statuses = list(status.get("initContainerStatuses") or [])
         exit_code, reason = None, status.get("reason")
+        message: str | None = None
         waiting: dict[str, Any] = {}
         for cs in [*init_statuses, *statuses]:
             if cs in statuses and cs.get("name") != DEFAULT_CONTAINER_NAME:
@@ -98,6 +102,8 @@ class ObservedPod(BaseModel):
             if terminated:
                 exit_code = terminated.get("exitCode")
                 reason = terminated.get("reason") or reason
+            ended = (cs.get("state") or {}).get("terminated") or {}
+            message = str(ended["message"]) if ended.get("message") else None
         return cls(
             name=str(meta.get("name", "")),
             replica_type=rtype,
@@ -111,4 +117,5 @@ class ObservedPod(BaseModel):
             pod_ip=status.get("podIP") or None,
             waiting_reason=waiting.get("reason"),
             waiting_message=waiting.get("message"),
+            termination_message=message,
         )

@@ -75,6 +75,21 @@ def chief_pod(job: TFJob, pods: list[ObservedPod]) -> ObservedPod | None:
     return None
 
 
+def final_report(job: TFJob, pods: list[ObservedPod]) -> ProgressReport | None:
+    """The last report the chief left in its termination message when it ended, if any (a
+    program without the library leaves none, or text that is not a report: None)."""
+    slot = chief_slot(job)
+    for pod in pods:
+        if (pod.replica_type, pod.index) != slot or not pod.termination_message:
+            continue
+        if pod.phase in ("Succeeded", "Failed") or pod.exit_code is not None:
+            try:
+                return ProgressReport.model_validate_json(pod.termination_message)
+            except ValueError:
+                return None
+    return None
+
+
 def progress_port(job: TFJob) -> int:
     """The port the chief serves progress on: its `tensorflow` container's TAAS_PROGRESS_PORT
     when the template sets it to a port number, else DEFAULT_PROGRESS_PORT (2223)."""
