@@ -37,6 +37,7 @@ def test_pod_names_labels_owner_and_restart_policy():
         LABELS + "replica-type": "worker",
         LABELS + "replica-index": "0",
         LABELS + "job-role": "master",
+        "taas.dev/job-uid": "uid-1",  # this incarnation's pods only (issue 24)
     }
     assert w0["metadata"]["annotations"] == {"sidecar.istio.io/inject": "false"}
     assert LABELS + "job-role" not in pods[2]["metadata"]["labels"]
@@ -103,6 +104,7 @@ def test_headless_service_exposes_named_ports():
         LABELS + "job-name": "mnist",
         LABELS + "replica-type": "worker",
         LABELS + "replica-index": "0",
+        "taas.dev/job-uid": "uid-1",  # never a terminating pod of an earlier job of this name
     }
     assert svc["spec"]["ports"] == [
         {"name": "tfjob-port", "port": 3000, "targetPort": 3000, "protocol": "TCP"},
@@ -132,18 +134,31 @@ def test_network_policy_admits_tf_ports_only_from_the_job():
         {"protocol": "TCP", "port": 2222},
         {"protocol": "TCP", "port": 3333},
     ]
-    assert tf_rule["from"][0] == {"podSelector": {"matchLabels": {LABELS + "job-name": "mnist"}}}
-    assert tf_rule["from"][1]["namespaceSelector"]["matchExpressions"][0]["values"] == [
+    assert tf_rule["from"][:2] == OWN_PODS
+    assert tf_rule["from"][2]["namespaceSelector"]["matchExpressions"][0]["values"] == [
         "monitoring"
     ]
     assert other_rule == {"ports": [{"protocol": "TCP", "port": 9090}]}
+
+
+#: A policy's peers: this incarnation's pods, and pods older than the uid label (a job running
+#: across an operator upgrade); never a terminating pod of an earlier job of the same name.
+OWN_PODS = [
+    {"podSelector": {"matchLabels": {LABELS + "job-name": "mnist", "taas.dev/job-uid": "uid-1"}}},
+    {
+        "podSelector": {
+            "matchLabels": {LABELS + "job-name": "mnist"},
+            "matchExpressions": [{"key": "taas.dev/job-uid", "operator": "DoesNotExist"}],
+        }
+    },
+]
 
 
 def test_network_policy_without_extra_namespaces():
     policy = desired_network_policy(job({"Worker": 2}))
     assert policy["spec"]["ingress"] == [
         {
-            "from": [{"podSelector": {"matchLabels": {LABELS + "job-name": "mnist"}}}],
+            "from": OWN_PODS,
             "ports": [{"protocol": "TCP", "port": 2222}],
         }
     ]

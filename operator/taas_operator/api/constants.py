@@ -46,6 +46,9 @@ LABEL_JOB_NAME: Final = "training.kubeflow.org/job-name"
 LABEL_REPLICA_TYPE: Final = "training.kubeflow.org/replica-type"
 LABEL_REPLICA_INDEX: Final = "training.kubeflow.org/replica-index"
 LABEL_JOB_ROLE: Final = "training.kubeflow.org/job-role"
+#: TaaS's own: the TFJob's uid on each of its pods, so its Services and NetworkPolicy select only
+#: this incarnation's pods (a job deleted and applied again keeps its name, not its uid).
+LABEL_JOB_UID: Final = "taas.dev/job-uid"
 JOB_ROLE_MASTER: Final = "master"
 
 # Condition types.
@@ -67,6 +70,7 @@ REASON_RESUMED: Final = "TFJobResumed"
 REASON_EXITED_WITH_CODE: Final = "ExitedWithCode"
 REASON_TEMPLATE_RESTART_POLICY: Final = "SettedPodTemplateRestartPolicy"
 REASON_INVALID_SPEC: Final = "InvalidTFJobSpec"
+REASON_WAITING_FOR_NAMES: Final = "WaitingForOldPods"
 
 # Training progress (TaaS): the chief of a job run with the trainer library publishes a JSON
 # document (`taas_operator.api.progress.ProgressReport`): over HTTP at GET PROGRESS_PATH on

@@ -57,6 +57,7 @@ class _Taken:
     """A creation found an object of that name already there."""
 
     name: str
+    pod: bool = False
 
 
 _Outcome = Done | Event | _Taken | None
@@ -70,6 +71,8 @@ class Applied:
     done: list[Done] = field(default_factory=list)
     problems: list[Event] = field(default_factory=list)
     name_taken: bool = False
+    #: Pods whose names are still held by another incarnation's pods (being deleted).
+    taken_pods: list[str] = field(default_factory=list)
 
     @property
     def errors(self) -> list[str]:
@@ -115,6 +118,7 @@ class Actions:
             done=[o for o in outcomes if isinstance(o, Done)],
             problems=[o for o in outcomes if isinstance(o, Event)],
             name_taken=any(isinstance(o, _Taken) for o in outcomes),
+            taken_pods=[o.name for o in outcomes if isinstance(o, _Taken) and o.pod],
         )
 
     async def delete_job(self, job: TFJob) -> bool:
@@ -145,7 +149,7 @@ class Actions:
         except ApiError as err:
             log_api_error(err)
             return failed(CREATE, kind, name, err)
-        return _Taken(name) if made is None else Done(CREATE, kind, name)
+        return _Taken(name, kind is POD) if made is None else Done(CREATE, kind, name)
 
     async def _delete(self, kind: Kind, ns: str, name: str) -> _Outcome:
         try:

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from taas_operator.api.constants import REASON_WAITING_FOR_NAMES
 from taas_operator.controller.jobcache import JobKey
 from taas_operator.controller.kube import (
     POD,
@@ -163,6 +164,18 @@ def pass_events(
             merged = " ".join([head, ". ".join(parts)])
             events[first] = events[first].model_copy(update={"message": merged})
     return events + list(problems)
+
+
+def waiting_for_names(pods: Sequence[str]) -> Event:
+    """Pods of an earlier TFJob of the same name still hold these names (they terminate)."""
+    shown = ", ".join(sorted(pods)[:5]) + (f" and {len(pods) - 5} more" if len(pods) > 5 else "")
+    return Event(
+        type="Normal",
+        reason=REASON_WAITING_FOR_NAMES,
+        message=f"waiting for {shown} of an earlier TFJob of the same name to terminate: "
+        f"{'their names are' if len(pods) > 1 else 'its name is'} still taken; this job's "
+        f"pods are created as soon as they are gone (nothing of the old job is reused)",
+    )
 
 
 def log_api_error(err: ApiError) -> None:

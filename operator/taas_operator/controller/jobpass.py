@@ -42,7 +42,7 @@ from taas_operator.controller import metrics
 from taas_operator.controller.actions import Actions
 from taas_operator.controller.children import ChildCache, Children, children_from
 from taas_operator.controller.echoes import Echoes
-from taas_operator.controller.events import EventRecorder, pass_events
+from taas_operator.controller.events import EventRecorder, pass_events, waiting_for_names
 from taas_operator.controller.jobcache import JobCache, JobKey
 from taas_operator.controller.kube import KubeClient
 from taas_operator.controller.progress import ProgressPoller
@@ -153,6 +153,8 @@ class JobPass:
         applied = await self.actions.apply(job, plan, children.policies)
         metrics.pods_created(job, plan, bool(applied.errors))
         events = pass_events(applied.done, applied.problems, plan.events)
+        if applied.taken_pods and fresh:  # listed, and still another incarnation's names
+            events.append(waiting_for_names(applied.taken_pods))
         await self.recorder.post(key, body, events)
         if applied.name_taken and not fresh:  # look at what is there
             self._must_list.add(key)

@@ -41,6 +41,7 @@ from taas_operator.api.constants import (
     KIND,
     LABEL_JOB_NAME,
     LABEL_JOB_ROLE,
+    LABEL_JOB_UID,
     LABEL_OPERATOR_NAME,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
@@ -84,6 +85,11 @@ def replica_labels(job_name: str, replica_type: str, index: int) -> dict[str, st
     }
 
 
+def _incarnation(job: TFJob) -> dict[str, str]:
+    """The uid label of this job's pods ({} where there is no uid: `taas run`)."""
+    return {LABEL_JOB_UID: job.metadata.uid} if job.metadata.uid else {}
+
+
 def owner_reference(job: TFJob) -> dict[str, Any]:
     """Controller owner reference to the TFJob (needs metadata.uid)."""
     return {
@@ -114,6 +120,7 @@ def desired_pod(
     template = copy.deepcopy(replica.template)
     tmeta = template.get("metadata") or {}
     labels = {**(tmeta.get("labels") or {}), **replica_labels(job.name, replica_type, index)}
+    labels.update(_incarnation(job))
     if is_master_role(job, replica_type, index):
         labels[LABEL_JOB_ROLE] = JOB_ROLE_MASTER
     annotations = dict(tmeta.get("annotations") or {})
@@ -184,7 +191,9 @@ def desired_service(job: TFJob, replica_type: ReplicaType, index: int) -> dict[s
         "metadata": _metadata(job, replica_name(job.name, replica_type, index), labels, {}),
         "spec": {
             "clusterIP": "None",
-            "selector": dict(labels),
+            # Only this incarnation's pod: a terminating pod of a deleted job of the same name
+            # still carries the other labels, and publishNotReadyAddresses would resolve to it.
+            "selector": {**labels, **_incarnation(job)},
             "ports": ports,
             # Peers resolve each other while starting, before any readiness.
             "publishNotReadyAddresses": True,
@@ -233,6 +242,18 @@ def desired_network_policy(
     """
     tf = tf_ports(job)
     peers: list[dict[str, Any]] = [{"podSelector": {"matchLabels": {LABEL_JOB_NAME: job.name}}}]
+    if job.metadata.uid:
+        # This incarnation's pods, and pods made before pods carried the uid label (a job
+        # running across an operator upgrade); never a terminating pod of an earlier job.
+        peers = [
+            {"podSelector": {"matchLabels": {LABEL_JOB_NAME: job.name, **_incarnation(job)}}},
+            {
+                "podSelector": {
+                    "matchLabels": {LABEL_JOB_NAME: job.name},
+                    "matchExpressions": [{"key": LABEL_JOB_UID, "operator": "DoesNotExist"}],
+                }
+            },
+        ]
     if extra_namespaces:
         peers.append(
             {
