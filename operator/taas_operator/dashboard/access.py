@@ -77,7 +77,8 @@ class Gate(ABC):
     """Admits requests: a Viewer, or a Refusal / a redirect."""
 
     mode: AuthMode
-    #: Paths anyone may fetch: they do nothing and hold nothing (the sign-in page and its files).
+    #: Paths anyone may fetch: they do nothing and hold nothing (the sign-in page and its files;
+    #: "/static/*" is the folder).
     public: tuple[str, ...] = ()
 
     @abstractmethod
@@ -140,7 +141,7 @@ class ViewerGate(Gate):
     """Each viewer signs in with their own Kubernetes token; the dashboard acts as them."""
 
     mode: AuthMode = "kubernetes"
-    public = ("/", "/static/", "/api/session")
+    public = ("/", "/static/*", "/api/session")
 
     def __init__(self, make_source: SourceFactory) -> None:
         self.make_source = make_source

@@ -32,7 +32,7 @@ _CSP = (
 )
 GATE: web.AppKey[Gate] = web.AppKey("gate", Gate)
 ALLOWED_HOSTS: web.AppKey[frozenset[str]] = web.AppKey("allowed_hosts", frozenset)
-VIEWER = "taas.viewer"
+VIEWER: web.RequestKey[Viewer] = web.RequestKey("viewer", Viewer)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -66,14 +66,19 @@ def host_name(authority: str) -> str:
 
 
 def viewer_of(request: web.Request) -> Viewer:
-    """The viewer the gate admitted for `request`."""
-    viewer: Viewer = request[VIEWER]
+    """The viewer the gate admitted for `request` (a public path's handler has none: 401)."""
+    viewer = request.get(VIEWER)
+    if viewer is None:
+        raise Refusal(401, "sign in first")
     return viewer
 
 
 def _public(request: web.Request, gate: Gate) -> bool:
+    """The gate lets anyone fetch this path (exact paths; a trailing '/*' is a folder)."""
     path = request.path
-    return any(path == p or (p.endswith("/") and path.startswith(p)) for p in gate.public)
+    return any(
+        path.startswith(p[:-1]) if p.endswith("/*") else path == p for p in gate.public
+    )
 
 
 @web.middleware
@@ -96,7 +101,8 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         admitted = None
     if isinstance(admitted, web.StreamResponse):
         return _secured(request, admitted)
-    request[VIEWER] = admitted
+    if admitted is not None:
+        request[VIEWER] = admitted
     if request.method not in ("GET", "HEAD") and request.headers.get(ACTION_HEADER) != "1":
         return _secured(
             request, error(403, f"missing header {ACTION_HEADER}: actions come from the page only")

@@ -36,7 +36,10 @@ def entry_of(gate: Gate, url: str) -> str:
 
 
 async def _start(gate: Gate, settings: ServerSettings) -> tuple[web.AppRunner, str]:
-    runner = web.AppRunner(make_app(gate, settings), access_log=None, shutdown_timeout=1.0)
+    # handler_cancellation: a client that goes away ends its stream at once (its slot is freed)
+    runner = web.AppRunner(
+        make_app(gate, settings), access_log=None, shutdown_timeout=1.0, handler_cancellation=True
+    )
     await runner.setup()
     site = web.TCPSite(runner, settings.host, settings.port, reuse_address=True)
     try:
