@@ -72,8 +72,15 @@ def test_every_hand_written_rule_default_and_message_survives() -> None:
     )
 
 
+def _crd_template() -> Any:
+    crd = _load(rendered()[CRD_FILE])
+    spec = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    worker = spec["properties"]["tfReplicaSpecs"]["additionalProperties"]
+    return worker["properties"]["template"]
+
+
 def test_pod_template_schema_is_controller_gens() -> None:
-    template = template_schema()
+    template = _crd_template()
     meta = template["properties"]["metadata"]
     assert set(meta["properties"]) == {"annotations", "finalizers", "labels", "name", "namespace"}
     container = template["properties"]["spec"]["properties"]["containers"]["items"]
@@ -118,3 +125,14 @@ def test_validator_refuses_keywords_it_does_not_implement() -> None:
         check_schema(
             {"type": "object", "properties": {"a": {"type": "string", "format": "x", "oneOf": []}}}
         )
+
+
+def test_validate_checks_the_pod_enums_the_crd_leaves_out() -> None:
+    """`taas validate`'s copy keeps kube-openapi's enums as pod validation's lists, so an
+    imagePullPolicy pod validation refuses is refused offline; the CRD has none."""
+    offline = template_schema()["properties"]["spec"]["properties"]["containers"]["items"]
+    pull = offline["properties"]["imagePullPolicy"]
+    assert pull["x-taas-pod-enum"] == ["Always", "IfNotPresent", "Never"]
+    assert "x-taas-pod-enum" not in _crd_template()["properties"]["spec"]["properties"]["containers"][
+        "items"
+    ]["properties"]["imagePullPolicy"]

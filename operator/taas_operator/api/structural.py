@@ -45,6 +45,7 @@ _KEYWORDS = frozenset(
         "x-kubernetes-list-map-keys",
         "x-kubernetes-map-type",
         "x-kubernetes-validations",  # CEL: its rules are implemented in validation.py
+        "x-taas-pod-enum",  # pod validation's enums (tools/taas_controlplane/crd/structural.py)
     }
 )
 _INT_OR_STRING_ANY_OF = [{"type": "integer"}, {"type": "string"}]
@@ -157,6 +158,16 @@ def _check(value: Any, schema: Schema, path: Path, errors: list[FieldError]) -> 
         )
     if wrong_type:
         return
+    pod_enum = schema.get("x-taas-pod-enum")
+    if pod_enum and isinstance(value, str) and value and value not in pod_enum:
+        # what pod validation says when the operator creates the pod (the CRD has no enum)
+        allowed = ", ".join(show(e) for e in pod_enum)
+        errors.append(
+            FieldError(
+                path=dotted(path),
+                message=f"Unsupported value: {show(value)}: supported values: {allowed}",
+            )
+        )
     if isinstance(value, str):
         _check_string(value, schema, path, errors)
     elif isinstance(value, int | float) and not isinstance(value, bool):

@@ -16,7 +16,8 @@ refreshes it, which a Kubernetes version bump needs (a control-plane test compar
 with what the apiserver serves).
 
 Outputs: manifests/crd/tfjobs.kubeflow.org.yaml and operator/taas_operator/api/tfjob.schema.json
-(the openAPIV3Schema, package data for `taas_operator.api.schema`). The chart's byte-for-byte
+(the openAPIV3Schema, package data for `taas_operator.api.schema`, with the pod template's enum
+lists kept, which the CRD drops as controller-gen does: `taas validate` checks them offline). The chart's byte-for-byte
 copy and manifests/install.yaml are derived from the CRD file in turn by
 `python tests/deploy/sync_chart.py` (it needs Helm); tests fail while any of them drifts.
 """
@@ -108,23 +109,26 @@ def _merge(generated: Any, overlay: Any, path: str) -> Any:
     return out
 
 
-def _expand(node: Any, schemas: Mapping[str, Any], path: str) -> Any:
+def _expand(node: Any, schemas: Mapping[str, Any], path: str, enums: bool) -> Any:
     if isinstance(node, list):
-        return [_expand(v, schemas, path) for v in node]
+        return [_expand(v, schemas, path, enums) for v in node]
     if not isinstance(node, Mapping):
         return node
     if MARKER in node:
-        generated = structural_schema(schemas, str(node[MARKER]))
+        generated = structural_schema(schemas, str(node[MARKER]), enums)
         overlay = {k: v for k, v in node.items() if k != MARKER}
         merged = _merge(generated, overlay, path)
         # the keys TaaS writes first, the generated ones after, like the rest of the file
         return {**{k: merged[k] for k in overlay}, **merged}
-    return {k: _expand(v, schemas, f"{path}.{k}") for k, v in node.items()}
+    return {k: _expand(v, schemas, f"{path}.{k}", enums) for k, v in node.items()}
 
 
-def build_crd(base: Mapping[str, Any], source: Mapping[str, Any]) -> dict[str, Any]:
-    """The CRD: base.yaml with every marked node replaced by its generated schema."""
-    return _expand(base, source["schemas"], "")
+def build_crd(
+    base: Mapping[str, Any], source: Mapping[str, Any], enums: bool = False
+) -> dict[str, Any]:
+    """The CRD: base.yaml with every marked node replaced by its generated schema (with
+    `enums`, the pod template's enum lists kept: the schema `taas validate` uses)."""
+    return _expand(base, source["schemas"], "", enums)
 
 
 def _dump_yaml(obj: Any) -> str:
@@ -139,9 +143,10 @@ def rendered() -> dict[Path, str]:
             f"{INPUT.name} holds the schemas of Kubernetes {source['kubernetesVersion']}, the "
             f"project builds {KUBERNETES_VERSION}; fix: run `taas-controlplane crd --fetch`"
         )
-    crd = build_crd(yaml.safe_load(BASE.read_text()), source)
+    base = yaml.safe_load(BASE.read_text())
+    crd = build_crd(base, source)
     text = HEADER + _dump_yaml(crd)
-    (version,) = crd["spec"]["versions"]
+    (version,) = build_crd(base, source, enums=True)["spec"]["versions"]
     schema = json.dumps(version["schema"]["openAPIV3Schema"], indent=1) + "\n"
     return {CRD_FILE: text, SCHEMA_FILE: schema}
 
