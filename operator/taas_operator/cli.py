@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 
 from taas_operator.client.commands import add_cluster_commands
-from taas_operator.local.documents import InputError
+from taas_operator.documents import InputError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -57,7 +57,7 @@ def _path(args: argparse.Namespace) -> str:
 
 # -- run -----------------------------------------------------------------------------------------
 def _run(args: argparse.Namespace) -> int:
-    from taas_operator.local.documents import load_tfjobs
+    from taas_operator.documents import load_tfjobs
     from taas_operator.local.runner import RunOptions, run_jobs
 
     jobs = load_tfjobs(_path(args), args.namespace)
@@ -142,7 +142,7 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:
 
 # -- validate ------------------------------------------------------------------------------------
 def _validate(args: argparse.Namespace) -> int:
-    from taas_operator.local.documents import load_tfjobs
+    from taas_operator.documents import load_tfjobs
 
     for job in load_tfjobs(_path(args), args.namespace):
         print(f"tfjob.kubeflow.org/{job.name} valid (namespace {job.namespace})")
@@ -167,7 +167,8 @@ def add_validate(subparsers: argparse._SubParsersAction) -> None:
 
 # -- render --------------------------------------------------------------------------------------
 def _render(args: argparse.Namespace) -> int:
-    from taas_operator.local.documents import load_tfjobs, render_objects
+    from taas_operator.documents import load_tfjobs
+    from taas_operator.engine.render import render_objects
 
     jobs = load_tfjobs(_path(args), args.namespace)
     sys.stdout.write(render_objects(jobs, args.cluster_domain, args.network_policy))

@@ -28,7 +28,7 @@ from typing import Any
 
 import aiohttp
 
-from taas_operator.local.documents import InputError
+from taas_operator.documents import InputError
 
 #: A watch is re-opened at least this often (the apiserver also ends watches by itself).
 WATCH_SECONDS = 240

@@ -19,7 +19,7 @@ from aiohttp import web
 
 from taas_operator.dashboard.server import ServerSettings, make_app
 from taas_operator.dashboard.source import Source
-from taas_operator.local.documents import InputError
+from taas_operator.documents import InputError
 
 
 def url_of(settings: ServerSettings, port: int) -> str:

@@ -45,7 +45,7 @@ from aiohttp import web
 from pydantic import BaseModel
 
 from taas_operator.dashboard.source import ActionError, LogLine, Source, refused_everywhere
-from taas_operator.local.documents import InputError, parse_tfjobs
+from taas_operator.documents import InputError, parse_tfjobs
 
 ACTION_HEADER = "X-TaaS-Dashboard"
 HEARTBEAT_SECONDS = 15.0

@@ -29,7 +29,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from taas_operator.api.constants import DEFAULT_CONTAINER_NAME
-from taas_operator.local.documents import InputError
+from taas_operator.documents import InputError
 from taas_operator.local.expansion import expand
 from taas_operator.local.process import LOCAL_IP
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import IO
 
 from taas_operator.api import TFJob
+from taas_operator.documents import InputError
 from taas_operator.engine import Event
-from taas_operator.local.documents import InputError
 from taas_operator.local.observer import RunObserver
 
 _COLORS = ("36", "33", "35", "32", "34", "91", "96", "93", "95", "92", "94")

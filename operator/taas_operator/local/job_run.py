@@ -34,6 +34,7 @@ from typing import Any
 
 from taas_operator.api import ProgressReport, TFJob
 from taas_operator.api.constants import DEFAULT_CONTAINER_NAME
+from taas_operator.documents import InputError
 from taas_operator.engine import (
     BuildOptions,
     chief_slot,
@@ -45,7 +46,6 @@ from taas_operator.engine import (
 )
 from taas_operator.local.container import LOCAL_IP, launch_spec
 from taas_operator.local.display import Display
-from taas_operator.local.documents import InputError
 from taas_operator.local.kubelet import LocalPod
 from taas_operator.local.netns import PrivateNetwork
 from taas_operator.local.process import free_ports

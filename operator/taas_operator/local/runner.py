@@ -39,8 +39,8 @@ import yaml
 from pydantic import BaseModel
 
 from taas_operator.api import TFJob
+from taas_operator.documents import InputError
 from taas_operator.local.display import Display, format_table, logs_dir
-from taas_operator.local.documents import InputError
 from taas_operator.local.fit import Machine, check_fit
 from taas_operator.local.job_run import JobRun
 from taas_operator.local.netns import NetworkUnavailable, PrivateNetwork
