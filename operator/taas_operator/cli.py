@@ -58,6 +58,7 @@ def _path(args: argparse.Namespace) -> str:
 # -- run -----------------------------------------------------------------------------------------
 def _run(args: argparse.Namespace) -> int:
     from taas_operator.documents import load_tfjobs
+    from taas_operator.local.environment import EnvPolicy
     from taas_operator.local.runner import RunOptions, run_jobs
 
     jobs = load_tfjobs(_path(args), args.namespace)
@@ -67,6 +68,7 @@ def _run(args: argparse.Namespace) -> int:
         table=not args.quiet_table,
         host_network=args.host_network,
         allow_oversubscribe=args.allow_oversubscribe,
+        env=EnvPolicy(inherit=args.inherit_env, passed=tuple(args.pass_env)),
     )
     if args.dashboard is None:
         return run_jobs(jobs, options)
@@ -115,6 +117,21 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="start the replicas even when they do not fit this machine's memory or CPUs "
         "(default: refuse with exit 2, saying what was measured)",
+    )
+    parser.add_argument(
+        "--pass-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also give the replicas this variable of your environment (repeatable); by "
+        "default they get only their container env, what TaaS sets (TF_CONFIG...) and what "
+        "running Python needs (PATH, HOME, LANG, TMPDIR, VIRTUAL_ENV, PYTHONPATH...), never "
+        "e.g. KUBECONFIG or cloud credentials",
+    )
+    parser.add_argument(
+        "--inherit-env",
+        action="store_true",
+        help="give the replicas your whole environment (credentials included)",
     )
     parser.add_argument(
         "--dashboard",
