@@ -91,3 +91,19 @@ def test_escape_sequences_in_status_are_shown_escaped(
     line = f'taas_operator_jobs{{job_namespace="{ns}",state="{label}"}} 1.0'
     assert line in text, [x for x in text.splitlines() if ns in x]
     assert "\x1b" not in text and "\x07" not in text
+
+
+def test_a_recreation_reason_is_escaped_in_its_metrics_label() -> None:
+    """The pod failure reason the operator counts recreations by (from pod status, which the
+    kubelet or anyone with pods/status writes) is a label value: escaped too."""
+    from prometheus_client import generate_latest
+
+    from taas_operator.controller import metrics
+
+    ns = unique("reasons")
+    after = {"recreations": {"p-worker-0": {"count": 2, "lastReason": f"OOM{HOSTILE}"}}}
+    metrics.status_written(ns, {}, after)
+    text = generate_latest(metrics.REGISTRY).decode()
+    label = "OOM" + SHOWN.replace("\\", "\\\\")
+    assert f'job_namespace="{ns}",reason="{label}"}} 2.0' in text
+    assert "\x1b" not in text and "\x07" not in text
