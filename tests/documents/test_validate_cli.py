@@ -143,3 +143,17 @@ spec:
     size = re.search(r"\* <the TFJob>: Too long: the object is (\d+) bytes as JSON", err)
     assert size and int(size[1]) > 2 * len(value), err[-1000:]
     assert "as JSON, more than the apiserver's 3145728-byte request limit" in err
+
+
+def test_oversize_stdin() -> None:
+    done = subprocess.run(
+        [*TAAS, "validate", "-"],
+        input=b"a: " + b"x" * (4 * 1024 * 1024),
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        "error: <stdin>: the input is larger than 3.0 MiB (the apiserver's request limit); "
+        "split it into smaller files\n"
+    )

@@ -205,7 +205,17 @@ _KubectlResolver.yaml_implicit_resolvers = {
 
 
 class _PyLoader(Reader, Scanner, Parser, _BoundedComposer, SafeConstructor, _KubectlResolver):
-    """Events from PyYAML's own parser."""
+    """Events from PyYAML's own parser. Its scanner looks ahead through every open flow
+    collection (`[[[[...`) before it yields an event, in time quadratic in their number, so
+    the depth bound is also checked there."""
+
+    line: int
+    flow_level: int
+
+    def fetch_flow_collection_start(self, token_class: type) -> None:
+        if self.flow_level >= self.limits.depth:
+            raise _Breach(_too_deep(self.limits), self.line + 1)
+        super().fetch_flow_collection_start(token_class)
 
     def __init__(self, stream: str) -> None:
         Reader.__init__(self, stream)
