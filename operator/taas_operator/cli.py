@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 
 from taas_operator.client.commands import add_cluster_commands
-from taas_operator.local.documents import InputError
+from taas_operator.documents import InputError
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -57,7 +57,8 @@ def _path(args: argparse.Namespace) -> str:
 
 # -- run -----------------------------------------------------------------------------------------
 def _run(args: argparse.Namespace) -> int:
-    from taas_operator.local.documents import load_tfjobs
+    from taas_operator.documents import load_tfjobs
+    from taas_operator.local.environment import EnvPolicy
     from taas_operator.local.runner import RunOptions, run_jobs
 
     jobs = load_tfjobs(_path(args), args.namespace)
@@ -67,6 +68,7 @@ def _run(args: argparse.Namespace) -> int:
         table=not args.quiet_table,
         host_network=args.host_network,
         allow_oversubscribe=args.allow_oversubscribe,
+        env=EnvPolicy(inherit=args.inherit_env, passed=tuple(args.pass_env)),
     )
     if args.dashboard is None:
         return run_jobs(jobs, options)
@@ -117,6 +119,21 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:
         "(default: refuse with exit 2, saying what was measured)",
     )
     parser.add_argument(
+        "--pass-env",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also give the replicas this variable of your environment (repeatable); by "
+        "default they get only their container env, what TaaS sets (TF_CONFIG...) and what "
+        "running Python needs (PATH, HOME, LANG, TMPDIR, VIRTUAL_ENV, PYTHONPATH...), never "
+        "e.g. KUBECONFIG or cloud credentials",
+    )
+    parser.add_argument(
+        "--inherit-env",
+        action="store_true",
+        help="give the replicas your whole environment (credentials included)",
+    )
+    parser.add_argument(
         "--dashboard",
         nargs="?",
         type=int,
@@ -142,7 +159,7 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:
 
 # -- validate ------------------------------------------------------------------------------------
 def _validate(args: argparse.Namespace) -> int:
-    from taas_operator.local.documents import load_tfjobs
+    from taas_operator.documents import load_tfjobs
 
     for job in load_tfjobs(_path(args), args.namespace):
         print(f"tfjob.kubeflow.org/{job.name} valid (namespace {job.namespace})")
@@ -167,7 +184,8 @@ def add_validate(subparsers: argparse._SubParsersAction) -> None:
 
 # -- render --------------------------------------------------------------------------------------
 def _render(args: argparse.Namespace) -> int:
-    from taas_operator.local.documents import load_tfjobs, render_objects
+    from taas_operator.documents import load_tfjobs
+    from taas_operator.engine.render import render_objects
 
     jobs = load_tfjobs(_path(args), args.namespace)
     sys.stdout.write(render_objects(jobs, args.cluster_domain, args.network_policy))

@@ -133,6 +133,5 @@ def test_validate_checks_the_pod_enums_the_crd_leaves_out() -> None:
     offline = template_schema()["properties"]["spec"]["properties"]["containers"]["items"]
     pull = offline["properties"]["imagePullPolicy"]
     assert pull["x-taas-pod-enum"] == ["Always", "IfNotPresent", "Never"]
-    assert "x-taas-pod-enum" not in _crd_template()["properties"]["spec"]["properties"]["containers"][
-        "items"
-    ]["properties"]["imagePullPolicy"]
+    crd_containers = _crd_template()["properties"]["spec"]["properties"]["containers"]
+    assert "x-taas-pod-enum" not in crd_containers["items"]["properties"]["imagePullPolicy"]

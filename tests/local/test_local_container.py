@@ -11,9 +11,9 @@ import sys
 import pytest
 
 from taas_operator.api import parse_tfjob
+from taas_operator.documents import InputError
 from taas_operator.engine import BuildOptions, desired_pod
 from taas_operator.local.container import launch_spec
-from taas_operator.local.documents import InputError
 
 PORTS = {("ps", 0): 40001, ("worker", 0): 40002, ("worker", 1): 40003}
 OPTIONS = BuildOptions(hosts=lambda t, i, port: f"127.0.0.1:{PORTS[(t, i)]}")
@@ -42,7 +42,7 @@ def test_cluster_env_points_at_local_ports_and_args_are_expanded() -> None:
         **BASE,
         "args": ["--ps_hosts=$(PS_HOSTS)", "--job_name=$(JOB_NAME)", "--task=$(TASK_INDEX)"],
     }
-    launch = launch_spec(desired_pod(job(container), "Worker", 1, OPTIONS), base_env={})
+    launch = launch_spec(desired_pod(job(container), "Worker", 1, OPTIONS), base={})
     assert launch.argv == [
         sys.executable,
         "train.py",
@@ -75,7 +75,7 @@ def test_env_values_expand_earlier_entries_and_field_refs_resolve() -> None:
         "args": ["$(POD)", "$(NS)", "$(NODE)", "$(HOME_NOT_IN_CONTAINER_ENV)"],
     }
     launch = launch_spec(
-        desired_pod(job(container), "PS", 0, OPTIONS), base_env={"HOME": "/h", "PATH": "/x"}
+        desired_pod(job(container), "PS", 0, OPTIONS), base={"HOME": "/h", "PATH": "/x"}
     )
     env = launch.env
     assert env["B"] == "a-$(LATER)-$(A)"  # only entries defined before, as the kubelet does

@@ -18,8 +18,9 @@ Why here, a layer of `taas_operator` beside the controller: the trainer package 
 import `taas_operator` (a training program needs no operator code), and the kubernetes client
 may only be imported by the layers that talk to a cluster (`controller`, `client`; the
 import-linter contracts in pyproject.toml). The client reuses the API
-models (`taas_operator.api.TFJob`), the offline validation and YAML reading of `taas validate`
-(`local.documents`), and the table of `taas run` (`local.display`), so it sits above `local`.
+models (`taas_operator.api.TFJob`), the offline validation and bounded YAML reading of `taas
+validate` (`taas_operator.documents`), and the table of `taas run` (`local.display`), so it sits
+above `local`.
 Names are imported lazily: `import taas_operator.client` costs nothing until used.
 """
 

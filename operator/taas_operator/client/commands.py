@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from taas_operator.api.text import printable
 from taas_operator.client.errors import ClientError, JobFailed, WaitTimeout
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ def _verdict(job: Any) -> int:
         print(f"TFJob {job.name} Succeeded", flush=True)
         return 0
     failed = job.status.condition("Failed")
-    print(f"TFJob {job.name} Failed: {failed.message if failed else ''}", flush=True)
+    print(f"TFJob {job.name} Failed: {printable(failed.message if failed else '')}", flush=True)
     return EXIT_FAILED
 
 
@@ -151,13 +152,13 @@ def _wait(args: argparse.Namespace) -> int:
         state = (job_state(job.status) or "Pending", *progress_columns(job.status))
         if not shown or shown[-1] != state:
             shown.append(state)
-            print(f"TFJob {job.name}: {state[0]} {state[1]} ETA {state[2]}", flush=True)
+            print(printable(f"TFJob {job.name}: {state[0]} {state[1]} ETA {state[2]}"), flush=True)
 
     try:
         conditions = tuple(args.conditions or ["Succeeded"])
         client.wait(args.job, conditions=conditions, timeout=args.timeout, callback=say)
     except (JobFailed, WaitTimeout) as err:
-        print(f"taas: {err}", file=sys.stderr)
+        print(f"taas: {printable(str(err))}", file=sys.stderr)
         return EXIT_FAILED
     return 0
 

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from taas_operator.api.models import TFJob
+from taas_operator.api.text import printable
 from taas_operator.client.errors import ClientError
 from taas_operator.client.jobs import TFJobClient
 from taas_operator.client.models import ReplicaPod
@@ -127,7 +128,7 @@ def _new_events(
         reasons.add(event.reason)
         if (event.name, event.count) not in seen:
             seen.add((event.name, event.count))
-            display.note(f"{event.type} {event.reason}: {event.message}")
+            display.note(printable(f"{event.type} {event.reason}: {event.message}"))
     return reasons
 
 

@@ -4,7 +4,7 @@
     read_job(obj) -> TFJob                                     # a stored job, as a model
 
 `job_manifest` checks a YAML path or a dict with the rules `kubectl apply` and `taas validate`
-apply (`taas_operator.api.parse_tfjob`, `local.documents.load_tfjobs`: the same messages), so a
+apply (`taas_operator.api.parse_tfjob`, `documents.load_tfjobs`: the same messages), so a
 bad spec is refused before anything is sent (`Invalid`). `read_job` reads what the cluster
 stores; a job stored under an older CRD is read the operator's way (replica keys normalised).
 """
@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from taas_operator.api import TFJob, TFJobValidationError, parse_tfjob
 from taas_operator.client.errors import ClientError, Invalid
-from taas_operator.local.documents import InputError, load_tfjobs
+from taas_operator.documents import InputError, load_tfjobs
 
 JobSource = str | os.PathLike[str] | dict[str, Any] | TFJob
 

@@ -39,17 +39,23 @@ from taas_operator.controller.jobcache import JobKey
 from taas_operator.controller.kube import (
     POD,
     POLICY,
+    PSA_ENFORCE_LABEL,
     SERVICE,
     ApiError,
     Conflict,
     Invalid,
     Kind,
     KubeClient,
+    PodSecurityRefused,
 )
 from taas_operator.engine import Event, Plan, desired_network_policy
 
 # replica-type label value (lowercase) -> the tfReplicaSpecs key, for messages
 _REPLICA_KEYS = {kind.lower(): kind for kind in c.REPLICA_TYPES}
+
+
+def _replica_label(manifest: dict[str, Any]) -> str:
+    return str((manifest["metadata"].get("labels") or {}).get(c.LABEL_REPLICA_TYPE, ""))
 
 
 @dataclass(frozen=True)
@@ -138,13 +144,25 @@ class Actions:
         try:
             made = await expecting_echo(self.echoes, self.request, key, ref, "ADDED", write)
         except Invalid as err:
-            labels = manifest["metadata"].get("labels") or {}
-            replica = _REPLICA_KEYS.get(labels.get(c.LABEL_REPLICA_TYPE, ""), "<type>")
+            replica = _REPLICA_KEYS.get(_replica_label(manifest), "<type>")
             return Event(
                 type="Warning",
                 reason=f"Invalid{kind_title(kind)}",
                 message=f"the apiserver refused {noun(kind)} {name}: {err.server_message}; "
                 f"fix spec.tfReplicaSpecs.{replica}.template",
+            )
+        except PodSecurityRefused as err:
+            log_api_error(err)
+            replica = _REPLICA_KEYS.get(_replica_label(manifest), "<type>")
+            event = failed(CREATE, kind, name, err)
+            return event.model_copy(
+                update={
+                    "message": f"{event.message}. Fix: make spec.tfReplicaSpecs.{replica}."
+                    f"template meet that level (securityContext: e.g. runAsNonRoot: true, "
+                    f"allowPrivilegeEscalation: false, capabilities: {{drop: [ALL]}}, "
+                    f"seccompProfile: {{type: RuntimeDefault}}), or have a cluster admin "
+                    f"relabel namespace {job.namespace} {PSA_ENFORCE_LABEL}=<level>"
+                }
             )
         except ApiError as err:
             log_api_error(err)

@@ -17,12 +17,14 @@ Everything is plain JSON dicts (camelCase), exactly as the API serves them. Auth
 from the official client's config loaders (kubeconfig, or in-cluster service account); the HTTP
 calls go through `transport.Transport` (aiohttp on the operator's event loop), at most
 `concurrency` in flight at once across the whole process (the `concurrency` setting).
-Non-2xx answers raise `ApiError` (`Conflict` for 409, `Forbidden` for 403, `Invalid` for 400/422),
+Non-2xx answers raise `ApiError` (`Conflict` for 409, `Forbidden` for 403, `PodSecurityRefused` for
+a 403 of Pod Security Admission, `Invalid` for 400/422),
 whose message names the verb and resource, so a missing RBAC verb is obvious in the log.
 """
 
 from __future__ import annotations
 
+import re
 import socket
 import uuid
 from collections.abc import AsyncIterator
@@ -69,7 +71,8 @@ class Conflict(ApiError):
 
 
 class Forbidden(ApiError):
-    """403: RBAC does not grant the verb (or the namespace is terminating)."""
+    """403: RBAC does not grant the verb (or the namespace is terminating). A pod refused by
+    Pod Security Admission is a `PodSecurityRefused` instead."""
 
     def __str__(self) -> str:
         return (
@@ -77,6 +80,32 @@ class Forbidden(ApiError):
             f"grant the verb {self.verb!r} on {self.resource} in the "
             f"operator's Role/ClusterRole (server said: {self.server_message})"
         )
+
+
+class PodSecurityRefused(ApiError):
+    """403 from Pod Security Admission: the pod breaks the level its namespace enforces
+    (label `pod-security.kubernetes.io/enforce`). Not RBAC: granting verbs changes nothing."""
+
+    def __init__(
+        self, status: int, verb: str, kind: Kind, namespace: str, sub: str, message: str
+    ) -> None:
+        super().__init__(status, verb, kind, namespace, sub, message)
+        found = _PSA.search(message)
+        #: The enforced level and version, e.g. "restricted:latest"; what the pod violates.
+        self.level = found.group(1) if found else "?"
+        self.violations = found.group(2).strip() if found else message
+
+    def __str__(self) -> str:
+        return (
+            f"Pod Security Admission refused the pod: namespace {self.namespace} enforces the "
+            f'"{self.level}" Pod Security level (label {PSA_ENFORCE_LABEL}) and the pod '
+            f"violates it: {self.violations}"
+        )
+
+
+#: `pods "x" is forbidden: violates PodSecurity "restricted:latest": a (b), c (d)`
+_PSA = re.compile(r'violates PodSecurity "([^"]*)":\s*(.*)', re.DOTALL)
+PSA_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 
 
 class NotFound(ApiError):
@@ -184,7 +213,10 @@ class KubeClient:
         verb = _VERBS.get(method, "get" if name else "list")
         message = data.get("message", "") if isinstance(data, dict) else str(data)
         metrics.api_error(verb, kind.plural + (f"/{sub}" if sub else ""), status)
-        raise _ERRORS.get(status, ApiError)(status, verb, kind, namespace, sub, message)
+        error = _ERRORS.get(status, ApiError)
+        if status == 403 and _PSA.search(message):
+            error = PodSecurityRefused
+        raise error(status, verb, kind, namespace, sub, message)
 
     # -- TFJobs ---------------------------------------------------------------------------------
     async def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:

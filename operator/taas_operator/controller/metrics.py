@@ -69,6 +69,7 @@ from taas_operator.api.constants import (
     COND_SUCCEEDED,
 )
 from taas_operator.api.models import TFJob
+from taas_operator.api.text import printable
 from taas_operator.engine import Plan
 
 FRAMEWORK = "tensorflow"
@@ -171,7 +172,7 @@ def status_written(
     for pod, (count, reason) in _recreations(after).items():
         added = count - old.get(pod, (0, ""))[0]
         if added > 0:
-            POD_RECREATIONS.labels(namespace, reason).inc(added)
+            POD_RECREATIONS.labels(namespace, printable(reason)).inc(added)
 
 
 def job_deleted(namespace: str) -> None:
@@ -250,6 +251,7 @@ class _Live(Collector):
             namespace = str((body.get("metadata") or {}).get("namespace") or "default")
             conditions = (body.get("status") or {}).get("conditions") or []
             state = str(conditions[-1].get("type") or "Pending") if conditions else "Pending"
+            state = printable(state)  # status text anyone with tfjobs/status may write
             counts[(namespace, state)] = counts.get((namespace, state), 0) + 1
         for (namespace, state), count in sorted(counts.items()):
             states.add_metric([namespace, state], count)

@@ -76,9 +76,7 @@ def viewer_of(request: web.Request) -> Viewer:
 def _public(request: web.Request, gate: Gate) -> bool:
     """The gate lets anyone fetch this path (exact paths; a trailing '/*' is a folder)."""
     path = request.path
-    return any(
-        path.startswith(p[:-1]) if p.endswith("/*") else path == p for p in gate.public
-    )
+    return any(path.startswith(p[:-1]) if p.endswith("/*") else path == p for p in gate.public)
 
 
 @web.middleware

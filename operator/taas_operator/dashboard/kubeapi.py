@@ -35,7 +35,7 @@ import aiohttp
 
 from taas_operator.client.errors import ConfigError
 from taas_operator.client.kube import Connection
-from taas_operator.local.documents import InputError
+from taas_operator.documents import InputError
 
 #: A watch is re-opened at least this often (the apiserver also ends watches by itself).
 WATCH_SECONDS = 240

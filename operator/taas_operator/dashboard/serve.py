@@ -20,7 +20,7 @@ from aiohttp import web
 
 from taas_operator.dashboard.access import Gate, TokenGate
 from taas_operator.dashboard.server import ServerSettings, make_app
-from taas_operator.local.documents import InputError
+from taas_operator.documents import InputError
 
 
 def url_of(settings: ServerSettings, port: int) -> str:

@@ -60,7 +60,7 @@ from taas_operator.dashboard.guard import (
 )
 from taas_operator.dashboard.source import ActionError, LogLine, Source, refused_everywhere
 from taas_operator.dashboard.streams import EventStream, LogBuffer, StreamSlots
-from taas_operator.local.documents import InputError, parse_tfjobs
+from taas_operator.documents import InputError, parse_tfjobs
 
 HEARTBEAT_SECONDS = 15.0
 #: A job page is re-sent at most this often (a burst of 64 pod changes becomes one message).

@@ -2,9 +2,10 @@
 
 The operator's own code decides everything: `taas_operator.api.parse_tfjob` validates,
 `taas_operator.engine` builds the pods (with 127.0.0.1 hosts in TF_CONFIG and the classic env)
-and runs the lifecycle; this package only plays the kubelet and shows what happens.
+and runs the lifecycle; this package only plays the kubelet and shows what happens. TFJobs are
+read from YAML by `taas_operator.documents` (the bounded loader every user-given YAML goes
+through).
 
-    documents.py   read YAML (file or stdin) into validated TFJobs; render objects as YAML
     expansion.py   Kubernetes $(VAR) expansion
     container.py   pod manifest -> the process a kubelet would start (argv, env, cwd)
     process.py     start/stop processes in their own groups, dying with the runner
@@ -18,7 +19,6 @@ and runs the lifecycle; this package only plays the kubelet and shows what happe
     runner.py      run_jobs: every JobRun stepped until done, signals, the final report
 """
 
-from taas_operator.local.documents import InputError, load_tfjobs, render_objects
 from taas_operator.local.runner import RunOptions, run_jobs
 
-__all__ = ["InputError", "RunOptions", "load_tfjobs", "render_objects", "run_jobs"]
+__all__ = ["RunOptions", "run_jobs"]

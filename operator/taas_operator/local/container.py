@@ -1,14 +1,15 @@
 """What a kubelet would run for a pod's `tensorflow` container, turned into a local process spec.
 
-    launch_spec(pod: Mapping, base_env: Mapping[str, str] | None = None) -> Launch
+    launch_spec(pod: Mapping, base: Mapping[str, str] | None = None) -> Launch
 
 - env: the container's `env` in order; each `value` is `$(VAR)`-expanded against the entries
   before it (kubelet rules); downward-API `fieldRef`s that make sense on one machine are
   filled in (metadata.name, metadata.namespace, metadata.labels['k'], metadata.annotations['k'],
   status.podIP and status.hostIP as 127.0.0.1); other sources (secrets, config maps,
   resourceFieldRef, envFrom) cannot be read here and are left unset with a one-line note.
-  The process also inherits this machine's environment (PATH, HOME, ...), which the container
-  env overrides; `$(VAR)` sees only the container env, as in Kubernetes.
+  Under it lies `base_env`: by default only what is needed to find Python and run here (PATH,
+  HOME, LANG, ...; `local.environment`), never the runner's credentials; the container env
+  overrides it; `$(VAR)` sees only the container env, as in Kubernetes.
 - command + args, `$(VAR)`-expanded against the container env. `command` is required: the
   image's entrypoint is unknown here.
 - `python`/`python3` as the command run the current interpreter, and its directory is put
@@ -29,7 +30,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from taas_operator.api.constants import DEFAULT_CONTAINER_NAME
-from taas_operator.local.documents import InputError
+from taas_operator.documents import InputError
+from taas_operator.local.environment import EnvPolicy, base_env
 from taas_operator.local.expansion import expand
 from taas_operator.local.process import LOCAL_IP
 
@@ -95,8 +97,9 @@ def _local_path(env: dict[str, str]) -> str:
     return os.pathsep.join([here, *rest])
 
 
-def launch_spec(pod: Mapping[str, Any], base_env: Mapping[str, str] | None = None) -> Launch:
-    """The local process for a pod manifest built by the engine; InputError if it cannot run."""
+def launch_spec(pod: Mapping[str, Any], base: Mapping[str, str] | None = None) -> Launch:
+    """The local process for a pod manifest built by the engine; InputError if it cannot run.
+    `base`: the environment under the container's (default: `base_env(EnvPolicy())`)."""
     name = str((pod.get("metadata") or {}).get("name", ""))
     container = _container(pod)
     where = f"pod {name}, container {DEFAULT_CONTAINER_NAME}"
@@ -110,7 +113,7 @@ def launch_spec(pod: Mapping[str, Any], base_env: Mapping[str, str] | None = Non
             f'{container.get("image")!r} locally. Fix: set command (e.g. ["python", '
             f'"train.py"]) in the container'
         )
-    env = {**(base_env if base_env is not None else os.environ), **cenv}
+    env = {**(base if base is not None else base_env(EnvPolicy())), **cenv}
     env["PATH"] = _local_path({"PATH": cenv.get("PATH") or env.get("PATH", os.defpath)})
     env.setdefault("PYTHONUNBUFFERED", "1")
     working_dir = container.get("workingDir")

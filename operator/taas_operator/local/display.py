@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import IO
 
 from taas_operator.api import TFJob
+from taas_operator.api.text import printable
+from taas_operator.documents import InputError
 from taas_operator.engine import Event
-from taas_operator.local.documents import InputError
 from taas_operator.local.observer import RunObserver
 
 _COLORS = ("36", "33", "35", "32", "34", "91", "96", "93", "95", "92", "94")
@@ -37,7 +38,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
 def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Columns padded like kubectl get's output."""
+    """Columns padded like kubectl get's output; control characters in a cell (status text
+    someone else wrote) are shown escaped (`api.text.printable`)."""
+    rows = [[printable(cell) for cell in row] for row in rows]
     widths = [len(h) for h in header]
     for row in rows:
         widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
@@ -133,7 +136,7 @@ class Display:
         """An event the engine records on the job (in a cluster: a Kubernetes Event)."""
         if self.observer is not None:
             self.observer.event(job, event.type, event.reason, event.message)
-        self.note(f"{event.type} {event.reason}: {event.message}")
+        self.note(printable(f"{event.type} {event.reason}: {event.message}"))
 
     def warn(self, text: str) -> None:
         """A warning of the runner: something runs differently than asked, or unprotected."""

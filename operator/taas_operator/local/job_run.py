@@ -34,6 +34,7 @@ from typing import Any
 
 from taas_operator.api import ProgressReport, TFJob
 from taas_operator.api.constants import DEFAULT_CONTAINER_NAME
+from taas_operator.documents import InputError
 from taas_operator.engine import (
     BuildOptions,
     chief_slot,
@@ -45,7 +46,7 @@ from taas_operator.engine import (
 )
 from taas_operator.local.container import LOCAL_IP, launch_spec
 from taas_operator.local.display import Display
-from taas_operator.local.documents import InputError
+from taas_operator.local.environment import EnvPolicy, base_env
 from taas_operator.local.kubelet import LocalPod
 from taas_operator.local.netns import PrivateNetwork
 from taas_operator.local.process import free_ports
@@ -57,8 +58,9 @@ from taas_operator.tfjob import replica_name
 class JobRun:
     """One TFJob: its local pods, its status, and the plan loop."""
 
-    def __init__(self, job: TFJob, display: Display) -> None:
+    def __init__(self, job: TFJob, display: Display, env: EnvPolicy | None = None) -> None:
         self.job, self.display = job, display
+        self.base_env = base_env(env or EnvPolicy())  # under each container's env
         slots = [
             (t.lower(), i)
             for t in job.replica_types()
@@ -94,7 +96,7 @@ class JobRun:
         images: set[str] = set()
         notes: list[str] = []
         for pod in desired_pods(self.job, self.options):
-            launch = launch_spec(pod)
+            launch = launch_spec(pod, self.base_env)
             notes += [n for n in launch.notes if n not in notes]
             for container in pod["spec"]["containers"]:
                 if container.get("name") == DEFAULT_CONTAINER_NAME and container.get("image"):
@@ -202,7 +204,7 @@ class JobRun:
         """Start a pod the plan asked for; a new uid per start (recreations count per uid)."""
         name = manifest["metadata"]["name"]
         self.starts[name] += 1
-        launch = launch_spec(manifest)
+        launch = launch_spec(manifest, self.base_env)
         launch.env.update(self.progress.env(manifest))
         pod = LocalPod(
             manifest,

@@ -39,8 +39,9 @@ import yaml
 from pydantic import BaseModel
 
 from taas_operator.api import TFJob
+from taas_operator.documents import InputError
 from taas_operator.local.display import Display, format_table, logs_dir
-from taas_operator.local.documents import InputError
+from taas_operator.local.environment import EnvPolicy
 from taas_operator.local.fit import Machine, check_fit
 from taas_operator.local.job_run import JobRun
 from taas_operator.local.netns import NetworkUnavailable, PrivateNetwork
@@ -59,6 +60,8 @@ class RunOptions(BaseModel):
     table: bool = True
     host_network: bool = False
     allow_oversubscribe: bool = False
+    #: What of the runner's environment the replicas get (default: the basics only).
+    env: EnvPolicy = EnvPolicy()
 
 
 def _table(runs: Sequence[JobRun]) -> list[str]:
@@ -142,7 +145,7 @@ def run_jobs(
         display.warn(f"{fit.misfit}; starting anyway (--allow-oversubscribe)")
     for warning in fit.warnings:
         display.warn(f"{fit.what}: {warning}")
-    runs = [JobRun(job, display) for job in jobs]
+    runs = [JobRun(job, display, options.env) for job in jobs]
     try:
         for run in runs:
             run.preflight()  # InputError here: nothing has started yet

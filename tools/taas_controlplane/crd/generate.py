@@ -17,8 +17,8 @@ with what the apiserver serves).
 
 Outputs: manifests/crd/tfjobs.kubeflow.org.yaml and operator/taas_operator/api/tfjob.schema.json
 (the openAPIV3Schema, package data for `taas_operator.api.schema`, with the pod template's enum
-lists kept, which the CRD drops as controller-gen does: `taas validate` checks them offline). The chart's byte-for-byte
-copy and manifests/install.yaml are derived from the CRD file in turn by
+lists kept, which the CRD drops as controller-gen does: `taas validate` checks them offline).
+The chart's byte-for-byte copy and manifests/install.yaml are derived from the CRD file in turn by
 `python tests/deploy/sync_chart.py` (it needs Helm); tests fail while any of them drifts.
 """
 

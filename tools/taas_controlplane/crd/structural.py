@@ -132,9 +132,7 @@ def _marked_default(node: Mapping[str, Any], required: bool, item: bool) -> bool
     return "default" in node and not required and not item and node["default"] != {}
 
 
-def structural_schema(
-    schemas: Mapping[str, Any], root: str, enums: bool = False
-) -> dict[str, Any]:
+def structural_schema(schemas: Mapping[str, Any], root: str, enums: bool = False) -> dict[str, Any]:
     """The structural CRD schema of the type `root`, every reference inlined (with `enums`,
     the enum lists kept: see the module)."""
     return _definition(schemas, root, (), enums)

@@ -1,0 +1,66 @@
+"""The apiserver's size limits, checked offline on a manifest as kubectl would send it.
+
+    MAX_REQUEST_BYTES      3 MiB: kube-apiserver's limit on a request body (--max-request-bytes
+                           of its generic server, `MaxRequestBodyBytes`), so also the largest
+                           YAML file worth reading
+    MAX_ANNOTATIONS_BYTES  256 KiB: metadata.annotations, keys and values together
+                           (`TotalAnnotationSizeLimitB` of apimachinery's ObjectMeta validation)
+    size_errors(doc) -> list[str]   each limit a TFJob document breaks, as "field: problem; fix"
+
+The TFJob's own annotations are checked by the apiserver when the TFJob is created; a pod
+template's annotations only when the operator creates the pod (the CRD keeps templates open), so
+the job would be accepted and then fail: `taas validate` reports both up front.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
+MAX_ANNOTATIONS_BYTES = 256 * 1024
+
+
+def _annotations_bytes(meta: Any) -> int:
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    if not isinstance(annotations, dict):
+        return 0
+    return sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
+
+
+def _annotations_error(path: str, meta: Any, fix: str) -> list[str]:
+    size = _annotations_bytes(meta)
+    if size <= MAX_ANNOTATIONS_BYTES:
+        return []
+    return [
+        f"{path}: Too long: must have at most {MAX_ANNOTATIONS_BYTES} bytes (the keys and values "
+        f"have {size}); {fix}"
+    ]
+
+
+def size_errors(doc: dict[str, Any]) -> list[str]:
+    """The apiserver's size limits `doc` (a TFJob manifest as loaded) breaks, one line each."""
+    errors = _annotations_error(
+        "metadata.annotations",
+        doc.get("metadata"),
+        "the apiserver refuses the TFJob: keep large data in a ConfigMap or a volume",
+    )
+    spec = doc.get("spec")
+    replicas = spec.get("tfReplicaSpecs") if isinstance(spec, dict) else None
+    for rtype, replica in (replicas or {}).items() if isinstance(replicas, dict) else ():
+        template = replica.get("template") if isinstance(replica, dict) else None
+        if isinstance(template, dict):
+            errors += _annotations_error(
+                f"spec.tfReplicaSpecs[{rtype}].template.metadata.annotations",
+                template.get("metadata"),
+                "the apiserver would refuse every pod of this replica type: keep large data "
+                "in a ConfigMap or a volume",
+            )
+    size = len(json.dumps(doc, separators=(",", ":"), default=str).encode())
+    if size > MAX_REQUEST_BYTES:
+        errors.append(
+            f"<the TFJob>: Too long: the object is {size} bytes as JSON, more than the "
+            f"apiserver's {MAX_REQUEST_BYTES}-byte request limit; move data out of the manifest "
+            f"(a ConfigMap, a volume, the image)"
+        )
+    return errors

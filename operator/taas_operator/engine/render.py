@@ -1,0 +1,33 @@
+"""What the operator would create for TFJobs, as multi-document YAML (`taas render`).
+
+render_objects(jobs, cluster_domain="", network_policy=True) -> str
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from taas_operator.api import TFJob
+from taas_operator.engine.objects import (
+    BuildOptions,
+    desired_network_policy,
+    desired_pods,
+    desired_services,
+)
+
+
+def render_objects(
+    jobs: Sequence[TFJob], cluster_domain: str = "", network_policy: bool = True
+) -> str:
+    """Pods, services and (optionally) NetworkPolicies of `jobs`, as multi-document YAML."""
+    objects: list[dict[str, Any]] = []
+    options = BuildOptions(cluster_domain=cluster_domain)
+    for job in jobs:
+        objects += desired_pods(job, options)
+        objects += desired_services(job)
+        if network_policy:
+            objects.append(desired_network_policy(job))
+    return yaml.safe_dump_all(objects, sort_keys=False, default_flow_style=False)

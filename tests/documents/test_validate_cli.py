@@ -1,0 +1,159 @@
+"""`taas validate` on hostile YAML, as a subprocess: exit 2, one message naming the limit, no
+traceback, within seconds and a bounded memory (the child's own maxrss, from wait4)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from .bombs import BOMB_618, BOMB_722, deep_nesting, many_documents
+
+pytestmark = pytest.mark.timeout(120)
+
+TAAS = [sys.executable, "-m", "taas_operator.cli"]
+#: `taas validate` of a small valid file peaks near 60 MiB (Python, pydantic, the CRD schema);
+#: before the bounded loader the 618-byte bomb took ~500 MiB and the 722-byte one over 1 GiB.
+MAX_RSS_MIB = 150
+MAX_SECONDS = 10.0
+
+
+def validate(
+    tmp_path: Path, data: bytes, target: str | None = None
+) -> tuple[int, str, str, float, float]:
+    """(exit code, stdout, stderr, seconds, child maxrss in MiB) of `taas validate FILE`, FILE
+    holding `data` (or `target` when given)."""
+    path = tmp_path / "job.yaml"
+    path.write_bytes(data)
+    out, err = tmp_path / "out", tmp_path / "err"
+    start = time.monotonic()
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        child = subprocess.Popen(
+            [*TAAS, "validate", target or str(path)], stdout=stdout, stderr=stderr
+        )
+        try:
+            _, status, usage = os.wait4(child.pid, 0)
+        finally:
+            child.returncode = 0  # reaped by wait4; keep Popen from waiting again
+    seconds = time.monotonic() - start
+    code = os.waitstatus_to_exitcode(status)
+    return code, out.read_text(), err.read_text(), seconds, usage.ru_maxrss / 1024
+
+
+def refused(tmp_path: Path, data: bytes) -> str:
+    code, stdout, stderr, seconds, rss = validate(tmp_path, data)
+    assert code == 2, stderr
+    assert stdout == ""
+    assert stderr.startswith("error: ") and stderr.count("error: ") == 1, stderr[:2000]
+    assert "Traceback" not in stderr
+    assert seconds < MAX_SECONDS, seconds
+    assert rss < MAX_RSS_MIB, rss
+    return stderr
+
+
+@pytest.mark.parametrize("bomb", [BOMB_618, BOMB_722], ids=["618-bytes", "722-bytes"])
+def test_billion_laughs(tmp_path: Path, bomb: bytes) -> None:
+    err = refused(tmp_path, bomb)
+    assert "the YAML expands to more than 250,000 values, lists and maps" in err
+
+
+def test_deep_nesting(tmp_path: Path) -> None:
+    err = refused(tmp_path, deep_nesting(50_000))
+    assert "the YAML nests lists and maps more than 100 deep" in err
+
+
+def test_oversize_input(tmp_path: Path) -> None:
+    err = refused(tmp_path, b"a: " + b"x" * (4 * 1024 * 1024) + b"\n")
+    assert "the input is larger than 3.0 MiB (4.0 MiB, the apiserver's request limit)" in err
+
+
+def test_endless_input(tmp_path: Path) -> None:
+    code, _, err, seconds, _ = validate(tmp_path, b"", "/dev/zero")
+    assert code == 2 and "the input is larger than 3.0 MiB" in err, err
+    assert "Traceback" not in err and seconds < MAX_SECONDS
+
+
+def test_many_documents(tmp_path: Path) -> None:
+    err = refused(tmp_path, many_documents(1000))
+    assert "the YAML has more than 100 documents ('---' separated): split the file" in err
+
+
+def _job(annotations: dict[str, str], template_annotations: dict[str, str]) -> bytes:
+    job = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": "big", "annotations": annotations},
+        "spec": {
+            "tfReplicaSpecs": {
+                "Worker": {
+                    "template": {
+                        "metadata": {"annotations": template_annotations},
+                        "spec": {"containers": [{"name": "tensorflow", "image": "x"}]},
+                    }
+                }
+            }
+        },
+    }
+    return yaml.safe_dump(job).encode()
+
+
+def test_annotations_over_256_kib(tmp_path: Path) -> None:
+    big = {"note": "x" * 300_000}
+    err = refused(tmp_path, _job(big, {}))
+    assert "* metadata.annotations: Too long: must have at most 262144 bytes" in err
+    assert "the apiserver refuses the TFJob" in err
+    code, _, err, _, _ = validate(tmp_path, _job({}, big))
+    assert code == 2
+    assert (
+        "* spec.tfReplicaSpecs[Worker].template.metadata.annotations: Too long: must have at "
+        "most 262144 bytes (the keys and values have 300004)"
+    ) in err
+    assert "would refuse every pod of this replica type" in err
+    code, stdout, err, _, _ = validate(tmp_path, _job({"note": "x" * 262_140}, {}))
+    assert code == 0, err  # 4 + 262140 bytes: at the limit
+    assert stdout == "tfjob.kubeflow.org/big valid (namespace default)\n"
+
+
+def test_object_over_3_mib_as_json(tmp_path: Path) -> None:
+    # 1.6 MiB of YAML, one value used twice through an alias: 3.2 MiB once sent
+    value = "x" * (1600 * 1024)
+    data = f"""apiVersion: kubeflow.org/v1
+kind: TFJob
+metadata: {{name: big}}
+spec:
+  tfReplicaSpecs:
+    Worker:
+      template:
+        spec:
+          containers:
+            - name: tensorflow
+              image: x
+              env:
+                - {{name: A, value: &big "{value}"}}
+                - {{name: B, value: *big}}
+"""
+    code, _, err, _, _ = validate(tmp_path, data.encode())
+    assert code == 2
+    size = re.search(r"\* <the TFJob>: Too long: the object is (\d+) bytes as JSON", err)
+    assert size and int(size[1]) > 2 * len(value), err[-1000:]
+    assert "as JSON, more than the apiserver's 3145728-byte request limit" in err
+
+
+def test_oversize_stdin() -> None:
+    done = subprocess.run(
+        [*TAAS, "validate", "-"],
+        input=b"a: " + b"x" * (4 * 1024 * 1024),
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        "error: <stdin>: the input is larger than 3.0 MiB (the apiserver's request limit); "
+        "split it into smaller files\n"
+    )
