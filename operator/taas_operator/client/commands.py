@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from taas_operator.client.errors import ClientError, JobFailed, WaitTimeout
+from taas_operator.terminal import Display
 
 if TYPE_CHECKING:
     from taas_operator.client.jobs import TFJobClient
@@ -69,9 +70,7 @@ def _safely(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.
     return run
 
 
-def _display(stream: Any = None) -> Any:
-    from taas_operator.local.display import Display
-
+def _display(stream: Any = None) -> Display:
     out = stream or sys.stdout
     return Display(out, color=out.isatty(), live=out.isatty())
 

@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 from taas_operator.api.constants import DEFAULT_CONTAINER_NAME
 from taas_operator.local.documents import InputError
 from taas_operator.local.expansion import expand
-from taas_operator.local.process import LOCAL_IP
+from taas_operator.processes import LOCAL_IP
 
 
 class Launch(BaseModel):

@@ -44,20 +44,20 @@ from taas_operator.engine import (
     progress_columns,
 )
 from taas_operator.local.container import LOCAL_IP, launch_spec
-from taas_operator.local.display import Display
+from taas_operator.local.display import RunDisplay
 from taas_operator.local.documents import InputError
 from taas_operator.local.kubelet import LocalPod
 from taas_operator.local.netns import PrivateNetwork
-from taas_operator.local.process import free_ports
 from taas_operator.local.progress import INTERVAL_S, ProgressFile
 from taas_operator.local.unapplied import unapplied
+from taas_operator.processes import free_ports
 from taas_operator.tfjob import replica_name
 
 
 class JobRun:
     """One TFJob: its local pods, its status, and the plan loop."""
 
-    def __init__(self, job: TFJob, display: Display) -> None:
+    def __init__(self, job: TFJob, display: RunDisplay) -> None:
         self.job, self.display = job, display
         slots = [
             (t.lower(), i)
