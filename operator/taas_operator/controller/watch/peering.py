@@ -28,8 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from taas_operator.controller.informer import Informer
-from taas_operator.controller.kube import Kind, KubeClient
+from taas_operator.controller.apiserver.kube import Kind, KubeClient
+from taas_operator.controller.watch.informer import Informer
 
 logger = logging.getLogger("taas_operator.controller")
 

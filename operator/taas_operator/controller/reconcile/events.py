@@ -30,8 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from taas_operator.controller.jobcache import JobKey
-from taas_operator.controller.kube import (
+from taas_operator.controller.apiserver.kube import (
     POD,
     POLICY,
     SERVICE,
@@ -40,6 +39,7 @@ from taas_operator.controller.kube import (
     Kind,
     KubeClient,
 )
+from taas_operator.controller.watch.jobcache import JobKey
 from taas_operator.engine import Event
 
 logger = logging.getLogger("taas_operator.controller")
