@@ -36,7 +36,7 @@ from dashboard_harness import launch_chromium  # noqa: E402
 from operator_harness import Api, tfjob, wait_for  # noqa: E402
 
 from taas_controlplane.launcher import ControlPlane  # noqa: E402
-from taas_operator.local.process import spawn, stop  # noqa: E402
+from taas_operator.processes import spawn, stop  # noqa: E402
 
 CRD = REPO / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from taas_controlplane.launcher import ControlPlane
-from taas_operator.local.process import free_ports, spawn, stop
+from taas_operator.processes import free_ports, spawn, stop
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TAAS_CRD = REPO_ROOT / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"

@@ -27,7 +27,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from taas_operator.local.process import spawn, stop
+from taas_operator.processes import spawn, stop
 
 SAMPLES_PER_S = 100
 _TICKS = os.sysconf("SC_CLK_TCK")

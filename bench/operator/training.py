@@ -47,7 +47,7 @@ from bench.operator.procstats import PeakSampler
 from bench.operator.workloads import IMAGE
 from taas.publish import Publisher, document
 from taas_controlplane.launcher import ControlPlane
-from taas_operator.local.process import free_ports
+from taas_operator.processes import free_ports
 
 NAMESPACE = "bench-train"
 JOB_LABEL = "training.kubeflow.org/job-name"

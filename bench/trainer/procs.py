@@ -20,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from taas_operator.local.process import spawn, stop
+from taas_operator.processes import spawn, stop
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = "bench/trainer/programs/bench_model.py"

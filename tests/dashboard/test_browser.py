@@ -23,7 +23,7 @@ from kubelet_player import KubeletPlayer
 from operator_harness import Api, OperatorProcess, tfjob, wait_for
 
 from taas_controlplane.launcher import ControlPlane
-from taas_operator.local.process import spawn, stop
+from taas_operator.processes import spawn, stop
 
 pytestmark = pytest.mark.controlplane
 TFJOBS = "/apis/kubeflow.org/v1/namespaces/{ns}/tfjobs"

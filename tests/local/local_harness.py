@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from taas_operator.local.process import spawn, stop
+from taas_operator.processes import spawn, stop
 
 REPO = Path(__file__).resolve().parents[2]
 TAAS = [sys.executable, "-m", "taas_operator.cli"]

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from taas_operator.local.process import spawn, stop
+from taas_operator.processes import spawn, stop
 
 T = TypeVar("T")
 

@@ -14,16 +14,16 @@ from operator_harness import Api, new_namespace
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.api.resources import POD as KIND_POD
-from taas_operator.controller.children import (
+from taas_operator.controller.apiserver.kube import KubeClient
+from taas_operator.controller.watch.children import (
     CHILD_SELECTOR,
     PODS,
     POLICIES,
     SERVICES,
     ChildCache,
 )
-from taas_operator.controller.echoes import Echoes
-from taas_operator.controller.informer import Informer
-from taas_operator.controller.kube import KubeClient
+from taas_operator.controller.watch.echoes import Echoes
+from taas_operator.controller.watch.informer import Informer
 from taas_operator.engine import replica_labels
 
 NS, JOB, UID = "team", "job", "uid-1"

@@ -37,7 +37,7 @@ from taas_operator.client import (
     TFJobClient,
     WaitTimeout,
 )
-from taas_operator.local.process import free_ports
+from taas_operator.processes import free_ports
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 TAAS = [sys.executable, "-m", "taas_operator.cli"]

@@ -15,10 +15,10 @@ import pytest
 from taas_operator.api.resources import POD, POLICY, SERVICE
 from taas_operator.cli import main as taas_main
 from taas_operator.controller import workqueue
-from taas_operator.controller.children import CHILD_SELECTOR
-from taas_operator.controller.events import CREATE, DELETE, Done, pass_events
 from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
 from taas_operator.controller.handlers import kopf_settings
+from taas_operator.controller.reconcile.events import CREATE, DELETE, Done, pass_events
+from taas_operator.controller.watch.children import CHILD_SELECTOR
 from taas_operator.controller.workqueue import WorkQueue
 from taas_operator.engine import Event, backoff_delay
 from taas_operator.settings import OperatorSettings
@@ -175,7 +175,7 @@ def test_child_watches_are_filtered_by_the_apiserver() -> None:
     every watch is in each watched namespace, or in every namespace."""
     import kubernetes.client
 
-    from taas_operator.controller.kube import KubeClient
+    from taas_operator.controller.apiserver.kube import KubeClient
     from taas_operator.controller.triggers import Controller
 
     assert CHILD_SELECTOR == (
@@ -284,8 +284,8 @@ def test_kopf_watches_nothing_and_stores_nothing() -> None:
     kind, so it never watches, patches or adds finalizers to TFJobs or their children."""
     import kubernetes.client
 
+    from taas_operator.controller.apiserver.kube import KubeClient
     from taas_operator.controller.handlers import build_registry
-    from taas_operator.controller.kube import KubeClient
     from taas_operator.controller.triggers import Controller
 
     registry = build_registry(

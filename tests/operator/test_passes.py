@@ -23,7 +23,7 @@ from operator_harness import (
     wait_for,
 )
 
-from taas_operator.controller.echoes import Echoes
+from taas_operator.controller.watch.echoes import Echoes
 from taas_operator.engine import replica_labels
 
 POD = ("pods", "job-worker-0")

@@ -11,8 +11,8 @@ from typing import Any
 
 import kubernetes.client
 
-from taas_operator.controller.kube import KubeClient
-from taas_operator.controller.peering import PeeringGate, own_identity
+from taas_operator.controller.apiserver.kube import KubeClient
+from taas_operator.controller.watch.peering import PeeringGate, own_identity
 
 ME = "me@host"
 

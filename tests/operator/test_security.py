@@ -32,7 +32,7 @@ from operator_harness import (
 )
 
 from taas_controlplane.launcher import ControlPlane
-from taas_operator.local.process import free_ports
+from taas_operator.processes import free_ports
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
 

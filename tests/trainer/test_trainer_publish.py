@@ -22,7 +22,7 @@ from taas.publish import SCALARS, Publisher, document, log_scalar
 from taas.settings import TrainerSettings
 from taas_operator.api import ProgressReport
 from taas_operator.api.constants import DEFAULT_PROGRESS_PORT, PROGRESS_PATH
-from taas_operator.local.process import free_ports
+from taas_operator.processes import free_ports
 
 REPORTING = ["tests/trainer/programs/reporting_regression.py"]
 

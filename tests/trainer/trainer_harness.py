@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from taas_operator.api import TFJob, parse_tfjob
-from taas_operator.local.process import free_ports, spawn, stop
+from taas_operator.processes import free_ports, spawn, stop
 from taas_operator.tfjob import cluster_spec, tf_config
 
 REPO = Path(__file__).resolve().parents[2]

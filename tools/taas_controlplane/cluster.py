@@ -35,8 +35,8 @@ from taas_controlplane.binaries import BuildError, cache_root, ensure
 from taas_controlplane.hostnet import NetworkConfig, NodeNetwork
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 from taas_controlplane.runtime import Containerd, missing_packages
-from taas_operator.local.process import spawn
-from taas_operator.local.process import stop as stop_process
+from taas_operator.processes import spawn
+from taas_operator.processes import stop as stop_process
 
 NODE_BINARIES = (
     "etcd",

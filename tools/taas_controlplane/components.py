@@ -21,7 +21,7 @@ from pydantic import BaseModel
 from taas_controlplane.binaries import ensure
 from taas_controlplane.hostnet import NetworkConfig
 from taas_controlplane.launcher import ControlPlane
-from taas_operator.local.process import free_ports
+from taas_operator.processes import free_ports
 
 NODE_NAME = "taas-node"
 KUBE_DNS_OFFSET = 10  # kube-dns's ClusterIP is the 10th address of the service range

@@ -10,7 +10,7 @@ whole cluster (cluster.py): listening where pods reach it, Node+RBAC authorizati
 NodeRestriction and ServiceAccount admission plugins, and a client certificate for kubelets.
 
 Both processes run in their own process group and get SIGTERM when their parent dies
-(`taas_operator.local.process.spawn`, the project's one helper for child processes), so a killed
+(`taas_operator.processes.spawn`, the project's one helper for child processes), so a killed
 test run leaves nothing behind; `stop()` ends them explicitly.
 """
 
@@ -33,8 +33,8 @@ from pydantic import BaseModel
 
 from taas_controlplane.binaries import KUBERNETES_VERSION, ensure
 from taas_controlplane.pki import CertificateAuthority, KeyPair, write_service_account_keys
-from taas_operator.local.process import free_ports, spawn
-from taas_operator.local.process import stop as stop_process
+from taas_operator.processes import free_ports, spawn
+from taas_operator.processes import stop as stop_process
 
 ADMIN_USER = "taas-admin"
 SERVICE_CIDR = "10.0.0.0/24"

@@ -21,8 +21,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from taas_operator.local.process import spawn
-from taas_operator.local.process import stop as stop_process
+from taas_operator.processes import spawn
+from taas_operator.processes import stop as stop_process
 
 NAMESPACE = "k8s.io"  # the containerd namespace the CRI plugin keeps Kubernetes' containers in
 CNI_BIN_DIR = "/usr/lib/cni"  # where Debian's containernetworking-plugins installs them

@@ -19,8 +19,8 @@ import `taas_operator` (a training program needs no operator code), and the kube
 may only be imported by the layers that talk to a cluster (`controller`, `client`; the
 import-linter contracts in pyproject.toml). The client reuses the API
 models (`taas_operator.api.TFJob`), the offline validation and bounded YAML reading of `taas
-validate` (`taas_operator.documents`), and the table of `taas run` (`local.display`), so it sits
-above `local`.
+validate` (`taas_operator.documents`), and the terminal output of `taas run`
+(`taas_operator.terminal`).
 Names are imported lazily: `import taas_operator.client` costs nothing until used.
 """
 

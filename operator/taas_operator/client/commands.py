@@ -28,6 +28,7 @@ import yaml
 
 from taas_operator.api.text import printable
 from taas_operator.client.errors import ClientError, JobFailed, WaitTimeout
+from taas_operator.terminal import Display
 
 if TYPE_CHECKING:
     from taas_operator.client.jobs import TFJobClient
@@ -70,9 +71,7 @@ def _safely(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.
     return run
 
 
-def _display(stream: Any = None) -> Any:
-    from taas_operator.local.display import Display
-
+def _display(stream: Any = None) -> Display:
     out = stream or sys.stdout
     return Display(out, color=out.isatty(), live=out.isatty())
 

@@ -26,7 +26,7 @@ from taas_operator.client.errors import ClientError
 from taas_operator.client.jobs import TFJobClient
 from taas_operator.client.models import ReplicaPod
 from taas_operator.engine import job_state, progress_columns
-from taas_operator.local.display import Display, format_table
+from taas_operator.terminal import Display, format_table
 
 ENDING_EVENT_WAIT_S = 5.0
 

@@ -1,6 +1,7 @@
 """A TFJob's replica logs: as they are now, or followed and merged as they come.
 
     follower = LogFollower(client, namespace, job, replica=None, container="tensorflow")
+        # client: a JobPods (a TFJobClient is one: its connection and its `pods`)
     follower.now() -> Iterator[LogLine]                       # each started replica in turn
     follower.follow(finished: () -> bool) -> Iterator[LogLine]  # merged, until the job ends
 
@@ -18,14 +19,11 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from taas_operator.client.errors import ApiFailure, ClientError, Invalid
-from taas_operator.client.kube import LogStream
+from taas_operator.client.kube import Connection, LogStream
 from taas_operator.client.models import LogLine, ReplicaPod
-
-if TYPE_CHECKING:
-    from taas_operator.client.jobs import TFJobClient
 
 POLL_S = 0.5
 GRACE_S = 5.0
@@ -37,12 +35,20 @@ def replica_name(text: str) -> str:
     return text.strip().lower().replace(":", "-")
 
 
+class JobPods(Protocol):
+    """What the follower needs of a client: its connection (log streams) and a job's pods."""
+
+    conn: Connection
+
+    def pods(self, name: str, namespace: str | None = None) -> list[ReplicaPod]: ...
+
+
 class LogFollower:
-    """Reads one job's replica logs through a TFJobClient."""
+    """Reads one job's replica logs through a client (a TFJobClient)."""
 
     def __init__(
         self,
-        client: TFJobClient,
+        client: JobPods,
         namespace: str,
         job: str,
         replica: str | None = None,

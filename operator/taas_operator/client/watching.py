@@ -2,6 +2,7 @@
 
     changes(client, namespace, all_namespaces=False, name=None, timeout=None)
         -> Iterator[JobChange]      # what TFJobClient.watch returns
+    # client: a JobLister (a TFJobClient is one: connection, namespace, list_objects)
 
 First every job there now (ADDED), then every change (ADDED, MODIFIED, DELETED). A watch the
 server ends (its timeout) is opened again from the last version seen; one whose version the
@@ -13,22 +14,31 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from taas_operator.api.constants import GROUP, PLURAL, VERSION
 from taas_operator.api.models import TFJob
-from taas_operator.client.kube import Expired, What
+from taas_operator.client.kube import Connection, Expired, What
 from taas_operator.client.manifests import read_job
 from taas_operator.client.models import JobChange
-
-if TYPE_CHECKING:
-    from taas_operator.client.jobs import TFJobClient
 
 Key = tuple[str, str]
 
 
+class JobLister(Protocol):
+    """What following needs of a client: its connection, its namespace, and one list of the
+    stored TFJobs with the list's resourceVersion."""
+
+    conn: Connection
+    namespace: str
+
+    def list_objects(
+        self, namespace: str | None, all_namespaces: bool
+    ) -> tuple[list[dict[str, Any]], str]: ...
+
+
 def changes(
-    client: TFJobClient,
+    client: JobLister,
     namespace: str | None,
     all_namespaces: bool = False,
     name: str | None = None,
@@ -76,7 +86,7 @@ def _differences(before: dict[Key, TFJob], now: dict[Key, TFJob]) -> Iterator[Jo
 
 
 def _watch(
-    client: TFJobClient,
+    client: JobLister,
     namespace: str | None,
     all_namespaces: bool,
     name: str | None,

@@ -1,25 +1,33 @@
 """The Kubernetes side of TaaS: the operator serving kubeflow.org/v1 TFJobs.
 
-Modules (each one job; only `kube` and `transport` talk to the API). Nothing is imported here,
-so `taas_operator.controller.flags` stays light for the `taas` command line:
-    transport   Transport: aiohttp on the event loop (calls, and watch streams)
-    kube        KubeClient: JSON reads/writes of TFJobs, pods, services, NetworkPolicies, events
-    informer    Informer: LIST then WATCH one kind, forever; a re-list reports what vanished
-    triggers    Controller: the watches -> the caches and the work queue
-    peering     PeeringGate: kopf's peering decision, read from kopf's peering object
-    workqueue   WorkQueue: coalesced, serialized passes, a background lane, one timer per job
-    jobpass     JobPass: one pass = read -> `engine.plan_job` -> carry out the Plan
-    jobcache    JobCache: the newest version of every TFJob seen
-    children    ChildCache: every job's pods, services and NetworkPolicies, from the watches
-    echoes      Echoes: watch events that only echo the operator's own writes
-    status      StatusWriter: the status write (resourceVersion-checked, Conflict -> re-read)
-    actions     Actions: create/delete pods and services, the NetworkPolicy, the TTL delete
-    events      pass_events, EventRecorder: one event per pass naming what it did; Warnings once
-    pruning     PrunedRecreations: status.recreations kept in memory under Kubeflow's CRD
-    progress    ProgressPoller: each running job's chief read for training progress (why pull)
-    metrics     Prometheus metrics (Kubeflow's job counters and TaaS's own), /metrics
-    handlers    build_registry(controller), kopf_settings(settings): what kopf still does
-                (lifecycle, login, probe, peering keepalive; no resource handlers)
-    flags       add_arguments(parser), settings_from_args(args), UsageError
-    main        run(settings, kubeconfig), run_from_args(args), main(argv): kopf.run
+One TFJob's way through the operator, folder by folder, in order (each module one job; only
+`apiserver/` talks to the API). Nothing is imported here, so `taas_operator.controller.flags`
+stays light for the `taas` command line:
+    apiserver/transport   Transport: aiohttp on the event loop (calls, and watch streams)
+    apiserver/kube        KubeClient: JSON reads/writes of TFJobs, pods, services,
+                          NetworkPolicies, events
+    watch/informer        Informer: LIST then WATCH one kind, forever; a re-list reports what
+                          vanished
+    watch/jobcache        JobCache: the newest version of every TFJob seen
+    watch/children        ChildCache: every job's pods, services and NetworkPolicies
+    watch/echoes          Echoes: watch events that only echo the operator's own writes
+    watch/peering         PeeringGate: kopf's peering decision, read from kopf's peering object
+    triggers              Controller: the watches -> the caches and the work queue -> passes
+    workqueue             WorkQueue: coalesced, serialized passes, a background lane, one timer
+                          per job
+    reconcile/jobpass     JobPass: one pass = read -> `engine.plan_job` -> carry out the Plan
+    reconcile/progress    ProgressPoller: each running job's chief read for training progress
+    reconcile/status      StatusWriter: the status write (resourceVersion-checked, Conflict ->
+                          re-read), the recreations a pruning CRD drops, the transition metrics
+    reconcile/pruning     PrunedRecreations: status.recreations kept in memory under Kubeflow's
+                          CRD
+    reconcile/actions     Actions: create/delete pods and services, the NetworkPolicy, the TTL
+                          delete
+    reconcile/events      pass_events, EventRecorder: one event per pass naming what it did;
+                          Warnings once
+    metrics               Prometheus metrics (Kubeflow's job counters and TaaS's own), /metrics
+    handlers              build_registry(controller), kopf_settings(settings): what kopf still
+                          does (lifecycle, login, probe, peering keepalive; no resource handlers)
+    flags                 add_arguments(parser), settings_from_args(args), UsageError
+    main                  run(settings, kubeconfig), run_from_args(args), main(argv): kopf.run
 """

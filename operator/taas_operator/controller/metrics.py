@@ -1,7 +1,7 @@
 """The operator's Prometheus metrics and their `/metrics` endpoint (prometheus_client).
 
     serve(host, port, jobs, queue_depth) -> stop()  # the HTTP server thread (controller.main)
-    status_written(namespace, before, after)         # after each status write (jobpass)
+    status_written(namespace, before, after)         # after each status write (StatusWriter)
     job_deleted(namespace)                           # a TFJob DELETED watch event (triggers)
     api_error(verb, resource, code)                  # a non-2xx API answer (kube)
     timed_pass()                                     # context manager around a pass (triggers)

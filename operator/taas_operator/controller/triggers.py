@@ -32,13 +32,13 @@ from typing import Any
 from taas_operator.api.constants import LABEL_JOB_NAME, PLURAL
 from taas_operator.api.resources import POD, POLICY, SERVICE, TFJOB
 from taas_operator.controller import metrics
-from taas_operator.controller.children import CHILD_SELECTOR, ChildCache
-from taas_operator.controller.echoes import Echoes
-from taas_operator.controller.informer import Informer
-from taas_operator.controller.jobcache import JobCache, JobKey, job_key
-from taas_operator.controller.jobpass import JobPass
-from taas_operator.controller.kube import KubeClient
-from taas_operator.controller.peering import PeeringGate
+from taas_operator.controller.apiserver.kube import KubeClient
+from taas_operator.controller.reconcile.jobpass import JobPass
+from taas_operator.controller.watch.children import CHILD_SELECTOR, ChildCache
+from taas_operator.controller.watch.echoes import Echoes
+from taas_operator.controller.watch.informer import Informer
+from taas_operator.controller.watch.jobcache import JobCache, JobKey, job_key
+from taas_operator.controller.watch.peering import PeeringGate
 from taas_operator.controller.workqueue import WorkQueue
 from taas_operator.settings import OperatorSettings
 

@@ -13,8 +13,8 @@ bounded rate, and the STATE / PROGRESS / ETA columns every table shows. Pure: no
 Who reports: the trainer library's chief (Chief/Master, else worker 0: the pod labelled
 job-role=master) publishes a `ProgressReport`; how it reaches an executor differs (the operator
 reads GET /progress on the chief's pod IP, `taas run` a file the chief writes; see
-`taas_operator.controller.progress` for why the operator pulls), what is done with it is this
-module, for both. A program that does not use the library publishes nothing: no
+`taas_operator.controller.reconcile.progress` for why the operator pulls), what is done with it
+is this module, for both. A program that does not use the library publishes nothing: no
 `status.progress`, and nothing else changes.
 
 The rate (the operator passes `interval` = 30 s by default): a report newer than the one in the

@@ -33,7 +33,7 @@ from taas_operator.api.constants import DEFAULT_CONTAINER_NAME
 from taas_operator.documents import InputError
 from taas_operator.local.environment import EnvPolicy, base_env
 from taas_operator.local.expansion import expand
-from taas_operator.local.process import LOCAL_IP
+from taas_operator.processes import LOCAL_IP
 
 
 class Launch(BaseModel):

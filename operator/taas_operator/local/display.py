@@ -1,53 +1,27 @@
-"""What people see during `taas run`: replica logs, a live replica table, notes and events.
+"""What people see during `taas run`: the terminal (`taas_operator.terminal.Display`: replica
+logs, the live replica table, notes) plus the engine's events, and every line and event handed
+to the run's observer (`taas run --dashboard`) too.
 
-    Display(stream, color: bool, live: bool, logs_dir: str | None, prefix_job: bool,
-            observer: RunObserver | None)
-        .line(job, pod, raw: bytes)   one log line of a replica: `[worker-0] ...`, coloured
-        .note(text)                   a runner message: `taas: ...`
+    RunDisplay(stream, color, live, logs_dir, prefix_job, observer: OutputObserver | None)
+        .line(job, pod, raw: bytes)   as Display.line, and to the observer
         .event(job, event)            an engine event: `taas: Normal TFJobRunning: ...`
-        .warn(text)                   a runner warning: `taas: warning: ...`
-        .table(rows, header)          the replica table; redrawn in place on a TTY
-        .close()
+        .note(text)  .warn(text)  .table(lines)  .final(text)  .close()   as Display's
 
-On a TTY the table is a footer: it is erased, the new log lines are written above it, and it is
-drawn again, so logs scroll and the table stays at the bottom. Elsewhere (a pipe, CI) the table
-is printed as plain lines each time it changes. Thread-safe: replica log threads call `line`.
-An `observer` (`taas run --dashboard`) is handed every log line and event too.
-
+    OutputObserver   # the part of a local.observer.RunObserver the display feeds: line, event
     logs_dir(path) -> Path   # --logs-dir checked before anything starts: InputError naming it
 """
 
 from __future__ import annotations
 
 import os
-import re
-import threading
-from collections.abc import Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, Protocol
 
 from taas_operator.api import TFJob
 from taas_operator.api.text import printable
 from taas_operator.documents import InputError
 from taas_operator.engine import Event
-from taas_operator.local.observer import RunObserver
-
-_COLORS = ("36", "33", "35", "32", "34", "91", "96", "93", "95", "92", "94")
-_RESET = "\x1b[0m"
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
-def format_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    """Columns padded like kubectl get's output; control characters in a cell (status text
-    someone else wrote) are shown escaped (`api.text.printable`)."""
-    rows = [[printable(cell) for cell in row] for row in rows]
-    widths = [len(h) for h in header]
-    for row in rows:
-        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
-    return [
-        "   ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
-        for r in (header, *rows)
-    ]
+from taas_operator.terminal import Display
 
 
 def logs_dir(path: str) -> Path:
@@ -66,8 +40,16 @@ def logs_dir(path: str) -> Path:
     return folder
 
 
-class Display:
-    """Serialises every write to the terminal; keeps the table as a footer on a TTY."""
+class OutputObserver(Protocol):
+    """Is handed every log line and engine event of a local run (from the runner's threads)."""
+
+    def line(self, job: str, pod: str, raw: bytes) -> None: ...
+
+    def event(self, job: TFJob, type_: str, reason: str, message: str) -> None: ...
+
+
+class RunDisplay(Display):
+    """The terminal of `taas run`, telling its observer of every line and event too."""
 
     def __init__(
         self,
@@ -77,97 +59,19 @@ class Display:
         live: bool,
         logs_dir: str | None = None,
         prefix_job: bool = False,
-        observer: RunObserver | None = None,
+        observer: OutputObserver | None = None,
     ) -> None:
-        self.stream, self.color, self.live, self.prefix_job = stream, color, live, prefix_job
+        super().__init__(stream, color=color, live=live, logs_dir=logs_dir, prefix_job=prefix_job)
         self.observer = observer
-        self.logs_dir = Path(logs_dir) if logs_dir else None
-        self._lock = threading.Lock()
-        self._colors: dict[str, str] = {}
-        self._files: dict[str, IO[bytes]] = {}
-        self._footer: list[str] = []
-        self._last_table: list[str] = []
-
-    def _erase_footer(self) -> None:
-        if self.live and self._footer:
-            self.stream.write(f"\x1b[{len(self._footer)}F\x1b[J")
-
-    def _draw_footer(self) -> None:
-        if self.live and self._footer:
-            self.stream.write("\n".join(self._footer) + "\n")
-
-    def _write(self, text: str) -> None:
-        self._erase_footer()
-        self.stream.write(text)
-        self._draw_footer()
-        self.stream.flush()
-
-    def _label(self, job: str, pod: str) -> str:
-        short = pod[len(job) + 1 :] if pod.startswith(job + "-") else pod
-        label = f"[{job}/{short}]" if self.prefix_job else f"[{short}]"
-        if not self.color:
-            return label
-        code = self._colors.setdefault(pod, _COLORS[len(self._colors) % len(_COLORS)])
-        return f"\x1b[{code}m{label}{_RESET}"
 
     def line(self, job: str, pod: str, raw: bytes) -> None:
-        """One output line of a replica: to the terminal (prefixed) and its log file."""
-        text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        """One output line of a replica: to the observer, the terminal and its log file."""
         if self.observer is not None:
             self.observer.line(job, pod, raw)
-        with self._lock:
-            if self.logs_dir is not None:
-                file = self._files.get(pod)
-                if file is None:
-                    file = self._files[pod] = open(self.logs_dir / f"{pod}.log", "ab")  # noqa: SIM115
-                file.write(raw if raw.endswith(b"\n") else raw + b"\n")
-                file.flush()
-            if not self.color:
-                text = _ANSI.sub("", text)
-            self._write(f"{self._label(job, pod)} {text}\n")
-
-    def note(self, text: str) -> None:
-        """A message of the runner itself."""
-        with self._lock:
-            label = "\x1b[1mtaas:\x1b[0m" if self.color else "taas:"
-            self._write(f"{label} {text}\n")
+        super().line(job, pod, raw)
 
     def event(self, job: TFJob, event: Event) -> None:
         """An event the engine records on the job (in a cluster: a Kubernetes Event)."""
         if self.observer is not None:
             self.observer.event(job, event.type, event.reason, event.message)
         self.note(printable(f"{event.type} {event.reason}: {event.message}"))
-
-    def warn(self, text: str) -> None:
-        """A warning of the runner: something runs differently than asked, or unprotected."""
-        self.note(f"warning: {text}")
-
-    def table(self, lines: list[str]) -> None:
-        """Show the table: redraw the footer on a TTY, else print it when it changed."""
-        with self._lock:
-            if lines == self._last_table:
-                return
-            self._last_table = list(lines)
-            if self.live:
-                self._erase_footer()
-                self._footer = list(lines)
-                self._draw_footer()
-                self.stream.flush()
-            else:
-                self.stream.write("\n".join(lines) + "\n")
-                self.stream.flush()
-
-    def final(self, text: str) -> None:
-        """Drop the footer and print the final report."""
-        with self._lock:
-            self._erase_footer()
-            self._footer = []
-            self.stream.write(text)
-            self.stream.flush()
-
-    def close(self) -> None:
-        """Close the log files."""
-        with self._lock:
-            for file in self._files.values():
-                file.close()
-            self._files.clear()

@@ -45,20 +45,20 @@ from taas_operator.engine import (
     progress_columns,
 )
 from taas_operator.local.container import LOCAL_IP, launch_spec
-from taas_operator.local.display import Display
+from taas_operator.local.display import RunDisplay
 from taas_operator.local.environment import EnvPolicy, base_env
 from taas_operator.local.kubelet import LocalPod
 from taas_operator.local.netns import PrivateNetwork
-from taas_operator.local.process import free_ports
 from taas_operator.local.progress import INTERVAL_S, ProgressFile
 from taas_operator.local.unapplied import unapplied
+from taas_operator.processes import free_ports
 from taas_operator.tfjob import replica_name
 
 
 class JobRun:
     """One TFJob: its local pods, its status, and the plan loop."""
 
-    def __init__(self, job: TFJob, display: Display, env: EnvPolicy | None = None) -> None:
+    def __init__(self, job: TFJob, display: RunDisplay, env: EnvPolicy | None = None) -> None:
         self.job, self.display = job, display
         self.base_env = base_env(env or EnvPolicy())  # under each container's env
         slots = [

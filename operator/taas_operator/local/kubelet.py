@@ -29,7 +29,7 @@ from taas_operator.api.validation import normalize_replica_type
 from taas_operator.engine import ObservedPod, backoff_delay
 from taas_operator.engine.observed import PodPhase
 from taas_operator.local.container import Launch
-from taas_operator.local.process import signal_group, spawn
+from taas_operator.processes import signal_group, spawn
 
 LOCAL_GRACE_SECONDS = 5
 BACKOFF_START, BACKOFF_MAX = 1.0, 10.0

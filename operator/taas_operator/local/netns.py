@@ -2,7 +2,7 @@
 own, with its own loopback, shared by every replica of the job and by no one else.
 
     network = PrivateNetwork.create()     # raises NetworkUnavailable(why) where it cannot be
-    spawn(argv, namespaces=network.fds)   # local.process: the child enters it before exec
+    spawn(argv, namespaces=network.fds)   # taas_operator.processes: entered before exec
     network.kind                          # "network namespace" | "user + network namespace"
     network.close()                       # the namespace goes when its last replica exits
 
@@ -12,8 +12,8 @@ own `lo`, so nothing outside the job (the host's 127.0.0.1, its other addresses,
 can connect to a replica, and the replicas still reach each other on 127.0.0.1. The other side
 of it: replicas cannot reach the network either (no download in the training program).
 
-How it is made: a short-lived child, started with `local.process.spawn` (so it dies with the
-runner), calls unshare(2) and brings its `lo` up (SIOCSIFFLAGS), then says "ready":
+How it is made: a short-lived child, started with `taas_operator.processes.spawn` (so it dies
+with the runner), calls unshare(2) and brings its `lo` up (SIOCSIFFLAGS), then says "ready":
 - as root (CAP_SYS_ADMIN): `unshare(CLONE_NEWNET)`, as `unshare --net` does;
 - otherwise, or where root may not (a container without CAP_SYS_ADMIN):
   `unshare(CLONE_NEWUSER | CLONE_NEWNET)`, writing its own uid and gid as the only mappings
@@ -23,7 +23,7 @@ runner), calls unshare(2) and brings its `lo` up (SIOCSIFFLAGS), then says "read
   so its replicas run unmapped there (uid 65534 inside, still root's files outside).
 The runner opens /proc/<child>/ns/user (when used) and /proc/<child>/ns/net and stops the child:
 the open descriptors keep the namespaces alive, and each replica's exec helper setns()es into
-them (see `local.process`). Where neither works (user namespaces turned off:
+them (see `taas_operator.processes`). Where neither works (user namespaces turned off:
 user.max_user_namespaces=0, kernel.unprivileged_userns_clone=0, an AppArmor or seccomp policy;
 not Linux), `NetworkUnavailable` says why and the runner warns and uses the host network.
 
@@ -42,7 +42,7 @@ import signal
 import subprocess
 import sys
 
-from taas_operator.local.process import spawn, stop
+from taas_operator.processes import spawn, stop
 
 READY_TIMEOUT = 10.0
 

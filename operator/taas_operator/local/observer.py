@@ -15,23 +15,18 @@ returns at once (it must never block the run).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-from taas_operator.api import TFJob
-
-if TYPE_CHECKING:
-    from taas_operator.local.job_run import JobRun
+from taas_operator.local.display import OutputObserver
+from taas_operator.local.job_run import JobRun
 
 
-class RunObserver(Protocol):
-    """Receives a local run's changes, log lines and events."""
+class RunObserver(OutputObserver, Protocol):
+    """Receives a local run's changes, and (as an OutputObserver, from the run's display) its
+    log lines and events."""
 
     def started(self, runs: Sequence[JobRun]) -> None: ...
 
     def changed(self, run: JobRun) -> None: ...
-
-    def line(self, job: str, pod: str, raw: bytes) -> None: ...
-
-    def event(self, job: TFJob, type_: str, reason: str, message: str) -> None: ...
 
     def finished(self, runs: Sequence[JobRun]) -> None: ...

@@ -40,12 +40,13 @@ from pydantic import BaseModel
 
 from taas_operator.api import TFJob
 from taas_operator.documents import InputError
-from taas_operator.local.display import Display, format_table, logs_dir
+from taas_operator.local.display import RunDisplay, logs_dir
 from taas_operator.local.environment import EnvPolicy
 from taas_operator.local.fit import Machine, check_fit
 from taas_operator.local.job_run import JobRun
 from taas_operator.local.netns import NetworkUnavailable, PrivateNetwork
 from taas_operator.local.observer import RunObserver
+from taas_operator.terminal import format_table
 
 TICK_SECONDS = 0.1
 EXIT_SUCCEEDED, EXIT_FAILED = 0, 1
@@ -133,7 +134,7 @@ def run_jobs(
     if options.logs_dir:
         logs_dir(options.logs_dir)
     live = options.table and out.isatty()
-    display = Display(
+    display = RunDisplay(
         out,
         color=options.color and out.isatty(),
         live=live,
@@ -199,7 +200,7 @@ def run_jobs(
     return _exit_code(runs, stopped)
 
 
-def _private_networks(runs: Sequence[JobRun], host_network: bool, display: Display) -> None:
+def _private_networks(runs: Sequence[JobRun], host_network: bool, display: RunDisplay) -> None:
     """A private network namespace per job, or one line saying why the host network is used."""
     exposed = "TensorFlow's servers then listen on every interface of this machine"
     if host_network:

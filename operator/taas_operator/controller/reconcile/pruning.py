@@ -19,7 +19,7 @@ import copy
 import logging
 from typing import Any
 
-from taas_operator.controller.jobcache import JobKey
+from taas_operator.controller.watch.jobcache import JobKey
 
 logger = logging.getLogger("taas_operator.controller")
 

@@ -39,7 +39,7 @@ from taas_operator.api.constants import API_VERSION, KIND
 from taas_operator.api.models import format_time
 from taas_operator.api.resources import EVENT, POD, POLICY, SERVICE, TFJOB, Kind
 from taas_operator.controller import metrics
-from taas_operator.controller.transport import Endpoint, Transport
+from taas_operator.controller.apiserver.transport import Endpoint, Transport
 
 COMPONENT = "taas-operator"
 _MAX_EVENT_MESSAGE = 1024

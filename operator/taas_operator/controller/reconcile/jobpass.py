@@ -39,15 +39,18 @@ from taas_operator.api.constants import REASON_INVALID_SPEC
 from taas_operator.api.models import TFJob
 from taas_operator.api.resources import POD, POLICY, SERVICE
 from taas_operator.controller import metrics
-from taas_operator.controller.actions import Actions
-from taas_operator.controller.children import ChildCache, Children, children_from
-from taas_operator.controller.echoes import Echoes
-from taas_operator.controller.events import EventRecorder, pass_events, waiting_for_names
-from taas_operator.controller.jobcache import JobCache, JobKey
-from taas_operator.controller.kube import KubeClient
-from taas_operator.controller.progress import ProgressPoller
-from taas_operator.controller.pruning import PrunedRecreations
-from taas_operator.controller.status import StatusWriter
+from taas_operator.controller.apiserver.kube import KubeClient
+from taas_operator.controller.reconcile.actions import Actions
+from taas_operator.controller.reconcile.events import (
+    EventRecorder,
+    pass_events,
+    waiting_for_names,
+)
+from taas_operator.controller.reconcile.progress import ProgressPoller
+from taas_operator.controller.reconcile.status import StatusWriter
+from taas_operator.controller.watch.children import ChildCache, Children, children_from
+from taas_operator.controller.watch.echoes import Echoes
+from taas_operator.controller.watch.jobcache import JobCache, JobKey
 from taas_operator.engine import (
     BuildOptions,
     Event,
@@ -96,7 +99,6 @@ class JobPass:
             progress_namespace=settings.progress_namespace,
         )
         self.progress = ProgressPoller(settings, request)
-        self.pruned = PrunedRecreations()
         self._forget_job = forget
         self._must_list: set[JobKey] = set()  # jobs whose next pass must LIST their children
 
@@ -104,7 +106,7 @@ class JobPass:
         """Drop what passes kept about the job (the caller forgets its cache entry and echoes)."""
         self._must_list.discard(key)
         self.recorder.clear(key)
-        self.pruned.forget(key)
+        self.writer.forget_job(key)
         self.progress.forget(key)
 
     async def run(self, key: JobKey) -> datetime | None:
@@ -123,7 +125,7 @@ class JobPass:
             logger.debug("%s/%s: %s, left alone", *key, skipped)
             return None
         try:
-            job = parse_tfjob(self.pruned.restore(key, body))
+            job = parse_tfjob(self.writer.restore(key, body))
         except TFJobValidationError as err:
             await self._reject(key, body, "; ".join(str(e) for e in err.errors))
             return None
@@ -144,12 +146,10 @@ class JobPass:
         self.progress.fold(key, job, children.pods, plan, now)
         if plan.status_changed:
             written = plan.status.to_dict()
-            stored = await self.writer.write(key, body, written)
+            stored = await self.writer.write(key, body, written, job.status.to_dict())
             if stored is None:
                 return None
             body = stored
-            self.pruned.check(key, job.metadata.uid or "", written, body)
-            metrics.status_written(job.namespace, job.status.to_dict(), written)
         applied = await self.actions.apply(job, plan, children.policies)
         metrics.pods_created(job, plan, bool(applied.errors))
         events = pass_events(applied.done, applied.problems, plan.events)
@@ -193,8 +193,7 @@ class JobPass:
         if message is None:
             return
         logger.warning("%s", message)
-        stored = await self.writer.write(key, body, status.to_dict())
+        stored = await self.writer.write(key, body, status.to_dict(), body.get("status"))
         if stored is not None:
-            metrics.status_written(key[0], body.get("status"), status.to_dict())
             event = Event(type="Warning", reason=REASON_INVALID_SPEC, message=message)
             await self.recorder.post(key, stored, [event])

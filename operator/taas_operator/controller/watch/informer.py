@@ -29,8 +29,8 @@ from typing import Any
 
 from taas_operator.api.constants import LABEL_JOB_NAME
 from taas_operator.api.resources import Kind
-from taas_operator.controller.kube import KubeClient
-from taas_operator.controller.transport import StreamError
+from taas_operator.controller.apiserver.kube import KubeClient
+from taas_operator.controller.apiserver.transport import StreamError
 from taas_operator.engine import backoff_delay
 
 logger = logging.getLogger("taas_operator.controller")

@@ -60,7 +60,7 @@ from taas_operator.api import ProgressReport
 from taas_operator.api.constants import COND_SUSPENDED, PROGRESS_PATH
 from taas_operator.api.models import TFJob
 from taas_operator.controller import metrics
-from taas_operator.controller.jobcache import JobKey
+from taas_operator.controller.watch.jobcache import JobKey
 from taas_operator.engine import (
     ObservedPod,
     Plan,

@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from taas_operator.api.constants import REASON_WAITING_FOR_NAMES
-from taas_operator.controller.jobcache import JobKey
-from taas_operator.controller.kube import (
+from taas_operator.controller.apiserver.kube import (
     POD,
     POLICY,
     SERVICE,
@@ -41,6 +40,7 @@ from taas_operator.controller.kube import (
     Kind,
     KubeClient,
 )
+from taas_operator.controller.watch.jobcache import JobKey
 from taas_operator.engine import Event
 
 logger = logging.getLogger("taas_operator.controller")

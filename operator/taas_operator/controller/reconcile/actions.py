@@ -24,19 +24,7 @@ from typing import Any
 
 from taas_operator.api import constants as c
 from taas_operator.api.models import TFJob
-from taas_operator.controller.echoes import Echoes, expecting_echo
-from taas_operator.controller.events import (
-    CREATE,
-    DELETE,
-    UPDATE,
-    Done,
-    failed,
-    kind_title,
-    log_api_error,
-    noun,
-)
-from taas_operator.controller.jobcache import JobKey
-from taas_operator.controller.kube import (
+from taas_operator.controller.apiserver.kube import (
     POD,
     POLICY,
     PSA_ENFORCE_LABEL,
@@ -48,6 +36,18 @@ from taas_operator.controller.kube import (
     KubeClient,
     PodSecurityRefused,
 )
+from taas_operator.controller.reconcile.events import (
+    CREATE,
+    DELETE,
+    UPDATE,
+    Done,
+    failed,
+    kind_title,
+    log_api_error,
+    noun,
+)
+from taas_operator.controller.watch.echoes import Echoes, expecting_echo
+from taas_operator.controller.watch.jobcache import JobKey
 from taas_operator.engine import Event, Plan, desired_network_policy
 
 # replica-type label value (lowercase) -> the tfReplicaSpecs key, for messages

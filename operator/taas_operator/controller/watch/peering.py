@@ -29,8 +29,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from taas_operator.api.resources import Kind
-from taas_operator.controller.informer import Informer
-from taas_operator.controller.kube import KubeClient
+from taas_operator.controller.apiserver.kube import KubeClient
+from taas_operator.controller.watch.informer import Informer
 
 logger = logging.getLogger("taas_operator.controller")
 
