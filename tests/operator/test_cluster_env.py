@@ -161,6 +161,7 @@ def test_objects_labels_owner_and_ports(admin: Api, ns: str) -> None:
             "training.kubeflow.org/replica-type": "worker",
             "training.kubeflow.org/replica-index": str(index),
             **({"training.kubeflow.org/job-role": "master"} if index == 0 else {}),
+            "taas.dev/job-uid": job["metadata"]["uid"],  # this incarnation's pods (issue 24)
         }
         assert pod["metadata"]["annotations"] == {"note": "kept"}
         assert pod["spec"]["restartPolicy"] == "Never"  # ExitCode is the operator's job
@@ -170,6 +171,7 @@ def test_objects_labels_owner_and_ports(admin: Api, ns: str) -> None:
         assert svc["spec"]["clusterIP"] == "None"
         assert svc["spec"]["publishNotReadyAddresses"] is True
         assert svc["spec"]["selector"]["training.kubeflow.org/replica-index"] == str(index)
+        assert svc["spec"]["selector"]["taas.dev/job-uid"] == job["metadata"]["uid"]
         assert [(p["name"], p["port"]) for p in svc["spec"]["ports"]] == [("tfjob-port", 2222)]
     # kopf keeps nothing on the TFJob: no finalizer, no bookkeeping annotations.
     assert not job["metadata"].get("finalizers")

@@ -18,7 +18,7 @@ from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, w
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.api.text import printable
-from taas_operator.local.process import free_ports
+from taas_operator.processes import free_ports
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 TAAS = [sys.executable, "-m", "taas_operator.cli"]

@@ -90,8 +90,16 @@ def test_network_policy_selectors_and_repair(admin: Api, start_operator: StartOp
     assert spec["policyTypes"] == ["Ingress"]
     tf_rule, other_rule = spec["ingress"]
     assert tf_rule["ports"] == [{"protocol": "TCP", "port": 2222}]
+    uid = job["metadata"]["uid"]
     assert tf_rule["from"] == [
-        {"podSelector": {"matchLabels": {JOB_NAME: name}}},
+        # this incarnation's pods, and pods older than the uid label (an operator upgrade)
+        {"podSelector": {"matchLabels": {JOB_NAME: name, "taas.dev/job-uid": uid}}},
+        {
+            "podSelector": {
+                "matchLabels": {JOB_NAME: name},
+                "matchExpressions": [{"key": "taas.dev/job-uid", "operator": "DoesNotExist"}],
+            }
+        },
         {
             "namespaceSelector": {
                 "matchExpressions": [
