@@ -1,0 +1,20 @@
+// Command kubectl runs the upstream kubectl, built from Go modules: the main of
+// k8s.io/kubernetes cmd/kubectl (v1.34.4), whose code lives in the k8s.io/kubectl module.
+package main
+
+import (
+	"k8s.io/component-base/cli"
+	"k8s.io/kubectl/pkg/cmd"
+	"k8s.io/kubectl/pkg/cmd/util"
+
+	// Import to initialize client auth plugins.
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+)
+
+func main() {
+	command := cmd.NewDefaultKubectlCommand()
+	if err := cli.RunNoErrOutput(command); err != nil {
+		// Pretty-print the error and exit with an error.
+		util.CheckErr(err)
+	}
+}
