@@ -19,6 +19,7 @@ import sys
 import threading
 from pathlib import Path
 
+from taas_controlplane import userenv
 from taas_controlplane.binaries import BuildError
 from taas_controlplane.binaries import main as build_main
 from taas_controlplane.cluster import Cluster, ClusterError, clean_stale_run
@@ -26,7 +27,6 @@ from taas_controlplane.containers import ImageBuildError
 from taas_controlplane.images import TARGETS, ensure_image
 from taas_controlplane.images import main as images_main
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
-from taas_controlplane import userenv
 
 
 def _up(directory: Path | None) -> int:
