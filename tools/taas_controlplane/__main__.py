@@ -2,6 +2,7 @@
 regenerate the TFJob CRD.
 
 taas-controlplane build            # build (or find cached) etcd and kube-apiserver
+taas-controlplane env              # print the PATH (helm, kubectl) and KUBECONFIG lines to eval
 taas-controlplane images [NAME]    # build (or find cached) the operator and trainer images
 taas-controlplane up [--dir DIR]   # start them; prints the KUBECONFIG line; Ctrl-C stops
 taas-controlplane crd [--fetch]    # regenerate the TFJob CRD (see taas_controlplane.crd)
@@ -18,6 +19,7 @@ import sys
 import threading
 from pathlib import Path
 
+from taas_controlplane import userenv
 from taas_controlplane.binaries import BuildError
 from taas_controlplane.binaries import main as build_main
 from taas_controlplane.cluster import Cluster, ClusterError, clean_stale_run
@@ -111,14 +113,22 @@ def _cluster_up(directory: Path | None, network_policy: bool, images: bool) -> i
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line (the docs' checks parse their `taas-controlplane` lines with it)."""
     parser = argparse.ArgumentParser(
         prog="taas-controlplane",
         description="A real kube-apiserver + etcd on 127.0.0.1, built from Go modules.",
     )
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="build the binaries into ~/.cache/taas (once)")
-    build.add_argument("names", nargs="*", help="etcd, kube-apiserver, helm, training-operator")
+    build.add_argument(
+        "names", nargs="*", help="etcd, kube-apiserver, helm, kubectl, training-operator, ..."
+    )
+    sub.add_parser(
+        "env",
+        help="print shell lines putting helm and kubectl on PATH (and KUBECONFIG of a running "
+        'one-node cluster): eval "$(taas-controlplane env)"',
+    )
     images = sub.add_parser(
         "images",
         help="build the Dockerfile's images with buildah into ~/.cache/taas/images (once)",
@@ -148,9 +158,16 @@ def main(argv: list[str] | None = None) -> int:
         "--no-network-policy", action="store_true", help="do not run kube-router's firewall"
     )
     cluster_sub.add_parser("clean", help="remove what a killed `cluster up` left behind")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     if args.command == "build":
         return build_main(args.names)
+    if args.command == "env":
+        return userenv.main()
     if args.command == "crd":
         return _crd(args.fetch)
     if args.command == "images":

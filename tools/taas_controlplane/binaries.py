@@ -90,6 +90,17 @@ BINARIES: dict[str, GoBinary] = {
         " -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1"
         " -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=33",
     ),
+    # The user's kubectl, the node's version: upstream's cmd/kubectl main in a wrapper module
+    # (go/kubectl), built against the k8s.io/kubectl staging module of the same release.
+    "kubectl": GoBinary(
+        name="kubectl",
+        version=KUBERNETES_VERSION,
+        module_dir="kubectl",
+        # `kubectl version` reports client-go's stamp, so both packages get one.
+        ldflags=_KUBE_LDFLAGS
+        + " "
+        + _KUBE_LDFLAGS.replace("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"),
+    ),
     "training-operator": GoBinary(
         name="training-operator",
         version=TRAINING_OPERATOR_VERSION,

@@ -82,6 +82,29 @@ def clean_stale_run() -> str:
         handle.close()
 
 
+def running_kubeconfig() -> Path | None:
+    """The admin kubeconfig of the one-node cluster running on this machine, if one runs.
+
+    A running cluster holds `cluster.lock` and has saved its directory in `last-run.json`; a
+    killed run leaves the record but not the lock. The lock is only tested (a shared lock taken
+    and dropped at once), never kept.
+    """
+    lock, record = _state_dir() / "cluster.lock", _last_run()
+    if not (lock.exists() and record.exists()):
+        return None
+    with lock.open() as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pass  # held: a cluster runs
+        else:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            return None
+    directory = hoststate.RunRecord.model_validate_json(record.read_text()).directory
+    kubeconfig = directory / "controlplane" / "admin.kubeconfig"
+    return kubeconfig if kubeconfig.exists() else None
+
+
 class Cluster:
     """One node: control plane, container runtime, kubelet, network, DNS, policy enforcer."""
 

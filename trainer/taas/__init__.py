@@ -9,33 +9,8 @@ runs alone, under ``taas run job.yaml`` and in a ``kubeflow.org/v1`` TFJob: the 
 the cluster, starts the gRPC server, places the variables on the PS tasks, and runs the loop.
 Graph mode (``tf.compat.v1``), TensorFlow 2.21.
 
-Example (``examples/linear_regression/linear_regression.py``)::
-
-    import numpy as np
-    import tensorflow as tf
-    import taas
-
-    v1 = tf.compat.v1
-
-    class LinearRegression(taas.DistributedTrainer):
-        def build_model(self, global_step, is_chief, sync, num_replicas):
-            self.x = v1.placeholder(tf.float32, [None])
-            self.y = v1.placeholder(tf.float32, [None])
-            self.w = v1.get_variable("w", [], initializer=v1.zeros_initializer())
-            self.b = v1.get_variable("b", [], initializer=v1.zeros_initializer())
-            loss = tf.reduce_mean(tf.square(self.w * self.x + self.b - self.y))
-            return loss, v1.train.GradientDescentOptimizer(self.settings.learning_rate)
-
-        def train(self, session, global_step, is_chief):
-            xs = np.random.uniform(-1, 1, self.settings.batch_size).astype(np.float32)
-            self.train_step(session, {self.x: xs, self.y: 2 * xs + 1})
-            return False  # True stops early
-
-        def after_train(self, session, is_chief):
-            print("w, b =", session.run([self.w, self.b]))
-
-    if __name__ == "__main__":
-        LinearRegression.main()
+Example: ``examples/linear_regression/linear_regression.py`` (graph mode, the whole program;
+``docs/trainer.md`` shows it) and ``examples/keras_digits/keras_digits.py`` (TensorFlow 2).
 
 Hooks (all but ``build_model`` optional; the class docstring draws the loop):
 
