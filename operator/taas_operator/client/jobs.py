@@ -215,19 +215,7 @@ class TFJobClient:
                 int(e["metadata"].get("resourceVersion") or 0),
             ),
         )
-        return [
-            JobEvent(
-                type=e.get("type") or "Normal",
-                reason=e.get("reason") or "",
-                message=e.get("message") or "",
-                count=int(e.get("count") or 1),
-                first_time=e.get("firstTimestamp") or e.get("eventTime"),
-                last_time=e.get("lastTimestamp") or e.get("eventTime"),
-                source=(e.get("source") or {}).get("component") or "",
-                name=e["metadata"]["name"],
-            )
-            for e in items
-        ]
+        return [JobEvent.from_object(e) for e in items]
 
     # -- following ------------------------------------------------------------------------------
     def watch(

@@ -8,7 +8,6 @@ JobChange      one change a watch saw: ADDED | MODIFIED | DELETED, and the job
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -19,6 +18,7 @@ from taas_operator.api.constants import (
     LABEL_REPLICA_TYPE,
     REPLICA_TYPES,
 )
+from taas_operator.api.events import KubeEvent
 from taas_operator.api.models import TFJob
 
 _ORDER = {t.lower(): i for i, t in enumerate(REPLICA_TYPES)}
@@ -91,17 +91,8 @@ class LogLine(BaseModel):
     text: str
 
 
-class JobEvent(BaseModel):
-    """A Kubernetes event recorded on the TFJob."""
-
-    type: str = "Normal"
-    reason: str = ""
-    message: str = ""
-    count: int = 1
-    first_time: datetime | None = None
-    last_time: datetime | None = None
-    source: str = ""
-    name: str = ""
+#: A Kubernetes event recorded on the TFJob (the one Event model, `api.events`).
+JobEvent = KubeEvent
 
 
 class JobChange(BaseModel):

@@ -2,7 +2,7 @@
 
     job_summary(tfjob) -> JobSummary                    # a row of the jobs list
     replica_views(tfjob, pods) -> list[ReplicaView]     # one per replica slot (a pod or not yet)
-    event_view(event) -> EventView
+    KubeEvent.from_object(event) -> KubeEvent          # the one Event model (api.events)
     job_detail(tfjob, pods, events) -> JobDetail        # the job page
     tensorboard_url(tfjob) -> str | None                # the `taas.dev/tensorboard` annotation
 
@@ -33,6 +33,7 @@ from taas_operator.api.constants import (
     LABEL_REPLICA_TYPE,
     REPLICA_TYPES,
 )
+from taas_operator.api.events import KubeEvent
 from taas_operator.api.validation import normalize_replica_type
 from taas_operator.tfjob import replica_name
 
@@ -93,25 +94,13 @@ class ReplicaView(BaseModel):
     started: str | None = None
 
 
-class EventView(BaseModel):
-    """One Kubernetes Event about the job."""
-
-    type: str = "Normal"
-    reason: str = ""
-    message: str = ""
-    count: int = 1
-    first: str | None = None
-    last: str | None = None
-    source: str = ""
-
-
 class JobDetail(BaseModel):
     """The job page."""
 
     job: JobSummary
     conditions: list[ConditionView]
     replicas: list[ReplicaView]
-    events: list[EventView]
+    events: list[KubeEvent]
     yaml: str
 
 
@@ -242,20 +231,6 @@ def replica_views(tfjob: dict[str, Any], pods: list[dict[str, Any]]) -> list[Rep
     return rows
 
 
-def event_view(event: dict[str, Any]) -> EventView:
-    """A core/v1 (or events.k8s.io) Event, in the fields `kubectl describe` shows."""
-    source = event.get("source") or {}
-    return EventView(
-        type=str(event.get("type") or "Normal"),
-        reason=str(event.get("reason") or ""),
-        message=str(event.get("message") or event.get("note") or ""),
-        count=int(event.get("count") or 1),
-        first=event.get("firstTimestamp") or event.get("eventTime"),
-        last=event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp"),
-        source=str(event.get("reportingComponent") or source.get("component") or ""),
-    )
-
-
 def job_yaml(tfjob: dict[str, Any]) -> str:
     """The TFJob as YAML, without managedFields and last-applied-configuration."""
     obj = dict(tfjob)
@@ -276,7 +251,10 @@ def job_detail(
     tfjob: dict[str, Any], pods: list[dict[str, Any]], events: list[dict[str, Any]]
 ) -> JobDetail:
     """The job page: summary, conditions, replicas, events (oldest first) and YAML."""
-    views = sorted((event_view(e) for e in events), key=lambda e: e.last or "")
+    views = sorted(
+        (KubeEvent.from_object(e) for e in events),
+        key=lambda e: e.last_time.timestamp() if e.last_time else 0.0,
+    )
     return JobDetail(
         job=job_summary(tfjob),
         conditions=condition_views(tfjob),

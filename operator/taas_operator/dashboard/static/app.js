@@ -536,7 +536,7 @@ function renderEvents(events) {
   const body = $("events-body");
   body.replaceChildren(...events.slice().reverse().map((e) => el("tr", { class: e.type === "Warning" ? "warn" : "" },
     el("td", { text: e.type }), el("td", { text: e.reason }), el("td", { text: e.message }),
-    el("td", { text: String(e.count) }), el("td", { text: e.last ? `${age(e.last)} ago` : "" }))));
+    el("td", { text: String(e.count) }), el("td", { text: e.last_time ? `${age(e.last_time)} ago` : "" }))));
   if (!events.length) body.append(el("tr", {}, el("td", { colspan: "5", class: "muted", text: "No events." })));
 }
 
