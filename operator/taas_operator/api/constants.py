@@ -67,6 +67,8 @@ REASON_RESUMED: Final = "TFJobResumed"
 REASON_EXITED_WITH_CODE: Final = "ExitedWithCode"
 REASON_TEMPLATE_RESTART_POLICY: Final = "SettedPodTemplateRestartPolicy"
 REASON_INVALID_SPEC: Final = "InvalidTFJobSpec"
+#: TaaS: Running False because the scheduler cannot place some replicas (its message quoted).
+REASON_UNSCHEDULABLE: Final = "Unschedulable"
 
 # Training progress (TaaS): the chief of a job run with the trainer library publishes a JSON
 # document (`taas_operator.api.progress.ProgressReport`): over HTTP at GET PROGRESS_PATH on

@@ -6,6 +6,7 @@
     detail(pod) -> str                                 # "pod p, container c, exit code n"
     waiting_pods(job, pods) -> list[ObservedPod]       # live, waiting for a kubelet reason
     waiting_detail(pod) -> str                         # "pod p (Worker 0), container c is ..."
+    unschedulable_detail(job, pods) -> str | None      # "3 of 8 Worker pods unschedulable: ..."
 
 Pure; the lifecycle pass (`taas_operator.engine.lifecycle`) calls them with the pods of the
 current slots (`failed`: ended and not to be retried; `retry`: to be deleted and recreated).
@@ -55,6 +56,18 @@ def waiting_pods(job: TFJob, pods: Sequence[ObservedPod]) -> list[ObservedPod]:
     """Live pods of this job whose container waits for a reason the kubelet reported."""
     specs = job.spec.tf_replica_specs
     return [p for p in pods if p.active and p.waiting_reason and p.replica_type in specs]
+
+
+def unschedulable_detail(job: TFJob, pods: Sequence[ObservedPod]) -> str | None:
+    """TaaS: how many live pods of each type the scheduler cannot place, and why in its words
+    (the message of the first such pod), or None when it places them all."""
+    specs = job.spec.tf_replica_specs
+    stuck = [p for p in pods if p.active and p.unschedulable and p.replica_type in specs]
+    if not stuck:
+        return None
+    counts = {t: sum(1 for p in stuck if p.replica_type == t) for t in job.replica_types()}
+    parts = [f"{n} of {specs[t].replicas} {t} pods" for t, n in counts.items() if n]
+    return f"{' and '.join(parts)} unschedulable: {stuck[0].unschedulable}"
 
 
 def retryable(restart_policy: str, pod: ObservedPod) -> bool:

@@ -38,6 +38,10 @@ Rules (Kubeflow's unless marked TaaS):
   the kubelet's reason and message. Running comes back once every replica runs; backoffLimit
   and activeDeadlineSeconds end a job that never gets there (the deadline message names the
   waiting replica).
+- TaaS: replicas the scheduler cannot place (PodScheduled False, reason Unschedulable) set
+  Running False with reason Unschedulable and a message counting them per type with the
+  scheduler's words ("3 of 8 Worker pods unschedulable: 0/20 nodes are available: ..."), kept
+  current as the count changes; Running comes back once every replica runs.
 - TaaS: a pod template the pod builder cannot read (a type the CRD's schema refuses, e.g. `env`
   as a map; a job stored before that schema existed can hold one) fails the job at once
   (`fail_invalid_spec`: reason InvalidTFJobSpec, one Warning event naming the replica and the
@@ -60,6 +64,7 @@ from taas_operator.engine.failures import (
     detail,
     failure_message,
     retryable,
+    unschedulable_detail,
     waiting_detail,
     waiting_pods,
 )
@@ -120,8 +125,9 @@ class _Pass:
         reason: str,
         message: str,
         event: EventType | None = "Normal",
+        refresh: bool = False,
     ) -> bool:
-        changed = set_condition(self.status, type_, value, reason, message, self.now)
+        changed = set_condition(self.status, type_, value, reason, message, self.now, refresh)
         if changed and event:
             self.event(event, reason, message)
         return changed
@@ -287,6 +293,15 @@ class _Pass:
                 f"TFJob {self.name} is restarting because {n} {first.replica_type} replica(s) "
                 f"restarted in place ({detail(first)}, restart count {first.restart_count}).",
                 event="Warning",
+            )
+        elif unplaced := unschedulable_detail(self.job, self.pods):
+            self.condition(
+                c.COND_RUNNING,
+                "False",
+                c.REASON_UNSCHEDULABLE,
+                f"TFJob {self.ns}/{self.name} is not running: {unplaced}",
+                event="Warning",
+                refresh=True,
             )
         elif stuck := waiting_pods(self.job, self.pods):
             first = stuck[0]

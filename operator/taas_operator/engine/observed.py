@@ -1,8 +1,7 @@
 """What the lifecycle engine needs to know about one existing pod of a job.
 
     ObservedPod(name, replica_type, index, phase, uid, exit_code, reason, restart_count, deleting,
-    ObservedPod(name, replica_type, index, phase, uid, exit_code, reason, restart_count, deleting,
-                pod_ip, waiting_reason, waiting_message)
+                pod_ip, waiting_reason, waiting_message, unschedulable)
     ObservedPod.from_manifest(pod: Mapping) -> ObservedPod | None
 
 The operator builds them from real pod objects with `from_manifest` (camelCase JSON, e.g. what
@@ -56,6 +55,9 @@ class ObservedPod(BaseModel):
     #: CreateContainerConfigError... None while it runs or is just being created.
     waiting_reason: str | None = None
     waiting_message: str | None = None
+    #: The scheduler's message while it cannot place the pod (condition PodScheduled False,
+    #: reason Unschedulable), e.g. "0/20 nodes are available: 20 Insufficient nvidia.com/gpu."
+    unschedulable: str | None = None
 
     @property
     def crash_looping(self) -> bool:
@@ -98,6 +100,16 @@ class ObservedPod(BaseModel):
             if terminated:
                 exit_code = terminated.get("exitCode")
                 reason = terminated.get("reason") or reason
+        unschedulable = next(
+            (
+                str(cond.get("message") or "no node fits")
+                for cond in status.get("conditions") or []
+                if cond.get("type") == "PodScheduled"
+                and cond.get("status") == "False"
+                and cond.get("reason") == "Unschedulable"
+            ),
+            None,
+        )
         return cls(
             name=str(meta.get("name", "")),
             replica_type=rtype,
@@ -111,4 +123,5 @@ class ObservedPod(BaseModel):
             pod_ip=status.get("podIP") or None,
             waiting_reason=waiting.get("reason"),
             waiting_message=waiting.get("message"),
+            unschedulable=unschedulable,
         )
