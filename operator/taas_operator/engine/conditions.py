@@ -47,9 +47,9 @@ def set_condition(
     if status.is_true(COND_FAILED):
         return False
     current = status.condition(type_)
-    if current is not None and current.status == value and current.reason == reason:
-        if not refresh or current.message == message:
-            return False
+    same = current is not None and current.status == value and current.reason == reason
+    if same and (not refresh or (current is not None and current.message == message)):
+        return False
     transition = current.last_transition_time if current and current.status == value else now
     kept: list[JobCondition] = []
     for cond in status.conditions:

@@ -1,6 +1,6 @@
 """Command lines of the simulated cluster's processes beside etcd and kube-apiserver.
 
-    Timings.for_tests() / Timings.defaults()     # node-failure timings (see docs/simulated-cluster.md)
+    Timings.for_tests() / Timings.defaults()    # node-failure timings (docs/simulated-cluster.md)
     scheduler(binary, kubeconfig, port) -> list[str]
     controller_manager(binary, kubeconfig, port, ca_file, timings) -> list[str]
     kwok(binary, kubeconfig, config, timings) -> list[str]
