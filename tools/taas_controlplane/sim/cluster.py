@@ -143,7 +143,7 @@ class SimCluster:
 
     def ready_nodes(self) -> list[str]:
         nodes = client.CoreV1Api(self.api).list_node().items
-        return sorted(n.metadata.name for n in nodes if _node_ready(n))
+        return sorted(str(n.metadata and n.metadata.name) for n in nodes if _node_ready(n))
 
     def stop_heartbeat(self, node: str) -> None:
         """Take the node out of kwok's hands: its Lease is no longer renewed and its pods no
