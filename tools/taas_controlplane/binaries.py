@@ -123,7 +123,9 @@ def cache_root() -> Path:
 
 
 def _build_key(spec: GoBinary) -> str:
-    digest = hashlib.sha256(spec.model_dump_json().encode())
+    # The source_* fields count only when set, so adding them changed no other binary's key.
+    unset = {"source_module", "source_package"} if spec.source_module is None else None
+    digest = hashlib.sha256(spec.model_dump_json(exclude=unset).encode())
     if spec.module_dir:
         for path in sorted((GO_DIR / spec.module_dir).iterdir()):
             if path.suffix in {".go", ".mod", ".sum"}:
