@@ -40,6 +40,12 @@ def _namespace(sim, prefix: str) -> str:
     return name
 
 
+def _events(sim, ns: str, job: str) -> str:
+    return sim.kubectl(
+        "get", "events", "-n", ns, "--field-selector", f"involvedObject.name={job}", "-o", "json"
+    ).stdout
+
+
 def _running(pod) -> bool:
     return pod.status.phase == "Running" and pod.spec.node_name is not None
 
@@ -59,8 +65,16 @@ def test_d_one_job_of_5_ps_and_50_workers_over_20_nodes(sim, operator) -> None:
     nodes = {p.spec.node_name for p in found}
     assert len(nodes) >= 15, f"55 pods on only {len(nodes)} of 20 nodes: {sorted(nodes)}"
     wait_until(lambda: condition(tfjobs(sim.api, ns)["big"], "Running"), 30, "the job Running")
-    workers = [p.metadata.name for p in found if "-worker-" in p.metadata.name]
-    end_pods(sim.api, ns, workers, 0)
+    # worker 0 last: its success ends the job, and cleanPodPolicy Running deletes the rest
+    others = [p.metadata.name for p in found if "-worker-" in p.metadata.name]
+    others.remove("big-worker-0")
+    end_pods(sim.api, ns, others, 0)
+    wait_until(
+        lambda: sum(p.status.phase == "Succeeded" for p in pods(sim.api, ns, "big")) == 49,
+        60,
+        "49 workers Succeeded",
+    )
+    end_pods(sim.api, ns, ["big-worker-0"], 0)
     job = wait_until(
         lambda: condition(tfjobs(sim.api, ns)["big"], "Succeeded") and tfjobs(sim.api, ns)["big"],
         120,
@@ -118,8 +132,9 @@ def test_exit_codes_succeed_fail_and_recreate(sim, operator) -> None:
     )
     first = {p.metadata.name: p.metadata.uid for p in pods(sim.api, ns, "retries")}
     end_pods(sim.api, ns, ["retries-worker-1"], 137)  # killed: ExitCode recreates it
+    # Restarting lasts only until the new pod runs (Running replaces it): its event stays
     wait_until(
-        lambda: condition(tfjobs(sim.api, ns)["retries"], "Restarting"), 60, "`retries` Restarting"
+        lambda: "TFJobRestarting" in _events(sim, ns, "retries"), 60, "a TFJobRestarting event"
     )
     replaced = wait_until(
         lambda: next(
@@ -138,7 +153,16 @@ def test_exit_codes_succeed_fail_and_recreate(sim, operator) -> None:
     assert replaced.metadata.uid != first["retries-worker-1"]
     status = tfjobs(sim.api, ns)["retries"]["status"]
     assert status["recreations"]["retries-worker-1"]["lastExitCode"] == 137
-    end_pods(sim.api, ns, ["retries-worker-0", "retries-worker-1"], 0)
+    end_pods(sim.api, ns, ["retries-worker-1"], 0)  # worker 0 last: it ends the job
+    wait_until(
+        lambda: any(
+            p.metadata.name == "retries-worker-1" and p.status.phase == "Succeeded"
+            for p in pods(sim.api, ns, "retries")
+        ),
+        60,
+        "worker 1 Succeeded",
+    )
+    end_pods(sim.api, ns, ["retries-worker-0"], 0)
     wait_until(
         lambda: condition(tfjobs(sim.api, ns)["retries"], "Succeeded"), 60, "`retries` Succeeded"
     )
