@@ -11,7 +11,7 @@ import yaml
 from taas_controlplane.__main__ import main
 from taas_controlplane.sim.annotations import EXIT_CODE, RUN_SECONDS, container_plan
 from taas_controlplane.sim.cluster import STAGES
-from taas_controlplane.sim.nodes import KWOK_ANNOTATION, node_manifests
+from taas_controlplane.sim.nodes import KWOK_LABEL, node_manifests
 
 
 def test_nodes_have_capacity_gpus_and_their_own_pod_cidr() -> None:
@@ -19,7 +19,7 @@ def test_nodes_have_capacity_gpus_and_their_own_pod_cidr() -> None:
     assert len(nodes) == 300
     names = [n["metadata"]["name"] for n in nodes]
     assert names[:2] == ["sim-node-0000", "sim-node-0001"] and len(set(names)) == 300
-    assert all(n["metadata"]["annotations"][KWOK_ANNOTATION] == "fake" for n in nodes)
+    assert all(n["metadata"]["labels"][KWOK_LABEL] == "fake" for n in nodes)
     assert all("taints" not in n["spec"] for n in nodes)
     gpu = [n for n in nodes if "nvidia.com/gpu" in n["status"]["capacity"]]
     assert [n["metadata"]["name"] for n in gpu] == names[:2]

@@ -33,7 +33,7 @@ from kubernetes import client, config
 from taas_controlplane.binaries import ensure
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 from taas_controlplane.sim import processes
-from taas_controlplane.sim.nodes import KWOK_ANNOTATION, node_manifests
+from taas_controlplane.sim.nodes import KWOK_LABEL, KWOK_VALUE, node_manifests
 from taas_controlplane.sim.processes import Timings
 from taas_operator.local.process import free_ports, spawn
 from taas_operator.local.process import stop as stop_process
@@ -148,12 +148,12 @@ class SimCluster:
     def stop_heartbeat(self, node: str) -> None:
         """Take the node out of kwok's hands: its Lease is no longer renewed and its pods no
         longer change, as when a machine loses power or its network."""
-        patch = {"metadata": {"annotations": {KWOK_ANNOTATION: None}}}
+        patch = {"metadata": {"labels": {KWOK_LABEL: None}}}
         client.CoreV1Api(self.api).patch_node(node, patch)
 
     def resume_heartbeat(self, node: str) -> None:
         """Give the node back to kwok (the machine is back)."""
-        patch = {"metadata": {"annotations": {KWOK_ANNOTATION: "fake"}}}
+        patch = {"metadata": {"labels": {KWOK_LABEL: KWOK_VALUE}}}
         client.CoreV1Api(self.api).patch_node(node, patch)
 
     def delete_node(self, node: str) -> None:

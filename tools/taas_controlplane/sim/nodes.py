@@ -3,12 +3,14 @@
     node_manifests(nodes, gpu_nodes) -> list[dict]     # what SimCluster creates
     NodeShape(cpu, memory, pods, gpus)                 # one node's capacity
 
-Every node carries the annotation kwok manages (`kwok.x-k8s.io/node: fake`) and the label
-`type: kwok`; no taint, so a TFJob's pods land on them unchanged. The first `gpu_nodes` of them
-also carry `nvidia.com/gpu` (8 each, as a DGX-class machine has) and the label
-`nvidia.com/gpu.present: "true"`. Each node gets its own /24 pod CIDR (10.64.0.0/10 holds 16,384
-of them), from which kwok gives its pods their IPs, and an InternalIP in 10.192.0.0/10.
-Capacity equals allocatable (no system reservations): the scheduler sees the whole node.
+Every node carries the label kwok manages (`kwok.x-k8s.io/node: fake`; a label, not kwok's
+usual annotation, because a watch by label selector tells kwok when a node stops matching, which
+`SimCluster.stop_heartbeat` relies on) and the label `type: kwok`; no taint, so a TFJob's
+pods land on them unchanged. The first `gpu_nodes` of them also carry `nvidia.com/gpu` (8
+each, as a DGX-class machine has) and the label `nvidia.com/gpu.present: "true"`. Each node
+gets its own /24 pod CIDR (10.64.0.0/10 holds 16,384 of them), from which kwok gives its pods
+their IPs, and an InternalIP in 10.192.0.0/10. Capacity equals allocatable (no system
+reservations): the scheduler sees the whole node.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-#: The annotation kwok is started to manage (`--manage-nodes-with-annotation-selector`).
-KWOK_ANNOTATION = "kwok.x-k8s.io/node"
+#: The label kwok is started to manage (`--manage-nodes-with-label-selector`).
+KWOK_LABEL = "kwok.x-k8s.io/node"
 KWOK_VALUE = "fake"
 NODE_PREFIX = "sim-node-"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -61,6 +63,7 @@ def node_manifest(index: int, shape: NodeShape) -> dict[str, Any]:
     address = str(_NODE_NETWORK.network_address + index + 1)
     labels = {
         "type": "kwok",
+        KWOK_LABEL: KWOK_VALUE,
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
@@ -75,7 +78,6 @@ def node_manifest(index: int, shape: NodeShape) -> dict[str, Any]:
         "metadata": {
             "name": name,
             "labels": labels,
-            "annotations": {KWOK_ANNOTATION: KWOK_VALUE},
         },
         "spec": {"podCIDR": pod_cidr, "podCIDRs": [pod_cidr]},
         "status": {

@@ -7,7 +7,7 @@
 
 kube-scheduler and kube-controller-manager are the upstream binaries with their default
 settings (client QPS included) except: no leader election, serving only on 127.0.0.1, and the
-node-failure timings of `Timings`. kwok manages only the nodes annotated
+node-failure timings of `Timings`. kwok manages only the nodes labelled
 `kwok.x-k8s.io/node=fake` (nodes.py), plays the Stages of stages.yaml and serves nothing (no
 --server-address: no logs/exec of fake pods, nothing listening).
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from taas_controlplane.sim.nodes import KWOK_ANNOTATION, KWOK_VALUE
+from taas_controlplane.sim.nodes import KWOK_LABEL, KWOK_VALUE
 
 
 class Timings(BaseModel):
@@ -91,6 +91,6 @@ def kwok(binary: Path, kubeconfig: str, config: Path, timings: Timings) -> list[
         str(binary),
         f"--kubeconfig={kubeconfig}",
         f"--config={config}",
-        f"--manage-nodes-with-annotation-selector={KWOK_ANNOTATION}={KWOK_VALUE}",
+        f"--manage-nodes-with-label-selector={KWOK_LABEL}={KWOK_VALUE}",
         f"--node-lease-duration-seconds={timings.lease_duration_seconds}",
     ]
