@@ -14,6 +14,7 @@ import uuid
 from typing import Any
 
 import pytest
+from kubernetes import client
 from sim_helpers import (
     condition,
     create_namespace,
@@ -127,3 +128,40 @@ def test_f_lost_node_replicas_replaced_with_on_failure_and_job_failed_with_never
         for node in lost_nodes:
             sim.resume_heartbeat(node)
         wait_until(lambda: all(_node_ready(sim, n) for n in lost_nodes), 60, "the nodes back")
+
+
+def test_f_deleted_node_replicas_replaced_with_on_failure(sim, operator):
+    """A Node deleted (the machine removed from the cluster): the pod garbage collector deletes
+    its pods (after its 40 s quarantine), and TaaS makes the missing replicas again elsewhere."""
+    ns = f"sim-fd-{uuid.uuid4().hex[:6]}"
+    create_namespace(sim.api, ns)
+    create_tfjob(sim.api, ns, sim_tfjob("survivor", ps=1, workers=6, restart_policy="OnFailure"))
+    wait_until(lambda: condition(tfjobs(sim.api, ns)["survivor"], "Running"), 60, "Running")
+    placed = {p.metadata.name: p for p in pods(sim.api, ns)}
+    node = placed["survivor-ps-0"].spec.node_name
+    lost = {n: p.metadata.uid for n, p in placed.items() if p.spec.node_name == node}
+    try:
+        sim.delete_node(node)
+        deleted = time.monotonic()
+
+        def replaced() -> list[str]:
+            now = {p.metadata.name: p for p in pods(sim.api, ns, "survivor")}
+            return [
+                n
+                for n in sorted(lost)
+                if n in now
+                and now[n].metadata.uid != lost[n]
+                and now[n].status.phase == "Running"
+                and now[n].spec.node_name != node
+            ]
+
+        wait_until(lambda: replaced() == sorted(lost), 120, f"{sorted(lost)} replaced")
+        print(
+            f"\n(f) node {node} deleted: {len(lost)} replicas Running elsewhere after "
+            f"{time.monotonic() - deleted:.1f}s"
+        )
+        wait_until(lambda: condition(tfjobs(sim.api, ns)["survivor"], "Running"), 60, "Running")
+    finally:
+        if node not in {n.metadata.name for n in client.CoreV1Api(sim.api).list_node().items}:
+            sim.restore_node(node)
+        wait_until(lambda: _node_ready(sim, node), 60, "the node back")

@@ -3,7 +3,7 @@
     with SimCluster(nodes=20, gpu_nodes=4) as sim:   # builds what it lacks first
         sim.kubeconfig                               # admin (system:masters)
         sim.stop_heartbeat("sim-node-0003")          # the node's kubelet goes silent
-        sim.delete_node("sim-node-0004")
+        sim.delete_node("sim-node-0004"); sim.restore_node("sim-node-0004")
 
 Start order: etcd + kube-apiserver (launcher.ControlPlane, unchanged), kube-scheduler,
 kube-controller-manager (every default controller, node-failure timings from
@@ -158,6 +158,11 @@ class SimCluster:
 
     def delete_node(self, node: str) -> None:
         client.CoreV1Api(self.api).delete_node(node)
+
+    def restore_node(self, node: str) -> None:
+        """Create a deleted node again as it was first made (kwok brings it Ready)."""
+        manifest = next(n for n in self.node_objects if n["metadata"]["name"] == node)
+        client.CoreV1Api(self.api).create_node(manifest)
 
     def __enter__(self) -> SimCluster:
         return self.start()
