@@ -5,10 +5,13 @@ TaaS force-deletes them past their grace period (3 s on the template) and:
 - restartPolicy OnFailure: recreates the lost replicas on healthy nodes, Running again, the
   event naming the lost node, each replica one pod at a time (same name, new uid);
 - restartPolicy Never: the job fails, its message naming the node.
+A node deleted instead: the pod garbage collector removes its pods (after its 40 s quarantine)
+and TaaS makes the missing replicas again on the other nodes.
 """
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from typing import Any
@@ -113,11 +116,11 @@ def test_f_lost_node_replicas_replaced_with_on_failure_and_job_failed_with_never
         failed = wait_until(
             lambda: condition(tfjobs(sim.api, ns)["fragile"], "Failed"), 60, "fragile Failed"
         )
-        fragile_node = placed["fragile-ps-0"].spec.node_name
-        assert (
-            f"on node {fragile_node}, evicted after the node stopped responding"
-            in (failed["message"])
+        named = re.search(
+            r"\(pod (\S+) \(\w+ \d+\) on node (\S+), evicted after", failed["message"]
         )
+        assert named is not None, failed["message"]
+        assert named[2] in lost_nodes and placed[named[1]].spec.node_name == named[2]
         print(
             f"\n(f) {len(resilient_lost)} replicas on {sorted(lost_nodes)}: NotReady "
             f"{not_ready - stopped:.1f}s after the last heartbeat stopped, replaced and Running "
