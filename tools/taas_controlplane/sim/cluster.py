@@ -161,8 +161,8 @@ class SimCluster:
 
     def restore_node(self, node: str) -> None:
         """Create a deleted node again as it was first made (kwok brings it Ready)."""
-        manifest = next(n for n in self.node_objects if n["metadata"]["name"] == node)
-        client.CoreV1Api(self.api).create_node(manifest)
+        manifest: Any = next(n for n in self.node_objects if n["metadata"]["name"] == node)
+        client.CoreV1Api(self.api).create_node(manifest)  # the client takes plain dicts too
 
     def __enter__(self) -> SimCluster:
         return self.start()
