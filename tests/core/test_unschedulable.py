@@ -1,6 +1,6 @@
 """Replicas the scheduler cannot place: the job says how many of each type and why, in the
 scheduler's words, keeps the count current, and runs again once they are placed; `taas get`
-shows Unschedulable in its STATE column. No I/O."""
+shows Unschedulable in its STATE column, the dashboard as the job's state. No I/O."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 from taas_operator.api import TFJob, TFJobStatus
 from taas_operator.client.console import jobs_table, not_running
+from taas_operator.dashboard.views import job_state
 from taas_operator.engine import ObservedPod, Plan, plan_job
 
 from .helpers import job, pod
@@ -106,3 +107,4 @@ def test_several_types_are_named_and_taas_get_shows_unschedulable():
     )
     assert not_running(tfjob) == ("Unschedulable", running.message)
     assert jobs_table([tfjob], T0)[1].split()[:2] == ["mnist", "Unschedulable"]
+    assert job_state(tfjob.to_dict()) == ("Unschedulable", running.message)  # the dashboard
