@@ -9,6 +9,9 @@ taas-controlplane crd [--fetch]    # regenerate the TFJob CRD (see taas_controlp
 taas-controlplane cluster up [--dir DIR] [--images] [--no-network-policy]
                                    # a whole one-node cluster (root); Ctrl-C stops and cleans
 taas-controlplane cluster clean    # remove what a killed `cluster up` left behind
+taas-controlplane sim up --nodes N [--gpu-nodes M] [--dir DIR] [--default-timings]
+                                   # a simulated cluster (kwok nodes); Ctrl-C stops
+taas-controlplane sim down         # stop the running `sim up`s
 """
 
 from __future__ import annotations
@@ -158,12 +161,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-network-policy", action="store_true", help="do not run kube-router's firewall"
     )
     cluster_sub.add_parser("clean", help="remove what a killed `cluster up` left behind")
+    sim = sub.add_parser("sim", help="a simulated cluster: real control plane, kwok nodes")
+    sim_sub = sim.add_subparsers(dest="action", required=True)
+    sim_up = sim_sub.add_parser("up", help="start it and wait for Ctrl-C")
+    sim_up.add_argument("--nodes", type=int, default=20, help="simulated nodes (default 20)")
+    sim_up.add_argument("--gpu-nodes", type=int, default=0, help="of them with 8 nvidia.com/gpu")
+    sim_up.add_argument("--dir", type=Path, default=None, help="keep its files and logs here")
+    sim_up.add_argument(
+        "--default-timings",
+        action="store_true",
+        help="Kubernetes' node-failure timings instead of the shortened ones for tests",
+    )
+    sim_sub.add_parser("down", help="stop the running `sim up`s")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "sim":
+        from taas_controlplane.sim import cli as sim_cli
+
+        if args.action == "down":
+            return sim_cli.down()
+        return sim_cli.up(args.nodes, args.gpu_nodes, args.dir, args.default_timings)
     if args.command == "build":
         return build_main(args.names)
     if args.command == "env":

@@ -41,6 +41,9 @@ class GoBinary(BaseModel):
     version: str
     module_dir: str | None = None  # a wrapper module under go/, built with `go build`
     install_path: str | None = None  # else `go install <install_path>@<version>`
+    # else `go build <source_package>` inside the extracted source of `source_module@version`
+    source_module: str | None = None
+    source_package: str = "."
     ldflags: str = ""
 
 
@@ -52,6 +55,8 @@ COREDNS_VERSION = "v1.12.4"
 # kube-router's /v2 module is refused by the module proxy (403 for every release asked), so
 # the last v1 release, which the proxy serves, is the NetworkPolicy enforcer.
 KUBE_ROUTER_VERSION = "v1.6.1"
+# kwok: the simulated nodes' kubelet (taas_controlplane.sim); v0.8.0 needs Go 1.26.
+KWOK_VERSION = "v0.8.0"
 
 # Version stamps every Kubernetes binary carries (else they report v0.0.0-master).
 _KUBE_LDFLAGS = " ".join(
@@ -114,6 +119,12 @@ BINARIES: dict[str, GoBinary] = {
     "kube-router": GoBinary(
         name="kube-router", version=KUBE_ROUTER_VERSION, module_dir="kube-router"
     ),
+    "kwok": GoBinary(
+        name="kwok",
+        version=KWOK_VERSION,
+        source_module="sigs.k8s.io/kwok",
+        source_package="./cmd/kwok",
+    ),
 }
 
 
@@ -123,7 +134,9 @@ def cache_root() -> Path:
 
 
 def _build_key(spec: GoBinary) -> str:
-    digest = hashlib.sha256(spec.model_dump_json().encode())
+    # The source_* fields count only when set, so adding them changed no other binary's key.
+    unset = {"source_module", "source_package"} if spec.source_module is None else None
+    digest = hashlib.sha256(spec.model_dump_json(exclude=unset).encode())
     if spec.module_dir:
         for path in sorted((GO_DIR / spec.module_dir).iterdir()):
             if path.suffix in {".go", ".mod", ".sum"}:
@@ -248,6 +261,11 @@ def ensure(name: str) -> Path:
             total = _count_packages(go, cwd, ".")
             cmd = [go, "build", "-v", "-ldflags", spec.ldflags, "-o", str(staging)]
             _run_with_progress([*cmd, "."], cwd, log, label, total)
+        elif spec.source_module:
+            cwd = module_source(spec.source_module, spec.version)
+            total = _count_packages(go, cwd, spec.source_package)
+            cmd = [go, "build", "-v", "-ldflags", spec.ldflags, "-o", str(staging / name)]
+            _run_with_progress([*cmd, spec.source_package], cwd, log, label, total)
         else:
             env_dir = staging / "gopath-bin"
             cmd = [go, "install", "-v", "-ldflags", spec.ldflags]

@@ -71,6 +71,10 @@ REASON_EXITED_WITH_CODE: Final = "ExitedWithCode"
 REASON_TEMPLATE_RESTART_POLICY: Final = "SettedPodTemplateRestartPolicy"
 REASON_INVALID_SPEC: Final = "InvalidTFJobSpec"
 REASON_WAITING_FOR_NAMES: Final = "WaitingForOldPods"
+#: TaaS: Running False because the scheduler cannot place some replicas (its message quoted).
+REASON_UNSCHEDULABLE: Final = "Unschedulable"
+#: TaaS: the reason recorded for a replica recreated because its node was lost.
+REASON_NODE_LOST: Final = "NodeLost"
 
 # Training progress (TaaS): the chief of a job run with the trainer library publishes a JSON
 # document (`taas_operator.api.progress.ProgressReport`): over HTTP at GET PROGRESS_PATH on

@@ -120,7 +120,7 @@ def _logs(args: argparse.Namespace) -> int:
 
 # -- get -----------------------------------------------------------------------------------------
 def _get(args: argparse.Namespace) -> int:
-    from taas_operator.client.console import jobs_table, now_utc
+    from taas_operator.client.console import jobs_table, not_running, now_utc
 
     client = _client(args)
     one = [client.get(args.job)] if args.job else None
@@ -137,6 +137,9 @@ def _get(args: argparse.Namespace) -> int:
         print(f"No TFJobs found in {where}.", file=sys.stderr)
         return 0
     print("\n".join(jobs_table(jobs, now_utc(), args.all_namespaces)))
+    problem = not_running(jobs[0]) if one else None
+    if problem:
+        print(f"{problem[0]}: {problem[1]}")
     return 0
 
 

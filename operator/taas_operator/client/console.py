@@ -20,6 +20,7 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+from taas_operator.api.constants import COND_RUNNING, REASON_UNSCHEDULABLE
 from taas_operator.api.models import TFJob
 from taas_operator.api.text import printable
 from taas_operator.client.errors import ClientError
@@ -53,15 +54,25 @@ def _replicas(job: TFJob, rtype: str) -> str:
     return str(spec.replicas) if spec is not None else ""
 
 
+def not_running(job: TFJob) -> tuple[str, str] | None:
+    """(reason, message) when the job's last condition says the scheduler cannot place some of
+    its replicas (Running False, reason Unschedulable), else None."""
+    last = job.status.conditions[-1] if job.status.conditions else None
+    if last is None or last.type != COND_RUNNING or last.status != "False":
+        return None
+    return (last.reason, last.message or "") if last.reason == REASON_UNSCHEDULABLE else None
+
+
 def jobs_table(jobs: Sequence[TFJob], now: datetime, all_namespaces: bool = False) -> list[str]:
-    """NAME STATE WORKERS PS PROGRESS ETA AGE, the columns of `kubectl get tfjobs`."""
+    """NAME STATE WORKERS PS PROGRESS ETA AGE, the columns of `kubectl get tfjobs`; STATE is
+    the State printer column's, or (TaaS) the reason a job is not running (Unschedulable)."""
     header = ["NAME", "STATE", "WORKERS", "PS", "PROGRESS", "ETA", "AGE"]
     rows = []
     for job in jobs:
         progress, eta = progress_columns(job.status)
         row = [
             job.name,
-            job_state(job.status),
+            (not_running(job) or (job_state(job.status),))[0],
             _replicas(job, "Worker"),
             _replicas(job, "PS"),
             progress,

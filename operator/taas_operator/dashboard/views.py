@@ -28,9 +28,11 @@ import yaml
 from pydantic import BaseModel, Field
 
 from taas_operator.api.constants import (
+    COND_RUNNING,
     DEFAULT_CONTAINER_NAME,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
+    REASON_UNSCHEDULABLE,
     REPLICA_TYPES,
 )
 from taas_operator.api.events import KubeEvent
@@ -109,8 +111,16 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def job_state(tfjob: dict[str, Any]) -> tuple[str, str]:
-    """(state, message): the last true condition, as `taas run` and `kubectl get` read it."""
+    """(state, message): the last true condition, as `taas run` and `kubectl get` read it, or
+    (TaaS) Unschedulable while the scheduler cannot place some replicas (as `taas get`)."""
     conditions = (tfjob.get("status") or {}).get("conditions") or []
+    last = conditions[-1] if conditions else {}
+    if (last.get("type"), last.get("status"), last.get("reason")) == (
+        COND_RUNNING,
+        "False",
+        REASON_UNSCHEDULABLE,
+    ):
+        return REASON_UNSCHEDULABLE, str(last.get("message", ""))
     true = [c for c in conditions if c.get("status") == "True"]
     if not true:
         return "Pending", "the operator has not picked the job up yet"

@@ -1,10 +1,11 @@
 """Status conditions with Kubeflow's rules (commonutil.UpdateJobConditions), in place.
 
-    set_condition(status, type_, status_value, reason, message, now) -> bool   # True if changed
+    set_condition(status, type_, status_value, reason, message, now, refresh=False) -> bool
     fail_invalid_spec(status, namespace, name, problem, now) -> str | None     # the message
 
 - nothing changes once the job has a Failed=True condition (terminal stays terminal);
-- a condition with the same status and reason is left as it is;
+- a condition with the same status and reason is left as it is (TaaS: unless `refresh` and
+  its message changed, e.g. a count of unschedulable replicas: the message is replaced);
 - lastTransitionTime is kept when only reason/message change;
 - setting a type removes its older entry and appends the new one; Running and Restarting replace
   each other; Succeeded or Failed turn an existing Running condition to False.
@@ -40,12 +41,14 @@ def set_condition(
     reason: str,
     message: str,
     now: datetime,
+    refresh: bool = False,
 ) -> bool:
     """Set a condition like Kubeflow does; return whether anything changed."""
     if status.is_true(COND_FAILED):
         return False
     current = status.condition(type_)
-    if current is not None and current.status == value and current.reason == reason:
+    same = current is not None and current.status == value and current.reason == reason
+    if same and (not refresh or (current is not None and current.message == message)):
         return False
     transition = current.last_transition_time if current and current.status == value else now
     kept: list[JobCondition] = []

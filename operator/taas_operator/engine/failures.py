@@ -6,6 +6,8 @@
     detail(pod) -> str                                 # "pod p, container c, exit code n"
     waiting_pods(job, pods) -> list[ObservedPod]       # live, waiting for a kubelet reason
     waiting_detail(pod) -> str                         # "pod p (Worker 0), container c is ..."
+    unschedulable_detail(job, pods) -> str | None      # "3 of 8 Worker pods unschedulable: ..."
+    lost_detail(pod) -> str                            # "pod p (Worker 1) on lost node n ..."
 
 Pure; the lifecycle pass (`taas_operator.engine.lifecycle`) calls them with the pods of the
 current slots (`failed`: ended and not to be retried; `retry`: to be deleted and recreated).
@@ -55,6 +57,39 @@ def waiting_pods(job: TFJob, pods: Sequence[ObservedPod]) -> list[ObservedPod]:
     """Live pods of this job whose container waits for a reason the kubelet reported."""
     specs = job.spec.tf_replica_specs
     return [p for p in pods if p.active and p.waiting_reason and p.replica_type in specs]
+
+
+def unschedulable_detail(job: TFJob, pods: Sequence[ObservedPod]) -> str | None:
+    """TaaS: how many live pods of each type the scheduler cannot place, and why in its words
+    (the message of the first such pod), or None when it places them all."""
+    specs = job.spec.tf_replica_specs
+    stuck = [p for p in pods if p.active and p.unschedulable and p.replica_type in specs]
+    if not stuck:
+        return None
+    counts = {t: sum(1 for p in stuck if p.replica_type == t) for t in job.replica_types()}
+    parts = [f"{n} of {specs[t].replicas} {t} pods" for t, n in counts.items() if n]
+    return f"{' and '.join(parts)} unschedulable: {stuck[0].unschedulable}"
+
+
+def lost_detail(pod: ObservedPod) -> str:
+    """TaaS: which replica was lost with which node.
+
+    Why force-deleting such a pod is safe (two pods of one replica never run at once as far as
+    the cluster can tell): Kubernetes itself judged the node lost, twice -- the node lifecycle
+    controller after --node-monitor-grace-period without a heartbeat, then the taint-eviction
+    controller after the pod's own toleration of the unreachable/not-ready taint -- and the
+    pod's grace period has run out, by when a kubelet that could still act would have stopped
+    it. The replacement is made only after the old pod object is gone (same name), and a pod
+    being deleted is no ready endpoint of the replica's Service, so peers reach only the new
+    one. What remains is a node cut off from the control plane but not from its peers that
+    keeps running the old container: the case Kubernetes' own ReplicaSets accept, and why a
+    user may prefer a longer toleration (tolerationSeconds on the template) to a faster one.
+    """
+    node = pod.node or "unknown"
+    return (
+        f"pod {pod.name} ({pod.replica_type} {pod.index}) on node {node}, evicted after the "
+        "node stopped responding"
+    )
 
 
 def retryable(restart_policy: str, pod: ObservedPod) -> bool:

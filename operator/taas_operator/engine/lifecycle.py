@@ -38,6 +38,17 @@ Rules (Kubeflow's unless marked TaaS):
   the kubelet's reason and message. Running comes back once every replica runs; backoffLimit
   and activeDeadlineSeconds end a job that never gets there (the deadline message names the
   waiting replica).
+- TaaS: a pod evicted from a node that stopped responding (condition DisruptionTarget, reason
+  DeletionByTaintManager: the node lifecycle controller found the node NotReady/unreachable
+  past --node-monitor-grace-period and the pod's toleration of that taint ran out) stays
+  Terminating forever, as no kubelet confirms it stopped. Once its grace period has passed too
+  (deletionTimestamp), it is force-deleted; with OnFailure/ExitCode/Always its replica is then
+  recreated (a recreation counted with reason NodeLost; Restarting names the node), with Never
+  the job fails naming the node. Why this is safe: `failures.lost_detail`.
+- TaaS: replicas the scheduler cannot place (PodScheduled False, reason Unschedulable) set
+  Running False with reason Unschedulable and a message counting them per type with the
+  scheduler's words ("3 of 8 Worker pods unschedulable: 0/20 nodes are available: ..."), kept
+  current as the count changes; Running comes back once every replica runs.
 - TaaS: a pod template the pod builder cannot read (a type the CRD's schema refuses, e.g. `env`
   as a map; a job stored before that schema existed can hold one) fails the job at once
   (`fail_invalid_spec`: reason InvalidTFJobSpec, one Warning event naming the replica and the
@@ -52,14 +63,16 @@ from typing import Literal
 
 from taas_operator.api import FieldError, template_errors
 from taas_operator.api import constants as c
-from taas_operator.api.constants import ReplicaType
+from taas_operator.api.constants import REASON_NODE_LOST, ReplicaType
 from taas_operator.api.models import ReplicaStatus, TFJob
 from taas_operator.engine.conditions import fail_invalid_spec, set_condition
 from taas_operator.engine.failures import (
     count_recreation,
     detail,
     failure_message,
+    lost_detail,
     retryable,
+    unschedulable_detail,
     waiting_detail,
     waiting_pods,
 )
@@ -120,8 +133,9 @@ class _Pass:
         reason: str,
         message: str,
         event: EventType | None = "Normal",
+        refresh: bool = False,
     ) -> bool:
-        changed = set_condition(self.status, type_, value, reason, message, self.now)
+        changed = set_condition(self.status, type_, value, reason, message, self.now, refresh)
         if changed and event:
             self.event(event, reason, message)
         return changed
@@ -217,6 +231,8 @@ class _Pass:
         missing: list[tuple[ReplicaType, int]] = []
         retry: list[ObservedPod] = []
         failed: list[ObservedPod] = []
+        retry_lost: list[ObservedPod] = []  # evicted from a lost node, force-deleted now
+        failed_lost: list[ObservedPod] = []
         for rtype in self.job.replica_types():
             spec = self.specs[rtype]
             for index in range(spec.replicas):
@@ -226,6 +242,10 @@ class _Pass:
                     continue
                 pod = found
                 if pod.deleting:
+                    if self.lost_with_node(pod):
+                        (retry_lost if retryable(spec.restart_policy, pod) else failed_lost).append(
+                            pod
+                        )
                     continue
                 if pod.phase == "Running":
                     counts[rtype].active += 1
@@ -247,6 +267,17 @@ class _Pass:
                 f"Pod: {self.ns}.{pod.name} exited with code {pod.exit_code}",
             )
 
+        for pod in retry_lost:
+            count_recreation(self.status, pod.model_copy(update={"reason": REASON_NODE_LOST}))
+        failed_lost = [p for p in failed_lost if rules.failure_fails_job(self.job, p.replica_type)]
+        if failed_lost:
+            first = failed_lost[0]
+            n = sum(1 for p in failed_lost if p.replica_type == first.replica_type)
+            self.fail(
+                f"TFJob {self.ns}/{self.name} has failed because {n} {first.replica_type} "
+                f"replica(s) were lost with their node ({lost_detail(first)})."
+            )
+            return
         failure = failure_message(self.job, self.status, self.pods, failed, retry, self.now)
         if failure.message is not None:
             self.fail(failure.message)
@@ -277,6 +308,17 @@ class _Pass:
             )
             for pod in retry:
                 self.delete_pod(pod, with_service=False)
+        elif retry_lost:
+            first = retry_lost[0]
+            n = sum(1 for p in retry_lost if p.replica_type == first.replica_type)
+            self.condition(
+                c.COND_RESTARTING,
+                "True",
+                c.REASON_RESTARTING,
+                f"TFJob {self.name} is restarting because {n} {first.replica_type} replica(s) "
+                f"were lost with their node ({lost_detail(first)}).",
+                event="Warning",
+            )
         elif looping := [p for p in waiting_pods(self.job, self.pods) if p.crash_looping]:
             first = looping[0]
             n = sum(1 for p in looping if p.replica_type == first.replica_type)
@@ -287,6 +329,15 @@ class _Pass:
                 f"TFJob {self.name} is restarting because {n} {first.replica_type} replica(s) "
                 f"restarted in place ({detail(first)}, restart count {first.restart_count}).",
                 event="Warning",
+            )
+        elif unplaced := unschedulable_detail(self.job, self.pods):
+            self.condition(
+                c.COND_RUNNING,
+                "False",
+                c.REASON_UNSCHEDULABLE,
+                f"TFJob {self.ns}/{self.name} is not running: {unplaced}",
+                event="Warning",
+                refresh=True,
             )
         elif stuck := waiting_pods(self.job, self.pods):
             first = stuck[0]
@@ -302,6 +353,21 @@ class _Pass:
                 c.COND_RUNNING, "True", c.REASON_RUNNING, f"TFJob {self.ns}/{self.name} is running."
             )
         self.create(missing)
+
+    def lost_with_node(self, pod: ObservedPod) -> bool:
+        """TaaS: a pod evicted from a node that stopped responding, past its grace period, is
+        force-deleted (its slot is then free for a replacement); before that, a pass is
+        requeued for when its grace period ends. See `lost_detail` for why this is safe."""
+        if not pod.evicted_from_node or pod.deletion_deadline is None:
+            return False
+        if pod.phase not in ("Running", "Pending"):  # it had ended: nothing to replace
+            return False
+        if self.now < pod.deletion_deadline:
+            self.requeue(pod.deletion_deadline)
+            return False
+        if pod.name not in self.plan.force_delete_pods:
+            self.plan.force_delete_pods.append(pod.name)
+        return True
 
     def template_problems(self, replica_type: ReplicaType) -> list[FieldError]:
         """What in this replica's pod template the pod builder cannot read (wrong types)."""

@@ -1,8 +1,8 @@
 """What the lifecycle engine needs to know about one existing pod of a job.
 
     ObservedPod(name, replica_type, index, phase, uid, exit_code, reason, restart_count, deleting,
-    ObservedPod(name, replica_type, index, phase, uid, exit_code, reason, restart_count, deleting,
-                pod_ip, waiting_reason, waiting_message)
+                pod_ip, waiting_reason, waiting_message, unschedulable, node, evicted_from_node,
+                deletion_deadline)
     ObservedPod.from_manifest(pod: Mapping) -> ObservedPod | None
 
 The operator builds them from real pod objects with `from_manifest` (camelCase JSON, e.g. what
@@ -15,6 +15,7 @@ it ended; `uid` must change whenever a replica's process is started again, e.g.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -59,6 +60,18 @@ class ObservedPod(BaseModel):
     #: The tensorflow container's termination message (its current terminated state): where a
     #: TaaS chief leaves its last progress report (`terminationMessagePath`, at most 4 KiB).
     termination_message: str | None = None
+    #: The scheduler's message while it cannot place the pod (condition PodScheduled False,
+    #: reason Unschedulable), e.g. "0/20 nodes are available: 20 Insufficient nvidia.com/gpu."
+    unschedulable: str | None = None
+    #: spec.nodeName: where the scheduler placed it (None while unscheduled, and locally).
+    node: str | None = None
+    #: Being deleted because its node stopped responding: the taint-eviction controller
+    #: evicted it (condition DisruptionTarget, reason DeletionByTaintManager) after the node
+    #: lifecycle controller tainted the node unreachable/not-ready. No kubelet may ever confirm
+    #: that it stopped, so it can stay Terminating forever.
+    evicted_from_node: bool = False
+    #: metadata.deletionTimestamp: when its grace period ends (a kubelet would have stopped it).
+    deletion_deadline: datetime | None = None
 
     @property
     def crash_looping(self) -> bool:
@@ -104,6 +117,23 @@ class ObservedPod(BaseModel):
                 reason = terminated.get("reason") or reason
             ended = (cs.get("state") or {}).get("terminated") or {}
             message = str(ended["message"]) if ended.get("message") else None
+        unschedulable = next(
+            (
+                str(cond.get("message") or "no node fits")
+                for cond in status.get("conditions") or []
+                if cond.get("type") == "PodScheduled"
+                and cond.get("status") == "False"
+                and cond.get("reason") == "Unschedulable"
+            ),
+            None,
+        )
+        evicted = any(
+            cond.get("type") == "DisruptionTarget"
+            and cond.get("status") == "True"
+            and cond.get("reason") == "DeletionByTaintManager"
+            for cond in status.get("conditions") or []
+        )
+        deadline = meta.get("deletionTimestamp")
         return cls(
             name=str(meta.get("name", "")),
             replica_type=rtype,
@@ -118,4 +148,17 @@ class ObservedPod(BaseModel):
             waiting_reason=waiting.get("reason"),
             waiting_message=waiting.get("message"),
             termination_message=message,
+            unschedulable=unschedulable,
+            node=(pod.get("spec") or {}).get("nodeName") or None,
+            evicted_from_node=evicted and bool(deadline),
+            deletion_deadline=_timestamp(deadline),
         )
+
+
+def _timestamp(value: Any) -> datetime | None:
+    """An RFC 3339 time as the apiserver writes it (a datetime passes through)."""
+    if not value:
+        return None
+    if isinstance(value, datetime):
+        return value
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00"))

@@ -13,7 +13,8 @@ How to carry out a Plan (the operator and `taas run` alike):
 1. if `plan.skipped`: do nothing (`skip_reason` said why);
 2. if `plan.status_changed`: write `plan.status` (status subresource) FIRST, so a crash before
    the pod work cannot lose a counted recreation (counting is idempotent per pod uid);
-3. delete `plan.delete_pods` and `plan.delete_services` (names), create `plan.create_pods` and
+3. delete `plan.delete_pods` and `plan.delete_services` (names; `plan.force_delete_pods` with
+   grace period 0), create `plan.create_pods` and
    `plan.create_services` (manifests; treat AlreadyExists as success), concurrently;
 4. emit `plan.events` on the TFJob;
 5. if `plan.delete_job`: delete the TFJob (its TTL has passed);
@@ -48,6 +49,8 @@ class Plan(BaseModel):
     status_changed: bool = False
     create_pods: list[dict[str, Any]] = Field(default_factory=list)
     delete_pods: list[str] = Field(default_factory=list)
+    #: TaaS: pods to delete at once (grace period 0): evicted from a lost node, past their grace.
+    force_delete_pods: list[str] = Field(default_factory=list)
     create_services: list[dict[str, Any]] = Field(default_factory=list)
     delete_services: list[str] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)

@@ -285,9 +285,14 @@ class KubeClient:
         status, data = await self._request("POST", kind, namespace, body=manifest, ok=(409,))
         return None if status == 409 else dict(data or {})
 
-    async def delete(self, kind: Kind, namespace: str, name: str) -> bool:
-        """Delete (background propagation); False when it was already gone."""
-        body = {"propagationPolicy": "Background"}
+    async def delete(
+        self, kind: Kind, namespace: str, name: str, grace_seconds: int | None = None
+    ) -> bool:
+        """Delete (background propagation; `grace_seconds` 0: at once, without waiting for a
+        kubelet); False when it was already gone."""
+        body: dict[str, Any] = {"propagationPolicy": "Background"}
+        if grace_seconds is not None:
+            body["gracePeriodSeconds"] = grace_seconds
         status, _ = await self._request("DELETE", kind, namespace, name, body=body, ok=(404,))
         return status != 404
 

@@ -113,6 +113,7 @@ class Actions:
         ns = job.namespace
         calls = [
             *(self._delete(POD, ns, name) for name in plan.delete_pods),
+            *(self._delete(POD, ns, name, grace_seconds=0) for name in plan.force_delete_pods),
             *(self._delete(SERVICE, ns, name) for name in plan.delete_services),
             *(self._create(POD, job, manifest) for manifest in plan.create_pods),
             *(self._create(SERVICE, job, manifest) for manifest in plan.create_services),
@@ -169,9 +170,11 @@ class Actions:
             return failed(CREATE, kind, name, err)
         return _Taken(name, kind is POD) if made is None else Done(CREATE, kind, name)
 
-    async def _delete(self, kind: Kind, ns: str, name: str) -> _Outcome:
+    async def _delete(
+        self, kind: Kind, ns: str, name: str, grace_seconds: int | None = None
+    ) -> _Outcome:
         try:
-            gone = await self.kube.delete(kind, ns, name)
+            gone = await self.kube.delete(kind, ns, name, grace_seconds)
         except ApiError as err:
             log_api_error(err)
             return failed(DELETE, kind, name, err)

@@ -1,0 +1,170 @@
+"""(f) Node loss on the simulated cluster: a node stops heart-beating (kwok lets go of it, as a
+machine that lost power). Kubernetes marks it NotReady (10 s, shortened timings) and evicts its
+pods once their toleration runs out (2 s, set on the template); nothing confirms they stopped.
+TaaS force-deletes them past their grace period (3 s on the template) and:
+- restartPolicy OnFailure: recreates the lost replicas on healthy nodes, Running again, the
+  event naming the lost node, each replica one pod at a time (same name, new uid);
+- restartPolicy Never: the job fails, its message naming the node.
+A node deleted instead: the pod garbage collector removes its pods (after its 40 s quarantine)
+and TaaS makes the missing replicas again on the other nodes.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from typing import Any
+
+import pytest
+from kubernetes import client
+from sim_helpers import (
+    condition,
+    create_namespace,
+    create_tfjob,
+    pods,
+    sim_tfjob,
+    tfjobs,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.sim, pytest.mark.controlplane, pytest.mark.timeout(600)]
+
+TOLERATION_S, GRACE_S = 2, 3
+
+
+def _lossy(name: str, restart_policy: str) -> dict[str, Any]:
+    manifest = sim_tfjob(name, ps=1, workers=6, restart_policy=restart_policy)
+    for spec in manifest["spec"]["tfReplicaSpecs"].values():
+        pod_spec = spec["template"]["spec"]
+        pod_spec["terminationGracePeriodSeconds"] = GRACE_S
+        pod_spec["tolerations"] = [
+            {
+                "key": key,
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": TOLERATION_S,
+            }
+            for key in ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
+        ]
+    return manifest
+
+
+def _node_ready(sim, node: str) -> bool:
+    return node in sim.ready_nodes()
+
+
+def test_f_lost_node_replicas_replaced_with_on_failure_and_job_failed_with_never(sim, operator):
+    ns = f"sim-f-{uuid.uuid4().hex[:6]}"
+    create_namespace(sim.api, ns)
+    create_tfjob(sim.api, ns, _lossy("resilient", "OnFailure"))
+    create_tfjob(sim.api, ns, _lossy("fragile", "Never"))
+    for job in ("resilient", "fragile"):
+        wait_until(lambda job=job: condition(tfjobs(sim.api, ns)[job], "Running"), 60, job)
+    placed = {p.metadata.name: p for p in pods(sim.api, ns)}
+    lost_nodes = {placed["resilient-ps-0"].spec.node_name, placed["fragile-ps-0"].spec.node_name}
+    lost = {n: p.metadata.uid for n, p in placed.items() if p.spec.node_name in lost_nodes}
+    resilient_lost = sorted(n for n in lost if n.startswith("resilient-"))
+    try:
+        for node in lost_nodes:
+            sim.stop_heartbeat(node)
+        stopped = time.monotonic()
+        wait_until(
+            lambda: not any(_node_ready(sim, n) for n in lost_nodes), 60, "the nodes NotReady"
+        )
+        not_ready = time.monotonic()
+
+        def replaced() -> list[str]:
+            now = {p.metadata.name: p for p in pods(sim.api, ns, "resilient")}
+            return [
+                n
+                for n in resilient_lost
+                if n in now
+                and now[n].metadata.uid != lost[n]
+                and now[n].status.phase == "Running"
+                and now[n].spec.node_name not in lost_nodes
+                and now[n].metadata.deletion_timestamp is None
+            ]
+
+        wait_until(lambda: replaced() == resilient_lost, 90, f"{resilient_lost} replaced")
+        back = time.monotonic()
+        job = wait_until(
+            lambda: (
+                condition(tfjobs(sim.api, ns)["resilient"], "Running")
+                and tfjobs(sim.api, ns)["resilient"]
+            ),
+            60,
+            "resilient Running again",
+        )
+        recreations = job["status"]["recreations"]
+        assert sorted(recreations) == resilient_lost
+        assert all(r["count"] == 1 and r["lastReason"] == "NodeLost" for r in recreations.values())
+        events = sim.kubectl(
+            "get",
+            "events",
+            "-n",
+            ns,
+            "--field-selector",
+            "involvedObject.name=resilient",
+            "-o",
+            "jsonpath={.items[*].message}",
+        ).stdout
+        assert any(
+            f"on node {n}, evicted after the node stopped responding" in events for n in lost_nodes
+        ), events
+
+        failed = wait_until(
+            lambda: condition(tfjobs(sim.api, ns)["fragile"], "Failed"), 60, "fragile Failed"
+        )
+        named = re.search(
+            r"\(pod (\S+) \(\w+ \d+\) on node (\S+), evicted after", failed["message"]
+        )
+        assert named is not None, failed["message"]
+        assert named[2] in lost_nodes and placed[named[1]].spec.node_name == named[2]
+        print(
+            f"\n(f) {len(resilient_lost)} replicas on {sorted(lost_nodes)}: NotReady "
+            f"{not_ready - stopped:.1f}s after the last heartbeat stopped, replaced and Running "
+            f"{back - not_ready:.1f}s after NotReady (toleration {TOLERATION_S}s + grace "
+            f"{GRACE_S}s included)"
+        )
+    finally:
+        for node in lost_nodes:
+            sim.resume_heartbeat(node)
+        wait_until(lambda: all(_node_ready(sim, n) for n in lost_nodes), 60, "the nodes back")
+
+
+def test_f_deleted_node_replicas_replaced_with_on_failure(sim, operator):
+    """A Node deleted (the machine removed from the cluster): the pod garbage collector deletes
+    its pods (after its 40 s quarantine), and TaaS makes the missing replicas again elsewhere."""
+    ns = f"sim-fd-{uuid.uuid4().hex[:6]}"
+    create_namespace(sim.api, ns)
+    create_tfjob(sim.api, ns, sim_tfjob("survivor", ps=1, workers=6, restart_policy="OnFailure"))
+    wait_until(lambda: condition(tfjobs(sim.api, ns)["survivor"], "Running"), 60, "Running")
+    placed = {p.metadata.name: p for p in pods(sim.api, ns)}
+    node = placed["survivor-ps-0"].spec.node_name
+    lost = {n: p.metadata.uid for n, p in placed.items() if p.spec.node_name == node}
+    try:
+        sim.delete_node(node)
+        deleted = time.monotonic()
+
+        def replaced() -> list[str]:
+            now = {p.metadata.name: p for p in pods(sim.api, ns, "survivor")}
+            return [
+                n
+                for n in sorted(lost)
+                if n in now
+                and now[n].metadata.uid != lost[n]
+                and now[n].status.phase == "Running"
+                and now[n].spec.node_name != node
+            ]
+
+        wait_until(lambda: replaced() == sorted(lost), 120, f"{sorted(lost)} replaced")
+        print(
+            f"\n(f) node {node} deleted: {len(lost)} replicas Running elsewhere after "
+            f"{time.monotonic() - deleted:.1f}s"
+        )
+        wait_until(lambda: condition(tfjobs(sim.api, ns)["survivor"], "Running"), 60, "Running")
+    finally:
+        if node not in {n.metadata.name for n in client.CoreV1Api(sim.api).list_node().items}:
+            sim.restore_node(node)
+        wait_until(lambda: _node_ready(sim, node), 60, "the node back")
