@@ -161,8 +161,29 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:
 def _validate(args: argparse.Namespace) -> int:
     from taas_operator.documents import load_tfjobs
 
-    for job in load_tfjobs(_path(args), args.namespace):
-        print(f"tfjob.kubeflow.org/{job.name} valid (namespace {job.namespace})")
+    jobs = load_tfjobs(_path(args), args.namespace)
+    if not args.server:
+        for job in jobs:
+            print(f"tfjob.kubeflow.org/{job.name} valid (namespace {job.namespace})")
+        return 0
+    from taas_operator.client.dryrun import server_checks
+    from taas_operator.client.errors import ClientError
+    from taas_operator.client.jobs import TFJobClient
+
+    try:
+        client = TFJobClient(args.kubeconfig, args.context)
+        found = {job.name: server_checks(client, job) for job in jobs}
+    except ClientError as err:
+        raise InputError(f"--server: {err}") from None
+    for job in jobs:
+        if not found[job.name]:
+            print(
+                f"tfjob.kubeflow.org/{job.name} valid (namespace {job.namespace}; the "
+                f"cluster's dry run of the TFJob and its pods agrees)"
+            )
+    refused = [f"TFJob {name}: {p}" for name, problems in found.items() for p in problems]
+    if refused:
+        raise InputError("the cluster refuses it (dry run):\n* " + "\n* ".join(refused))
     return 0
 
 
@@ -174,11 +195,20 @@ def add_validate(subparsers: argparse._SubParsersAction) -> None:
         description="Check each TFJob document with the rules the TFJob CRD enforces at "
         "`kubectl apply` (schema and CEL rules), without a cluster. Errors name the field and "
         "the fix, in kubectl's words.",
-        epilog="examples:\n  taas validate job.yaml && kubectl apply -f job.yaml\n\n"
-        "exit status: 0 valid, 2 invalid (or unreadable)",
+        epilog="examples:\n  taas validate job.yaml && kubectl apply -f job.yaml\n"
+        "  taas validate --server job.yaml     # also the cluster's dry run of the TFJob and "
+        "its pods\n\nexit status: 0 valid, 2 invalid (or unreadable)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _file_arguments(parser)
+    parser.add_argument(
+        "--server",
+        action="store_true",
+        help="also ask the cluster (a server-side dry run, nothing is stored): the TFJob and the "
+        "pod each replica type would get (pod validation, Pod Security Admission, quotas)",
+    )
+    parser.add_argument("--kubeconfig", metavar="PATH", help="with --server: kubeconfig file")
+    parser.add_argument("--context", metavar="NAME", help="with --server: kubeconfig context")
     parser.set_defaults(handler=_validate)
 
 
