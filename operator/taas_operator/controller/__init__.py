@@ -3,7 +3,6 @@
 One TFJob's way through the operator, folder by folder, in order (each module one job; only
 `apiserver/` talks to the API). Nothing is imported here, so `taas_operator.controller.flags`
 stays light for the `taas` command line:
-    apiserver/transport   Transport: aiohttp on the event loop (calls, and watch streams)
     apiserver/kube        KubeClient: JSON reads/writes of TFJobs, pods, services,
                           NetworkPolicies, events
     watch/informer        Informer: LIST then WATCH one kind, forever; a re-list reports what

@@ -38,8 +38,8 @@ import kubernetes.config
 from taas_operator.api.constants import API_VERSION, KIND
 from taas_operator.api.models import format_time
 from taas_operator.api.resources import EVENT, POD, POLICY, SERVICE, TFJOB, Kind
+from taas_operator.apiserver.transport import Transport, endpoint
 from taas_operator.controller import metrics
-from taas_operator.controller.apiserver.transport import Endpoint, Transport
 
 COMPONENT = "taas-operator"
 _MAX_EVENT_MESSAGE = 1024
@@ -137,27 +137,6 @@ def load_configuration(kubeconfig: str | None) -> kubernetes.client.Configuratio
     except kubernetes.config.ConfigException:
         kubernetes.config.load_kube_config(client_configuration=config)
     return config
-
-
-def endpoint(config: kubernetes.client.Configuration) -> Endpoint:
-    """The apiserver and credentials of a loaded client configuration, as plain values."""
-
-    def authorization() -> str | None:
-        # Also runs the loader's refresh hook (rotated service-account tokens, exec plugins).
-        value = config.get_api_key_with_prefix("BearerToken", alias="authorization")
-        return str(value) if value else None
-
-    return Endpoint(
-        host=config.host,
-        ca_file=config.ssl_ca_cert,
-        ca_data=getattr(config, "ca_cert_data", None),
-        verify=config.verify_ssl,
-        cert_file=config.cert_file,
-        key_file=config.key_file,
-        server_name=getattr(config, "tls_server_name", None),
-        proxy=config.proxy,
-        authorization=authorization,
-    )
 
 
 class KubeClient:

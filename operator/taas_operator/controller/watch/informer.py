@@ -4,14 +4,16 @@
     await informer.run()          # forever (a task); informer.synced: an asyncio.Event
     Informer.known -> int         # objects it knows now
 
-What `handle` gets, in order, as kopf would hand them over: every listed object with the type
-None, then the watch's ADDED / MODIFIED / DELETED events. After a watch is lost for good (410
-Gone: its resourceVersion is too old), it LISTs again, and every object it knew that the new
-LIST lacks is handed over as DELETED (its name, namespace, uid and job label): a deletion in the
-gap is never missed (what Kubernetes' informers call Replace). Watches ask for bookmarks, so a
-quiet kind keeps a fresh resourceVersion, and end after 5-6 minutes (then the next one goes on
-from the last version seen). Connection errors (the apiserver restarting) are retried, backing
-off from 0.5 s to 30 s; `synced` is set once the first LIST has been handed over.
+The loop itself (410 re-list, back-off, bookmarks) is the one of `apiserver.listwatch`; this
+class is its sink. What `handle` gets, in order, as kopf would hand them over: every listed
+object with the type None, then the watch's ADDED / MODIFIED / DELETED events. After a watch is
+lost for good (410 Gone: its resourceVersion is too old), it LISTs again, and every object it
+knew that the new LIST lacks is handed over as DELETED (its name, namespace, uid and job
+label): a deletion in the gap is never missed (what Kubernetes' informers call Replace).
+Watches ask for bookmarks, so a quiet kind keeps a fresh resourceVersion, and end after 5-6
+minutes (then the next one goes on from the last version seen). Connection errors (the
+apiserver restarting) are retried, backing off from 0.5 s to 30 s; `synced` is set once the
+first LIST has been handed over.
 
 Why not kopf's watches: kopf runs every event through its per-object workers, causes and
 handler machinery, 0.25-0.5 ms of CPU per event, more than everything TaaS itself does with it
@@ -24,13 +26,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from taas_operator.api.constants import LABEL_JOB_NAME
 from taas_operator.api.resources import Kind
+from taas_operator.apiserver.listwatch import Retry, list_then_watch
 from taas_operator.controller.apiserver.kube import KubeClient
-from taas_operator.controller.apiserver.transport import StreamError
 from taas_operator.engine import backoff_delay
 
 logger = logging.getLogger("taas_operator.controller")
@@ -38,7 +40,6 @@ logger = logging.getLogger("taas_operator.controller")
 Handler = Callable[[str | None, Mapping[str, Any]], None]
 WATCH_S = (300, 360)  # each watch asks the server to end it after a random time in this range
 BACKOFF_START, BACKOFF_MAX = 0.5, 30.0
-_GONE = 410
 
 
 def _identity(body: Mapping[str, Any]) -> tuple[str, str | None]:
@@ -55,12 +56,8 @@ def _deleted(key: tuple[str, str], identity: tuple[str, str | None]) -> dict[str
     return {"metadata": {"name": name, "namespace": namespace, "uid": uid, "labels": labels}}
 
 
-class _Relist(Exception):
-    """The watch's resourceVersion is gone: LIST again."""
-
-
 class Informer:
-    """One LIST+WATCH loop (see the module)."""
+    """One kind's LIST+WATCH (see the module), on the one loop of `apiserver.listwatch`."""
 
     def __init__(
         self, kube: KubeClient, kind: Kind, namespace: str, selector: str, handle: Handler
@@ -69,7 +66,8 @@ class Informer:
         self.handle = handle
         self.synced = asyncio.Event()
         self._known: dict[tuple[str, str], tuple[str, str | None]] = {}  # (ns, name) -> _identity
-        self._version = ""
+        self._before: dict[tuple[str, str], tuple[str, str | None]] | None = None  # a list's start
+        self._seen: set[tuple[str, str]] = set()
         self._failures = 0
 
     @property
@@ -90,70 +88,56 @@ class Informer:
 
     async def run(self) -> None:
         """LIST and WATCH until cancelled."""
-        while True:
-            try:
-                if not self._version:
-                    await self._list()
-                started = asyncio.get_running_loop().time()
-                await self._watch()
-                if asyncio.get_running_loop().time() - started < 1.0:
-                    raise RuntimeError("the watch ended at once")  # do not spin: back off
-            except asyncio.CancelledError:
-                raise
-            except _Relist:
-                self._version = ""
-            except Exception as err:
-                self._failures += 1
-                delay = backoff_delay(self._failures, BACKOFF_START, BACKOFF_MAX)
-                log = logger.warning if self._failures == 1 else logger.debug
-                what = f"{self.kind.plural} {self._where()}"
-                log("watching %s failed (again in %.1fs): %s", what, delay, err)
-                await asyncio.sleep(delay)
+        retry = Retry(on=(Exception,), delay=lambda n: backoff_delay(n, BACKOFF_START, BACKOFF_MAX))
+        await list_then_watch(self._pages, self._watch, self, retry)
 
     def _where(self) -> str:
         return f"in {self.namespace}" if self.namespace else "in every namespace"
 
-    async def _list(self) -> None:
-        before = dict(self._known)
-        seen: set[tuple[str, str]] = set()
-        version = 0
-        async for items, page_version in self.kube.list_pages(
-            self.kind, self.namespace, self.selector
-        ):
-            version = page_version
-            for body in items:
-                meta = body.get("metadata") or {}
-                seen.add((str(meta.get("namespace", "")), str(meta.get("name", ""))))
-                self._deliver(None, body)
-        for key, identity in before.items():
-            if key not in seen:  # deleted while no watch ran
+    # -- what the loop delivers (apiserver.listwatch.Sink) -----------------------------------
+    def page(self, items: list[dict[str, Any]]) -> None:
+        if self._before is None:
+            self._before, self._seen = dict(self._known), set()
+        for body in items:
+            meta = body.get("metadata") or {}
+            self._seen.add((str(meta.get("namespace", "")), str(meta.get("name", ""))))
+            self._deliver(None, body)
+
+    def listed(self) -> None:
+        for key, identity in (self._before or {}).items():
+            if key not in self._seen:  # deleted while no watch ran
                 self._deliver("DELETED", _deleted(key, identity))
-        self._version = str(version)
+        self._before, self._seen = None, set()
         self.synced.set()
 
-    async def _watch(self) -> None:
+    def changed(self, event_type: str, obj: dict[str, Any]) -> None:
+        self._failures = 0
+        self._deliver(event_type, obj)
+
+    def failed(self, error: BaseException, delay: float) -> None:
+        self._failures += 1
+        log = logger.warning if self._failures == 1 else logger.debug
+        what = f"{self.kind.plural} {self._where()}"
+        log("watching %s failed (again in %.1fs): %s", what, delay, error)
+
+    # -- the apiserver ------------------------------------------------------------------------
+    async def _pages(self) -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
+        async for items, version in self.kube.list_pages(self.kind, self.namespace, self.selector):
+            yield items, str(version)
+
+    async def _list(self) -> None:
+        """One whole LIST, delivered as the loop delivers it (also after 410 Gone)."""
+        async for items, _ in self._pages():
+            self.page(items)
+        self.listed()
+
+    def _watch(self, version: str) -> AsyncIterator[Any]:
         query = {
             "watch": "true",
             "allowWatchBookmarks": "true",
-            "resourceVersion": self._version,
+            "resourceVersion": version,
             "timeoutSeconds": str(random.randint(*WATCH_S)),
         }
         if self.selector:
             query["labelSelector"] = self.selector
-        try:
-            async for event in self.kube.stream(self.kind, self.namespace, query):
-                event_type, body = event.get("type"), event.get("object") or {}
-                if event_type == "ERROR":
-                    if body.get("code") == _GONE:
-                        raise _Relist()
-                    raise RuntimeError(f"watch error: {body.get('message', body)}")
-                version = (body.get("metadata") or {}).get("resourceVersion")
-                if version:
-                    self._version = str(version)
-                if event_type in ("ADDED", "MODIFIED", "DELETED"):
-                    self._deliver(event_type, body)
-                self._failures = 0
-        except StreamError as err:
-            if err.status == _GONE:
-                raise _Relist() from None
-            raise
+        return self.kube.stream(self.kind, self.namespace, query)

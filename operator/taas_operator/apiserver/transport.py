@@ -1,8 +1,10 @@
-"""HTTP to the apiserver on the operator's own event loop (aiohttp, the client kopf uses too).
+"""HTTP to the apiserver on the caller's event loop (aiohttp, the client kopf uses too): the one
+apiserver client of the operator, the dashboard and the client's watches.
 
-    transport = Transport(Endpoint(host=..., ca_file=..., ...), concurrency=16)
+    transport = Transport(endpoint(config), concurrency=16, streams=0)
     await transport.call(method, path, query=None, body=None, content_type=...) -> (status, data)
     async for event in transport.stream(path, query): ...   # a watch, line by line
+    async for line in transport.lines(path, query): ...     # a text stream (a followed log)
     await transport.close()
 
 One keep-alive connection pool per process, opened on the first call (inside the running loop),
@@ -59,12 +61,37 @@ class Endpoint:
         return context
 
 
-class Transport:
-    """A pooled aiohttp session to one apiserver."""
+def endpoint(config: Any) -> Endpoint:
+    """The apiserver and credentials of a loaded kubernetes client `Configuration`, as plain
+    values (read by attribute: this package never imports the official client)."""
 
-    def __init__(self, endpoint: Endpoint, concurrency: int) -> None:
+    def authorization() -> str | None:
+        # Also runs the loader's refresh hook (rotated service-account tokens, exec plugins).
+        value = config.get_api_key_with_prefix("BearerToken", alias="authorization")
+        return str(value) if value else None
+
+    return Endpoint(
+        host=str(config.host).rstrip("/"),
+        ca_file=config.ssl_ca_cert,
+        ca_data=getattr(config, "ca_cert_data", None),
+        verify=config.verify_ssl,
+        cert_file=config.cert_file,
+        key_file=config.key_file,
+        server_name=getattr(config, "tls_server_name", None),
+        proxy=config.proxy,
+        authorization=authorization,
+    )
+
+
+class Transport:
+    """A pooled aiohttp session to one apiserver (and one for streams)."""
+
+    def __init__(self, endpoint: Endpoint, concurrency: int, streams: int = 0) -> None:
+        """`concurrency`: requests in flight at most; `streams`: open streams at most (0: no
+        limit), each with a connection of its own, so streams never take a request's place."""
         self.endpoint = endpoint
         self.concurrency = concurrency
+        self.streams = streams
         self._ssl = endpoint.ssl_context() if endpoint.host.startswith("https") else None
         self._session: aiohttp.ClientSession | None = None
         self._streams: aiohttp.ClientSession | None = None
@@ -75,7 +102,7 @@ class Transport:
         server ends each watch after its timeoutSeconds), not counted in `concurrency`."""
         if self._streams is None or self._streams.closed:
             self._streams = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=self._ssl or False, limit=0),
+                connector=aiohttp.TCPConnector(ssl=self._ssl or False, limit=self.streams),
                 cookie_jar=aiohttp.DummyCookieJar(),
                 timeout=aiohttp.ClientTimeout(sock_connect=CONNECT_TIMEOUT_S),
             )
@@ -84,6 +111,13 @@ class Transport:
     async def stream(self, path: str, query: dict[str, str]) -> AsyncIterator[Any]:
         """GET a watch: each line of the answer parsed as JSON, until the server ends it.
         A non-2xx answer raises `StreamError` with the status and the server's message."""
+        async for line in self.lines(path, query):
+            if line.strip():
+                yield orjson.loads(line)
+
+    async def lines(self, path: str, query: dict[str, str]) -> AsyncIterator[str]:
+        """GET a stream (a watch, a followed log): its lines as text, until the server ends
+        it. A non-2xx answer raises `StreamError` with the status and the server's message."""
         headers = {"Accept": "application/json"}
         auth = self.endpoint.authorization()
         if auth:
@@ -98,9 +132,11 @@ class Transport:
             if response.status >= 300:
                 raw = await response.read()
                 raise StreamError(response.status, raw.decode(errors="replace")[:500])
-            async for line in response.content:
-                if line.strip():
-                    yield orjson.loads(line)
+            while True:
+                raw = await response.content.readline()
+                if not raw:
+                    return
+                yield raw.decode("utf-8", errors="replace").rstrip("\r\n")
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -161,8 +197,8 @@ class Transport:
 
 
 class StreamError(Exception):
-    """A watch request answered with an error status."""
+    """A stream request answered with an error status (`message`: the server's words)."""
 
     def __init__(self, status: int, message: str) -> None:
-        self.status = status
+        self.status, self.message = status, message
         super().__init__(f"HTTP {status}: {message}")
