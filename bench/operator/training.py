@@ -8,7 +8,7 @@ CPU per job, against training-operator.
 Per contestant, on its own fresh control plane (audit log on): install its CRD, start it as
 `CONTROLLER_USER`, warm up; create `jobs` TFJobs (1 PS + 2 workers, `cleanPodPolicy: Running`
 written out so both controllers clean up the same pods; the chief's `TAAS_PROGRESS_PORT` points
-at a port where this process serves the trainer library's own publisher, `taas.publish`). When
+at a port where this process serves the trainer library's own publisher, `taas.core.publish`). When
 every pod exists, play the kubelet: every pod Running with pod IP 127.0.0.1. Each chief then
 publishes a new progress document every second for `seconds` (a training run of that length),
 after which worker 0 of every job exits 0. Wait until every job Succeeded and its PS and worker
@@ -45,7 +45,7 @@ from bench.operator.controllers import (
 from bench.operator.measure import _api, _namespace, settle, warm_up
 from bench.operator.procstats import PeakSampler
 from bench.operator.workloads import IMAGE
-from taas.publish import Publisher, document
+from taas.core.publish import Publisher, document
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.processes import free_ports
 

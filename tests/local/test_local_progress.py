@@ -3,7 +3,7 @@
 report. The chief writes a file in a directory the runner gives it (the replicas' private
 network namespace has no way out); only the chief is given one.
 
-The first tests' replicas publish with the trainer library's own `taas.publish` (no TensorFlow,
+The first tests' replicas publish with the trainer library's own `taas.core.publish` (no TensorFlow,
 so they run in a second); the last runs a real TensorFlow example.
 """
 
@@ -21,8 +21,8 @@ pytestmark = pytest.mark.timeout(240)
 # no progress file, so `from_settings` gives them no publisher (they print that).
 PUBLISHING = """
 import os, time
-from taas.publish import SCALARS, Publisher, document, log_scalar
-from taas.settings import TrainerSettings
+from taas.core.publish import SCALARS, Publisher, document, log_scalar
+from taas.core.settings import TrainerSettings
 task = os.environ['JOB_NAME'] + ':' + os.environ['TASK_INDEX']
 publisher = Publisher.from_settings(task, TrainerSettings(), True)
 print(task, 'publishes' if publisher else 'has no progress file', flush=True)

@@ -23,7 +23,7 @@ import yaml
 from kubelet_player import KubeletPlayer
 from operator_harness import Api, StartOperator, condition, new_namespace, tfjob, unique, wait_for
 
-from taas.publish import Publisher, document
+from taas.core.publish import Publisher, document
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.api import parse_tfjob
 from taas_operator.client import (

@@ -1,5 +1,5 @@
 """Training progress through the running operator on the real apiserver: a chief serving the
-trainer library's own publisher (`taas.publish.Publisher`, on 127.0.0.1) is read into
+trainer library's own publisher (`taas.core.publish.Publisher`, on 127.0.0.1) is read into
 `status.progress`, `kubectl get tfjobs` shows PROGRESS and ETA, the writes stay at most one
 per interval, the end shows 100%, and a program that publishes nothing changes nothing.
 
@@ -24,7 +24,7 @@ from operator_harness import (
     wait_for,
 )
 
-from taas.publish import SCALARS, Publisher, document
+from taas.core.publish import SCALARS, Publisher, document
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.processes import free_ports
 

@@ -1,4 +1,4 @@
-"""Which strategy and role each job shape gets (``taas.strategies``, pure: no TensorFlow), the
+"""Which strategy and role each job shape gets (``taas.keras.strategies``, pure: no TensorFlow), the
 settings refused for TensorFlow 2 (exit 2 naming them), and one refusal end to end."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import json
 import pytest
 from trainer_harness import run_program
 
-from taas.cluster import resolve_cluster
-from taas.settings import SettingsError, TrainerSettings
-from taas.strategies import plan_strategy
+from taas.core.cluster import resolve_cluster
+from taas.core.settings import SettingsError, TrainerSettings
+from taas.keras.strategies import plan_strategy
 
 
 def _cluster(jobs: dict[str, int], kind: str, index: int):

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from taas.cluster import ClusterInfo, resolve_cluster, strip_cluster_flags
-from taas.settings import SettingsError, load_settings, parse_flags
+from taas.core.cluster import ClusterInfo, resolve_cluster, strip_cluster_flags
+from taas.core.settings import SettingsError, load_settings, parse_flags
 
 
 @pytest.fixture(autouse=True)

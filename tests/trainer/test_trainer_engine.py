@@ -7,17 +7,18 @@ import math
 
 import pytest
 
-from taas.engine import StepLog, StepResult, engine_for
-from taas.exit_codes import ExitCode, LossNotFiniteError, classify
-from taas.loop import train_loop
-from taas.settings import TrainerSettings
+from taas.core.engine import StepLog, StepResult
+from taas.core.exit_codes import ExitCode, LossNotFiniteError, classify
+from taas.core.loop import train_loop
+from taas.core.settings import TrainerSettings
+from taas.program import engine_for
 
 pytestmark = pytest.mark.tensorflow
 
 
 def test_the_graph_engine_drives_a_subclass_even_one_with_engine_named_methods() -> None:
     import taas
-    from taas.graph_engine import GraphEngine
+    from taas.graph.engine import GraphEngine
 
     class Shadowing(taas.DistributedTrainer):
         def run(self) -> None:  # the old base class's engine entry point

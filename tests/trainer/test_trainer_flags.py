@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import taas
-from taas.cli_flags import (
+from taas.core.flags import (
     check_leftovers,
     check_taas_env,
     close_matches,
@@ -15,7 +15,7 @@ from taas.cli_flags import (
     taas_flag_names,
     wants_help,
 )
-from taas.settings import SettingsError
+from taas.core.settings import SettingsError
 from taas.settings_doc import table
 
 KNOWN = taas_flag_names() | {"data_dir", "export_dir", "hidden_units", "nohidden_units"}

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.tensorflow
 def test_towers_share_variables_and_average_gradients() -> None:
     import tensorflow as tf
 
-    from taas.towers import build_towers
+    from taas.graph.towers import build_towers
 
     v1 = tf.compat.v1
     graph = tf.Graph()

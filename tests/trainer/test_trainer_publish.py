@@ -1,4 +1,4 @@
-"""The chief publishes its progress (taas.publish): the document, the file ``taas run`` reads,
+"""The chief publishes its progress (taas.core.publish): the document, the file ``taas run`` reads,
 the HTTP endpoint the operator reads, the user's scalars; real TensorFlow trainers for the
 end-to-end cases. The operator's own model (taas_operator.api.ProgressReport) parses every
 document here: the two sides agree on the JSON only."""
@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from trainer_harness import LocalCluster, run_program
 
-from taas.progress import ProgressReporter
-from taas.publish import SCALARS, Publisher, document, log_scalar
-from taas.settings import TrainerSettings
+from taas.core.progress import ProgressReporter
+from taas.core.publish import SCALARS, Publisher, document, log_scalar
+from taas.core.settings import TrainerSettings
 from taas_operator.api import ProgressReport
 from taas_operator.api.constants import DEFAULT_PROGRESS_PORT, PROGRESS_PATH
 from taas_operator.processes import free_ports
@@ -67,7 +67,7 @@ def test_document_is_what_the_operator_reads() -> None:
     )
     assert (report.loss, report.examples_per_second) == (0.3124, 2450.1)
     assert report.scalars["acc"][0].step == 400 and report.scalars["acc"][0].value == 0.9
-    assert DEFAULT_PROGRESS_PORT == 2223 and PROGRESS_PATH == "/progress"  # taas.publish's too
+    assert DEFAULT_PROGRESS_PORT == 2223 and PROGRESS_PATH == "/progress"  # taas.core.publish's too
 
 
 def test_reporter_publishes_the_numbers_of_its_lines(tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 Two hook classes, the same hook names: :class:`KerasTrainer` (TensorFlow 2: a Keras model under
 the ``tf.distribute`` strategy the job's shape picks, ``fit`` or a custom step; see
-``taas.keras_base`` and ``taas.strategies``) and :class:`DistributedTrainer` (graph mode,
+``taas.keras.trainer`` and ``taas.keras.strategies``) and :class:`DistributedTrainer` (graph mode,
 ``tf.compat.v1``, below). Subclass one (``DistributedTrainer``'s alias is
 ``CaicloudDistTensorflowBase``), fill in the hooks, call ``MyTrainer.main()``. The same program
 runs alone, under ``taas run job.yaml`` and in a ``kubeflow.org/v1`` TFJob: the base class reads
@@ -37,8 +37,8 @@ has signalled "done" on it; non-chief workers poll for the chief's initialisatio
 (no 30 s stall); a sync job starts with a barrier so one worker cannot fill the first steps
 alone; at the end the chief releases sync workers still waiting for a token.
 
-Settings (``taas.settings.TrainerSettings``): flag ``--name`` > env ``TAAS_NAME`` > TaaS 2.0 env.
-The table is generated from the model (``python -m taas.settings_doc``; a test keeps it equal).
+Settings (``taas.TrainerSettings``): flag ``--name`` > env ``TAAS_NAME`` > TaaS 2.0 env. The
+table is generated from the model (``python -m taas.settings_doc``; a test keeps it equal).
 
 =======================  ==========================  ============================================
 setting                  also read from              meaning (default)
@@ -83,7 +83,7 @@ a ``model_dir`` the chief cannot create or write (checked before training starts
 go to the program's absl flags (``tf.compat.v1.app.flags``, defined at import); one left over
 that is a near miss of a known flag (``--max_step``, ``--sycn``) exits 2 with ``unknown flag
 --max_step: did you mean --max_steps?``. Other unknown flags may be for the program's own
-parser (argparse reading ``sys.argv``), so they only get a note (``taas.cli_flags``).
+parser (argparse reading ``sys.argv``), so they only get a note (``taas.core.flags``).
 
 Re-running a job on a model dir already at ``max_steps`` trains nothing: each trainer prints
 ``model dir ... already at global step 300 >= max_steps 300: nothing to train (resumed from
@@ -94,14 +94,14 @@ Progress, every N steps or seconds, from every task::
 
     [worker:1] step 200 global 410/1000 loss 0.3124 | 2450.1 ex/s 0.041 s/batch | ETA 24s
 
-The chief also publishes it (``taas.publish``): in a Kubernetes pod it serves ``GET /progress``
+The chief also publishes it (``taas.core.publish``): in a Kubernetes pod it serves ``GET /progress``
 on port 2223 (``progress_port``), which the operator reads into the TFJob's
 ``status.progress`` (the PROGRESS and ETA columns of ``kubectl get tfjobs``); under ``taas run``
 it writes the same document to ``progress_file``. ``taas.log_scalar(name, value)`` (or
 ``self.log_scalar`` in a hook) adds any scalar, e.g. an accuracy: its last five values are
 published with it.
 
-Exit codes (for the TFJob ``ExitCode`` restart policy; see ``taas.exit_codes``):
+Exit codes (for the TFJob ``ExitCode`` restart policy; see ``taas.core.exit_codes``):
 
 ====  ==========================================================  =========================
 code  meaning                                                     ExitCode policy
@@ -119,13 +119,20 @@ code  meaning                                                     ExitCode polic
       (TensorFlow 2: on SIGTERM a checkpoint first, then 143)
 ====  ==========================================================  =========================
 
-Modules: ``base`` (the graph-mode hook class), ``keras_base`` (the TensorFlow 2 hook class),
-``engine`` (the engine seam: protocol, step results, which engine drives which hook class),
-``graph_engine`` / ``graph_model`` / ``evaluator`` (graph mode), ``keras_engine`` /
-``strategies`` / ``keras_steps`` / ``keras_checkpoints`` / ``keras_evaluator`` (TensorFlow 2),
-``loop`` (the step loop every engine shares), ``program`` (``main()``: settings, cluster,
-exit code), ``settings``, ``cluster``, ``cli_flags``, ``coordination``, ``session``, ``towers``,
-``devices``, ``exporter``, ``progress``, ``publish``, ``preflight``, ``exit_codes``.
+Layout (layers, each importing only those below it; import-linter checks it, and that
+``core`` never imports TensorFlow)::
+
+    taas            __init__ (these names, loaded lazily), program (taas.run: engine_for picks
+                    the engine), settings_doc; entry, dist_base (Caicloud compatibility paths)
+    taas.graph      graph mode: trainer (DistributedTrainer = hooks + main), hooks, engine,
+                    model, steps, towers, devices, session, exporter, evaluator
+    taas.keras      TensorFlow 2: trainer (KerasTrainer = hooks + main), hooks, engine,
+                    strategies, steps, checkpoints, evaluator     (graph and keras: independent)
+    taas.runtime    TensorFlow services both engines use: coordination (PS serving, "done",
+                    start barrier), preflight (the model dir check)
+    taas.core       no TensorFlow: settings, cluster, flags, exit_codes, engine (protocol, step
+                    types), loop, progress, publish, checkpoints (the evaluator's wait), runner
+                    (main(): settings, cluster, flags, engine, exit code)
 
 Porting Caicloud code: ``from taas import dist_base`` (``dist_base.CaicloudDistTensorflowBase``)
 and ``from taas import entry; entry.start(MyModel)``; use ``tensorflow.compat.v1``
@@ -149,15 +156,15 @@ __all__ = [
 ]
 
 _LAZY = {
-    "DistributedTrainer": "taas.base",
-    "CaicloudDistTensorflowBase": "taas.base",
-    "KerasTrainer": "taas.keras_base",
+    "DistributedTrainer": "taas.graph.trainer",
+    "CaicloudDistTensorflowBase": "taas.graph.trainer",
+    "KerasTrainer": "taas.keras.trainer",
     "run": "taas.program",
-    "ClusterInfo": "taas.cluster",
-    "ExitCode": "taas.exit_codes",
-    "SettingsError": "taas.settings",
-    "TrainerSettings": "taas.settings",
-    "log_scalar": "taas.publish",
+    "ClusterInfo": "taas.core.cluster",
+    "ExitCode": "taas.core.exit_codes",
+    "SettingsError": "taas.core.settings",
+    "TrainerSettings": "taas.core.settings",
+    "log_scalar": "taas.core.publish",
 }
 
 

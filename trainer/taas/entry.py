@@ -1,10 +1,14 @@
-"""Caicloud compatibility: ``from taas import entry; entry.start(MyModel)`` (old ``entry``)."""
+"""Compatibility path (Caicloud ``entry``): ``from taas import entry; entry.start(MyModel)``.
+
+Kept for programs ported from ``caicloud.clever.tensorflow``; new code calls ``MyModel.main()``.
+"""
 
 from __future__ import annotations
 
 from typing import NoReturn
 
-from taas.base import DistributedTrainer
+from taas.graph.trainer import DistributedTrainer
+from taas.program import run
 
 
 def start(user_defined_type: type) -> NoReturn:
@@ -13,6 +17,4 @@ def start(user_defined_type: type) -> NoReturn:
         raise ValueError("user_defined_type cannot be None.")
     if not issubclass(user_defined_type, DistributedTrainer):
         raise ValueError("user_defined_type must be subclass of CaicloudDistTensorflowBase.")
-    from taas.program import run
-
     run(user_defined_type)

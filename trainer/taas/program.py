@@ -1,123 +1,43 @@
-"""Run a trainer class as a program: settings, cluster, user flags, engine, exit code.
+"""The program entry that chooses the engine for any trainer class: ``taas.run``.
 
-    run(trainer_cls, argv=None) -> NoReturn     # what MyTrainer.main() and entry.start call
+    run(trainer_cls, argv=None) -> NoReturn     taas.run(MyTrainer), entry.start(MyModel)
+    engine_for(trainer_cls) -> EngineFactory    one branch per hook class
 
-Order: ``--help`` (prints the settings and the program's flags, exit 0); settings and cluster
-read; ``TAAS_*`` variables and leftover flags checked for near misses of a setting (exit 2, see
-``taas.cli_flags``); the engine for the class chosen (:func:`taas.engine.engine_for`) and run.
-
-Always ends the process with ``os._exit`` after flushing output, so lingering gRPC server
-threads can never hang the shutdown. See ``taas.exit_codes`` for the codes.
+The top layer of ``taas``: the only module that knows both ``taas.graph`` and ``taas.keras``
+(each hook class's own ``main()`` names its engine directly). The engines, and TensorFlow with
+them, are imported when :func:`engine_for` is called, which the runner does after ``--help`` and
+the settings checks.
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from taas import cli_flags
-from taas.cluster import ClusterInfo, resolve_cluster, strip_cluster_flags
-from taas.engine import engine_for
-from taas.exit_codes import ExitCode, classify, loss_not_finite
-from taas.settings import load_settings
+from taas.core import runner
+from taas.core.engine import EngineFactory
+
+
+def engine_for(trainer_cls: type) -> EngineFactory:
+    """The engine for ``trainer_cls`` (a subclass of one of the hook classes).
+
+    One branch per hook class; :class:`TypeError` for anything else.
+    """
+    from taas.keras.trainer import KerasTrainer, keras_engine
+
+    if isinstance(trainer_cls, type) and issubclass(trainer_cls, KerasTrainer):
+        return keras_engine(trainer_cls)
+    from taas.graph.trainer import DistributedTrainer, graph_engine
+
+    if isinstance(trainer_cls, type) and issubclass(trainer_cls, DistributedTrainer):
+        return graph_engine(trainer_cls)
+    raise TypeError(
+        f"{getattr(trainer_cls, '__name__', trainer_cls)!r} is not a TaaS trainer class: "
+        "subclass taas.DistributedTrainer (graph mode) or taas.KerasTrainer (TensorFlow 2)"
+    )
 
 
 def run(trainer_cls: type, argv: Sequence[str] | None = None) -> NoReturn:
-    """Build ``trainer_cls()``, run this task's part, and exit with the table's code."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    cluster = ClusterInfo()
-    code: int = ExitCode.OK
-    try:
-        if cli_flags.wants_help(args):
-            print(cli_flags.help_text(sys.argv[0] if sys.argv else trainer_cls.__name__))
-            raise SystemExit(ExitCode.OK)
-        settings, _ = load_settings(args)
-        cluster = resolve_cluster(os.environ, args)
-        for name in cli_flags.check_taas_env(os.environ):
-            print(
-                f"[{cluster.task_name}] note: {name} is not a TaaS trainer setting; ignored "
-                "(run with --help to list them)",
-                flush=True,
-            )
-        from taas.devices import apply_visible_devices
-
-        apply_visible_devices(settings)
-        _quiet_tensorflow()
-        _quiet_closing_queue_runners()
-        cli_flags.parse_program_flags(strip_cluster_flags(args), cluster.task_name)
-        engine = engine_for(trainer_cls)(trainer_cls(), settings, cluster)
-        engine.run()
-        print(f"[{cluster.task_name}] exit 0", flush=True)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else ExitCode.USER_ERROR
-    except BaseException as exc:
-        code = classify(exc)
-        _report(cluster.task_name, code, exc)
-    finally:
-        _flush()
-    os._exit(int(code))
-
-
-def _report(task: str, code: int, exc: BaseException) -> None:
-    if code == ExitCode.BAD_SETTINGS:
-        print(f"[{task}] taas: {exc}", file=sys.stderr)
-        print(f"[{task}] exit 2: bad settings (permanent)", file=sys.stderr)
-    elif code == ExitCode.LOSS_NOT_FINITE:
-        print(f"[{task}] {loss_not_finite(exc)}", file=sys.stderr)
-        print(f"[{task}] exit 3: loss not finite (permanent)", file=sys.stderr)
-    elif code == ExitCode.TERMINATED:
-        print(f"[{task}] {exc}", file=sys.stderr)
-        print(
-            f"[{task}] exit 143: terminated (retryable: resumes from that checkpoint)",
-            file=sys.stderr,
-        )
-    elif code == ExitCode.USER_ERROR:
-        traceback.print_exc()
-        print(f"[{task}] exit 1: error in the model or user code (permanent)", file=sys.stderr)
-    else:
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        print(
-            f"[{task}] exit {code}: {type(exc).__name__}: {message} (retryable: restart resumes "
-            "from the latest checkpoint)",
-            file=sys.stderr,
-        )
-
-
-def _quiet_tensorflow() -> None:
-    """Hide TensorFlow's Python deprecation warnings (graph mode uses many old APIs)."""
-    import logging
-
-    logging.getLogger("tensorflow").setLevel(logging.ERROR)
-
-
-def _quiet_closing_queue_runners() -> None:
-    """Closing the session cancels the sync queue runner's pending step: not an error."""
-    import threading
-
-    default = threading.excepthook
-
-    def hook(args: threading.ExceptHookArgs) -> None:
-        name = args.thread.name if args.thread else ""
-        if name.startswith("QueueRunnerThread") and type(args.exc_value).__name__ in (
-            "CancelledError",
-            "AbortedError",
-        ):
-            return
-        default(args)
-
-    threading.excepthook = hook
-
-
-def _flush() -> None:
-    try:
-        if "tensorflow" in sys.modules:
-            import tensorflow as tf
-
-            tf.compat.v1.summary.FileWriterCache.clear()
-    except Exception:
-        pass
-    sys.stdout.flush()
-    sys.stderr.flush()
+    """Build ``trainer_cls()``, run this task's part, and exit with the code (see
+    ``taas.core.exit_codes``); what ``MyTrainer.main()`` does, for any trainer class."""
+    runner.run(trainer_cls, argv, engine_for)

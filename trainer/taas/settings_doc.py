@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
-from taas.settings import TrainerSettings, env_names, flag_names
+from taas.core.settings import TrainerSettings, env_names, flag_names
 
 WIDTHS = (23, 26, 44)
 HEADER = ("setting", "also read from", "meaning (default)")

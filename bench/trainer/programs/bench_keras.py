@@ -9,8 +9,8 @@
 A tf_keras perceptron (64 -> 512 -> 10) on scikit-learn's digits, Adam, batch TAAS_BATCH_SIZE
 (100). Every form is metered per step after the warm-up: fit by a callback both forms get (the
 model class adds it to every fit call), custom steps by the same meter called after each step
-(in the base class through a wrapper of ``taas.keras_steps.report``, which it calls once per
-finished step, as the graph-mode bench patches ``taas.graph_model``). Each task that runs the
+(in the base class through a wrapper of ``taas.keras.steps.report``, which it calls once per
+finished step, as the graph-mode bench patches ``taas.graph.model``). Each task that runs the
 loop prints one line `BENCH {json}`.
 """
 
@@ -144,18 +144,18 @@ def hand(custom: bool) -> None:
 
 def base(custom: bool):
     import taas
-    import taas.keras_steps
+    import taas.keras.steps
 
     meter = StepMeter()
     if custom:
-        original = taas.keras_steps.report
+        original = taas.keras.steps.report
 
         def metered(*args, **kwargs):
             more = original(*args, **kwargs)
             meter.step()
             return more
 
-        taas.keras_steps.report = metered
+        taas.keras.steps.report = metered
 
     class Bench(taas.KerasTrainer):
         def build_model(self):

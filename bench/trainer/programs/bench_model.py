@@ -118,9 +118,9 @@ def base_class_trainer():
 
     towers = int(os.environ.get("BENCH_TOWERS", "0"))
     if towers:
-        import taas.graph_model  # where the graph engine picks the tower devices
+        import taas.graph.model  # where the graph engine picks the tower devices
 
-        taas.graph_model.tower_devices = lambda settings, cluster: ["/device:GPU:0"] * towers
+        taas.graph.model.tower_devices = lambda settings, cluster: ["/device:GPU:0"] * towers
 
     class Bench(taas.DistributedTrainer):
         def build_model(self, global_step, is_chief, sync, num_replicas):

@@ -17,12 +17,16 @@ code  meaning                                                    ExitCode policy
       a checkpoint (:class:`PreemptedError`)                     resumes from that checkpoint
 ====  =========================================================  ===========================
 
-This module does not import TensorFlow at import time.
+This module does not import TensorFlow: TensorFlow's errors are recognised only when a program
+loaded it (nothing else can raise them).
 """
 
 from __future__ import annotations
 
+import sys
 from enum import IntEnum
+
+from taas.core.settings import SettingsError
 
 
 class ExitCode(IntEnum):
@@ -76,8 +80,6 @@ def loss_not_finite(exc: BaseException) -> str | None:
 
 def classify(exc: BaseException) -> ExitCode:
     """Map an exception that ended training to its exit code."""
-    from taas.settings import SettingsError
-
     if isinstance(exc, SettingsError):
         return ExitCode.BAD_SETTINGS
     if isinstance(exc, KeyboardInterrupt):
@@ -88,13 +90,14 @@ def classify(exc: BaseException) -> ExitCode:
         return ExitCode.TERMINATED
     if loss_not_finite(exc) is not None:
         return ExitCode.LOSS_NOT_FINITE
-    import tensorflow as tf
-
+    errors = getattr(sys.modules.get("tensorflow"), "errors", None)
+    if errors is None:  # TensorFlow not loaded: none of its errors can have been raised
+        return ExitCode.USER_ERROR
     retryable = (
-        tf.errors.UnavailableError,
-        tf.errors.AbortedError,
-        tf.errors.DeadlineExceededError,
-        tf.errors.CancelledError,
+        errors.UnavailableError,
+        errors.AbortedError,
+        errors.DeadlineExceededError,
+        errors.CancelledError,
     )
     if isinstance(exc, retryable):
         return ExitCode.PEER_LOST

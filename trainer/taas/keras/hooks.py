@@ -1,13 +1,11 @@
-"""The TensorFlow 2 hook class users subclass: :class:`KerasTrainer` (hooks, helpers, ``main``).
+"""TensorFlow 2's hooks: :class:`KerasHooks`, what :class:`taas.KerasTrainer` users override.
 
-The sibling of :class:`taas.base.DistributedTrainer` (graph mode): the same hook names with
-TensorFlow 2 meanings, driven by :class:`taas.keras_engine.KerasEngine` (chosen by
-:func:`taas.engine.engine_for`), a separate object, so user methods named like engine methods
-change nothing. Importing this module does not import TensorFlow.
-
-``fit`` needs ``tf_keras`` (Keras 2) under MultiWorkerMirroredStrategy and
-ParameterServerStrategy (Keras 3's ``fit`` fails there, keras-team/keras#20585): build models
-with ``import tf_keras as keras``.
+The sibling of ``taas.graph.hooks`` (graph mode): the same hook names with TensorFlow 2
+meanings. ``main()`` is added by :class:`taas.keras.trainer.KerasTrainer` (so the engine, which
+imports this class, is not imported by it). The engine that drives the hooks,
+:class:`taas.keras.engine.KerasEngine`, is a separate object, so user methods named like engine
+methods change nothing. Importing this module does not import TensorFlow (a test checks it);
+the helpers that need it import it when called.
 """
 
 from __future__ import annotations
@@ -18,43 +16,16 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from taas.cluster import ClusterInfo
-from taas.settings import TrainerSettings
+from taas.core.cluster import ClusterInfo
+from taas.core.settings import TrainerSettings
 
 WarmStartFn = Callable[[Any], None]
 """``fn(model)``: loads warm-start weights into the freshly built model."""
 
 
-class KerasTrainer:
-    """Subclass, fill in the hooks you need, run with ``MyTrainer.main()``.
-
-    The loop the hooks fire in, on every task that runs Python training code (one process;
-    every MultiWorkerMirroredStrategy worker; the ParameterServerStrategy coordinator, while
-    PS and worker tasks only serve)::
-
-        build    with strategy.scope():
-                     result = build_model()            compiled model | (model, loss, optimizer)
-                 restore the latest checkpoint in model_dir, else (with checkpoint_path):
-                     init = get_init_fn(checkpoint_path); init(model)        warm start
-        data     create_dataset(input_context)         per input pipeline, called by the strategy
-        loop     train() not overridden: model.fit over the remaining steps
-                 train(batch) overridden: one custom step per call, run by strategy.run in a
-                     tf.function (scheduled on a worker under ParameterServerStrategy)
-                 progress line every N steps/secs; chief: checkpoints, summaries
-                 loss NaN/infinite: exit 3; SIGTERM: checkpoint, exit 143 (resumes there)
-                 (already at max_steps: one line "nothing to train", no steps)
-        end      after_train(model, is_chief)           evaluate, export_model(model, dir)
-                 chief: final checkpoint; under ParameterServerStrategy every PS and worker
-                 told "done" (they exit 0)
-
-    An ``evaluator`` task builds the model alone (default strategy) and calls
-    ``evaluate(model, global_step)`` on every new checkpoint in ``model_dir``; the metrics it
-    returns are written as summaries under ``model_dir/eval``.
-
-    Inside the hooks ``self.settings``, ``self.cluster``, ``self.strategy`` and
-    ``self.global_batch_size`` (``batch_size`` times the replicas stepping together) are set;
-    after ``build_model`` so are ``self.model``, ``self.loss`` and ``self.optimizer``.
-    """
+class KerasHooks:
+    """The hooks and helpers of :class:`taas.KerasTrainer` (its docstring draws the loop they
+    fire in); :class:`taas.keras.engine.KerasEngine` drives an instance of a subclass."""
 
     settings: TrainerSettings
     cluster: ClusterInfo = ClusterInfo()
@@ -149,17 +120,10 @@ class KerasTrainer:
                 shutil.rmtree(target, ignore_errors=True)
         return os.path.abspath(export_dir)
 
-    @classmethod
-    def main(cls, argv: list[str] | None = None) -> None:
-        """Run this trainer as a program (reads settings and cluster, exits with the code)."""
-        from taas.program import run
 
-        run(cls, argv)
-
-
-def overrides_train(trainer: KerasTrainer) -> bool:
+def overrides_train(trainer: KerasHooks) -> bool:
     """True when the subclass wrote its own ``train`` step (else the engine runs ``fit``)."""
-    return type(trainer).train is not KerasTrainer.train
+    return type(trainer).train is not KerasHooks.train
 
 
-__all__ = ["KerasTrainer", "WarmStartFn", "overrides_train"]
+__all__ = ["KerasHooks", "WarmStartFn", "overrides_train"]

@@ -35,8 +35,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from taas.cluster import ClusterInfo
-from taas.settings import SettingsError, TrainerSettings, sources
+from taas.core.cluster import ClusterInfo
+from taas.core.settings import SettingsError, TrainerSettings, sources
 
 StrategyKind = Literal["default", "mirrored", "multi_worker_mirrored", "parameter_server"]
 Role = Literal["train", "coordinate", "serve", "evaluate"]

@@ -25,8 +25,8 @@ import sys
 import time
 from typing import Any
 
-from taas.cluster import TRAINER_TYPES, ClusterInfo
-from taas.exit_codes import PeerUnreachableError
+from taas.core.cluster import TRAINER_TYPES, ClusterInfo
+from taas.core.exit_codes import PeerUnreachableError
 
 _QUEUE_CAPACITY = 1 << 20
 _POLL_SECS = 0.05
@@ -129,7 +129,7 @@ def serve_until_done(
 
     ``job``/``index``: this task's place in the cluster its server was started with (the
     TensorFlow 2 engine's ParameterServerStrategy renames worker 0 to chief, see
-    ``taas.strategies``); ``who`` names the tasks in the log line.
+    ``taas.keras.strategies``); ``who`` names the tasks in the log line.
     """
     import tensorflow as tf
 

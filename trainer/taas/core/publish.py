@@ -25,8 +25,8 @@ Where, only on the chief (the other tasks' progress is not the job's):
   private network namespace the runner cannot connect into): the same document, rewritten
   atomically (temporary file + rename) at most once a second and at the end.
 
-The loop (``taas.loop``) builds the documents from the same numbers as the progress lines
-(``taas.progress``), so TF1 and TF2 engines publish alike. A program that does not use the
+The loop (``taas.core.loop``) builds the documents from the same numbers as the progress lines
+(``taas.core.progress``), so TF1 and TF2 engines publish alike. A program that does not use the
 library publishes nothing. Nothing here imports TensorFlow; nothing here can fail training.
 """
 
@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from taas.settings import TrainerSettings
+from taas.core.settings import TrainerSettings
 
 #: The same names as taas_operator.api.constants (the trainer must not import the operator).
 DEFAULT_PROGRESS_PORT = 2223

@@ -3,8 +3,8 @@
     run_custom_steps(trainer, strategy, coordinator, loop, keeper)   the user's train(batch)
     run_fit(trainer, model, coordinator, loop, keeper)               Keras fit, tf_keras
 
-Each finished step goes to :class:`taas.loop.TrainLoop` (progress lines, the NaN check, the
-stop at ``max_steps``), then to the :class:`~taas.keras_checkpoints.CheckpointKeeper`
+Each finished step goes to :class:`taas.core.loop.TrainLoop` (progress lines, the NaN check, the
+stop at ``max_steps``), then to the :class:`~taas.keras.checkpoints.CheckpointKeeper`
 (summaries, checkpoints, SIGTERM), so a NaN loss never reaches a checkpoint.
 
 Under ParameterServerStrategy steps are closures the coordinator schedules on the workers; the
@@ -20,11 +20,11 @@ from typing import Any
 
 import tensorflow as tf
 
-from taas.engine import StepResult
-from taas.keras_base import KerasTrainer
-from taas.keras_checkpoints import CheckpointKeeper
-from taas.loop import TrainLoop
-from taas.settings import SettingsError
+from taas.core.engine import StepResult
+from taas.core.loop import TrainLoop
+from taas.core.settings import SettingsError
+from taas.keras.checkpoints import CheckpointKeeper
+from taas.keras.hooks import KerasHooks
 
 
 def window(coordinator: Any, workers: int) -> int:
@@ -45,7 +45,7 @@ def _fetch(value: Any) -> Any:
 
 
 def run_custom_steps(
-    trainer: KerasTrainer,
+    trainer: KerasHooks,
     strategy: Any,
     coordinator: Any,
     loop: TrainLoop,
@@ -83,7 +83,7 @@ def run_custom_steps(
 
 
 def run_fit(
-    trainer: KerasTrainer,
+    trainer: KerasHooks,
     model: Any,
     coordinator: Any,
     loop: TrainLoop,

@@ -2,7 +2,6 @@
 
     build_graph(trainer, settings, cluster) -> GraphModel   (in the default graph)
     build_model_ops(trainer, settings, cluster, device_fn) -> ModelOps
-    StepRunner: what ``train_step`` runs the train op through
 
 ``build_model_ops`` calls ``build_model`` (and ``create_optimizer`` for the loss-only forms),
 builds the train op for the richer forms (towers, ``SyncReplicasOptimizer`` in sync mode; the
@@ -16,20 +15,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import tensorflow as tf
 
-from taas import coordination
-from taas.cluster import ClusterInfo
-from taas.devices import tower_devices
-from taas.engine import StepLog, StepResult
-from taas.exit_codes import LOSS_NOT_FINITE
-from taas.settings import SettingsError, TrainerSettings
-from taas.towers import build_towers
-
-if TYPE_CHECKING:
-    from taas.base import DistributedTrainer, InitFn
+from taas.core.cluster import ClusterInfo
+from taas.core.exit_codes import LOSS_NOT_FINITE
+from taas.core.settings import SettingsError, TrainerSettings
+from taas.graph.devices import tower_devices
+from taas.graph.hooks import GraphHooks, InitFn
+from taas.graph.towers import build_towers
+from taas.runtime import coordination
 
 v1 = tf.compat.v1
 DeviceFn = Callable[[str], Any]
@@ -60,30 +56,12 @@ class GraphModel:
     done_op: Any = None  # tells every PS this task is finished (distributed)
 
 
-class StepRunner:
-    """Runs the train op for ``train_step`` and records each step in the engine's log."""
-
-    def __init__(self, step_after: Any, log: StepLog) -> None:
-        self.step_after = step_after
-        self.log = log
-
-    def run(
-        self, session: Any, train_op: Any, loss: Any, feed_dict: Any, examples: int | None
-    ) -> float:
-        """One ``session.run`` of the train op; return the loss."""
-        fetches = [train_op, loss] if self.step_after is None else [train_op, loss, self.step_after]
-        values = session.run(fetches, feed_dict=feed_dict)
-        step = int(values[2]) if self.step_after is not None else None
-        self.log.record(StepResult(step, float(values[1]), examples))
-        return float(values[1])
-
-
 def checked_gradients(grads: Sequence[tuple[Any, Any]], loss: Any) -> list[tuple[Any, Any]]:
     """``grads`` (``[(grad, var), ...]``), each waiting for a check that ``loss`` is finite.
 
     A NaN or infinite loss fails the step before any update, so a diverged step never reaches
     the variables, the global step or a checkpoint; the error carries
-    :data:`~taas.exit_codes.LOSS_NOT_FINITE` (exit 3). The dependency sits on the gradients
+    :data:`~taas.core.exit_codes.LOSS_NOT_FINITE` (exit 3). The dependency sits on the gradients
     only: ``SyncReplicasOptimizer.apply_gradients`` also builds ops that run without a feed
     (its chief queue runner), which must not wait for the loss.
     """
@@ -130,7 +108,7 @@ def sync_replicas(settings: TrainerSettings, cluster: ClusterInfo) -> tuple[int,
 
 
 def build_model_ops(
-    trainer: DistributedTrainer,
+    trainer: GraphHooks,
     settings: TrainerSettings,
     cluster: ClusterInfo,
     place: DeviceFn,
@@ -179,9 +157,7 @@ def build_model_ops(
     return ops
 
 
-def build_graph(
-    trainer: DistributedTrainer, settings: TrainerSettings, cluster: ClusterInfo
-) -> GraphModel:
+def build_graph(trainer: GraphHooks, settings: TrainerSettings, cluster: ClusterInfo) -> GraphModel:
     """The training task's graph (in the default graph); see the module docstring."""
     place = device_fn(cluster)
     sync_hook = release_op = barrier = init_fn = done_op = None

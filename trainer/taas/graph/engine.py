@@ -1,18 +1,18 @@
 """The graph-mode engine: one task of a between-graph replicated ``tf.compat.v1`` job.
 
-:class:`GraphEngine` implements :class:`taas.engine.Engine` for
-:class:`~taas.base.DistributedTrainer`. By task type:
+:class:`GraphEngine` implements :class:`taas.core.engine.Engine` for
+:class:`~taas.graph.trainer.DistributedTrainer`. By task type:
 
 - ``ps``: start the gRPC server and serve variables until every trainer said "done"
-  (``taas.coordination``);
-- ``evaluator``: evaluate each new checkpoint (``taas.evaluator``);
+  (``taas.runtime.coordination``);
+- ``evaluator``: evaluate each new checkpoint (``taas.graph.evaluator``);
 - chief and workers: check the model dir (chief), start the server, build the graph
-  (``taas.graph_model``), create the session (``taas.session``: the chief restores or
-  initialises, the others poll), run the shared loop (``taas.loop``), call ``after_train``,
+  (``taas.graph.model``), create the session (``taas.graph.session``: the chief restores or
+  initialises, the others poll), run the shared loop (``taas.core.loop``), call ``after_train``,
   close the session and tell every PS "done".
 
-A TensorFlow 2 engine is a sibling of this class (see ``taas.engine``), not a subclass: it shares
-``taas.loop`` and the program around it, not the session code here.
+The TensorFlow 2 engine (``taas.keras.engine``) is a sibling of this class, not a subclass: it
+shares ``taas.core.loop`` and the runner around it, not the session code here.
 """
 
 from __future__ import annotations
@@ -21,28 +21,29 @@ from typing import Any
 
 import tensorflow as tf
 
-from taas import coordination
-from taas.base import DistributedTrainer
-from taas.cluster import ClusterInfo
-from taas.devices import session_config
-from taas.engine import StepLog, StepResult
-from taas.evaluator import run_evaluator
-from taas.exporter import raw_session
-from taas.graph_model import GraphModel, StepRunner, build_graph
-from taas.loop import train_loop
-from taas.preflight import require_writable_model_dir
-from taas.progress import nothing_to_train, process_age
-from taas.session import ChiefSessionCreator, WorkerSessionCreator
-from taas.settings import SettingsError, TrainerSettings
+from taas.core.cluster import ClusterInfo
+from taas.core.engine import StepLog, StepResult
+from taas.core.loop import train_loop
+from taas.core.progress import nothing_to_train, process_age
+from taas.core.settings import SettingsError, TrainerSettings
+from taas.graph.devices import session_config
+from taas.graph.evaluator import run_evaluator
+from taas.graph.exporter import raw_session
+from taas.graph.hooks import GraphHooks
+from taas.graph.model import GraphModel, build_graph
+from taas.graph.session import ChiefSessionCreator, WorkerSessionCreator
+from taas.graph.steps import StepRunner
+from taas.runtime import coordination
+from taas.runtime.preflight import require_writable_model_dir
 
 v1 = tf.compat.v1
 
 
 class GraphEngine:
-    """Drives a :class:`DistributedTrainer` through one task's part (see the module)."""
+    """Drives a :class:`~taas.DistributedTrainer` through one task's part (see the module)."""
 
     def __init__(
-        self, trainer: DistributedTrainer, settings: TrainerSettings, cluster: ClusterInfo
+        self, trainer: GraphHooks, settings: TrainerSettings, cluster: ClusterInfo
     ) -> None:
         self.trainer = trainer
         self.settings = settings

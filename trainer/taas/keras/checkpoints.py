@@ -18,7 +18,7 @@ SIGTERM, what Kubernetes sends before it kills a pod: under MultiWorkerMirroredS
 TensorFlow's ``PreemptionCheckpointHandler`` makes every worker agree on the step to stop at
 (the signal reaches one pod, the checkpoint needs them all);
 elsewhere (one process, the ParameterServerStrategy coordinator) a flag checked after each step.
-Either way the chief saves and every task raises :class:`~taas.exit_codes.PreemptedError`
+Either way the chief saves and every task raises :class:`~taas.core.exit_codes.PreemptedError`
 (exit 143, which ``restartPolicy: ExitCode`` restarts); the restarted job resumes there.
 """
 
@@ -33,9 +33,9 @@ from typing import Any
 
 import tensorflow as tf
 
-from taas.exit_codes import PreemptedError
-from taas.settings import TrainerSettings
-from taas.strategies import StrategyPlan
+from taas.core.exit_codes import PreemptedError
+from taas.core.settings import TrainerSettings
+from taas.keras.strategies import StrategyPlan
 
 MAX_TO_KEEP = 5
 AGREE_EVERY_STEPS = 10

@@ -1,22 +1,19 @@
-"""Session configuration from the device settings: placement logging, soft placement, GPUs.
+"""Graph mode: session configuration and tower devices from the device settings.
 
-``visible_devices`` must take effect before TensorFlow initialises its GPUs, so
-:func:`apply_visible_devices` sets ``CUDA_VISIBLE_DEVICES`` early (the runner calls it first).
+    session_config(settings, cluster)    placement logging, soft placement, GPU memory, filters
+    tower_devices(settings, cluster)     the local devices ``loss_fn`` towers are built on
+
+(``visible_devices`` is applied earlier, by ``taas.core.runner``, before TensorFlow starts.)
 """
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
-from taas.cluster import ClusterInfo
-from taas.settings import TrainerSettings
+import tensorflow as tf
 
-
-def apply_visible_devices(settings: TrainerSettings) -> None:
-    """Restrict the GPUs this process sees (before TensorFlow starts)."""
-    if settings.visible_devices is not None:
-        os.environ["CUDA_VISIBLE_DEVICES"] = settings.visible_devices
+from taas.core.cluster import ClusterInfo
+from taas.core.settings import TrainerSettings
 
 
 def session_config(settings: TrainerSettings, cluster: ClusterInfo) -> Any:
@@ -25,8 +22,6 @@ def session_config(settings: TrainerSettings, cluster: ClusterInfo) -> Any:
     ``device_filters`` keep a task from waiting for peers it never talks to: a trainer sees the
     PS tasks and itself, a PS sees itself.
     """
-    import tensorflow as tf
-
     config = tf.compat.v1.ConfigProto(
         allow_soft_placement=settings.allow_soft_placement,
         log_device_placement=settings.log_device_placement,
@@ -49,8 +44,6 @@ def tower_devices(settings: TrainerSettings, cluster: ClusterInfo) -> list[str]:
     ``num_towers`` caps the GPU count; without GPUs it makes that many CPU towers (for tests
     and to check a multi-GPU model on a laptop).
     """
-    import tensorflow as tf
-
     gpus = len(tf.config.list_physical_devices("GPU"))
     prefix = cluster.device
     if gpus:

@@ -4,13 +4,13 @@ Also the environment: a ``TAAS_*`` variable that is not a setting's but a near m
 (``TAAS_MAX_STEP``) is refused like a misspelt flag (:func:`check_taas_env`); any other unknown
 ``TAAS_*`` variable only gets a note.
 
-After :func:`taas.settings.load_settings` and the cluster flags took theirs, the rest goes to
+After :func:`taas.core.settings.load_settings` and the cluster flags took theirs, the rest goes to
 the absl flags the program defined itself (``tf.compat.v1.app.flags.DEFINE_*`` at import, as the
 Caicloud and TaaS 2.0 programs do). A flag left over after that is either a typo or a flag for
 a parser TaaS cannot see (the program's own ``argparse`` reading ``sys.argv``). TaaS cannot tell
 those apart in general, so it rejects only a *near miss* of a flag it knows (a TaaS setting, a
 cluster flag, an absl flag; one edit away or very similar, e.g. ``--max_step``, ``--sycn``): a
-:class:`~taas.settings.SettingsError` naming it and the close matches (exit 2). Any other
+:class:`~taas.core.settings.SettingsError` naming it and the close matches (exit 2). Any other
 unknown flag is left alone with a one-line note. Arguments after ``--`` are never looked at.
 A program whose own parser needs a flag that close to a TaaS name passes TaaS only its part:
 ``MyTrainer.main(argv=[...])``.
@@ -24,8 +24,8 @@ import difflib
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 
-from taas.cluster import CLUSTER_FLAGS
-from taas.settings import FLAG_ALIASES, SettingsError, TrainerSettings, env_names, parse_flags
+from taas.core.cluster import CLUSTER_FLAGS
+from taas.core.settings import FLAG_ALIASES, SettingsError, TrainerSettings, env_names, parse_flags
 
 HELP_FLAGS = ("--help", "-h", "-help", "--helpfull", "--helpshort")
 _SIMILARITY = 0.85  # difflib ratio at or above which an unknown flag is a near miss

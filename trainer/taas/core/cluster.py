@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from taas.settings import SettingsError
+from taas.core.settings import SettingsError
 
 TASK_TYPES = ("ps", "worker", "chief", "master", "evaluator")
 # Tasks that run training steps (the "replicas"), in chief-first order.

@@ -1,17 +1,17 @@
-"""The TensorFlow 2 engine: one task of a ``tf.distribute`` job around a :class:`KerasTrainer`.
+"""The TensorFlow 2 engine: one task of a ``tf.distribute`` job around a ``taas.KerasTrainer``.
 
-:class:`KerasEngine` implements :class:`taas.engine.Engine`. The strategy and role come from the
-cluster's shape (``taas.strategies``):
+:class:`KerasEngine` implements :class:`taas.core.engine.Engine`. The strategy and role come from
+the cluster's shape (``taas.keras.strategies``):
 
 - ``evaluate`` (an evaluator task): sidecar evaluation of each new checkpoint
-  (``taas.keras_evaluator``);
+  (``taas.keras.evaluator``);
 - ``serve`` (PS and worker tasks under ParameterServerStrategy): start the gRPC server and serve
-  until the coordinator says "done" (``taas.coordination``), then exit 0;
+  until the coordinator says "done" (``taas.runtime.coordination``), then exit 0;
 - ``train`` / ``coordinate``: build the model in the strategy's scope, resume or warm-start,
-  run the loop (``taas.keras_steps``: fit or the custom step, through the shared
-  ``taas.loop.TrainLoop``), ``after_train``, the final checkpoint, "done" to the servers.
+  run the loop (``taas.keras.steps``: fit or the custom step, through the shared
+  ``taas.core.loop.TrainLoop``), ``after_train``, the final checkpoint, "done" to the servers.
 
-A sibling of :class:`taas.graph_engine.GraphEngine`: it shares the program (settings, cluster,
+A sibling of :class:`taas.graph.engine.GraphEngine`: it shares the program (settings, cluster,
 flags, exit codes), the model dir check, the loop and the progress lines, not the session code.
 """
 
@@ -22,25 +22,25 @@ from typing import Any
 
 import tensorflow as tf
 
-from taas import coordination
-from taas.cluster import ClusterInfo
-from taas.keras_base import KerasTrainer, overrides_train
-from taas.keras_checkpoints import CheckpointKeeper
-from taas.keras_evaluator import run_evaluator
-from taas.keras_steps import run_custom_steps, run_fit
-from taas.loop import TrainLoop
-from taas.preflight import require_writable_model_dir
-from taas.progress import nothing_to_train, process_age
-from taas.strategies import StrategyPlan, plan_strategy
+from taas.core.cluster import ClusterInfo
+from taas.core.loop import TrainLoop
+from taas.core.progress import nothing_to_train, process_age
+from taas.keras.checkpoints import CheckpointKeeper
+from taas.keras.evaluator import run_evaluator
+from taas.keras.hooks import KerasHooks, overrides_train
+from taas.keras.steps import run_custom_steps, run_fit
+from taas.keras.strategies import StrategyPlan, plan_strategy
+from taas.runtime import coordination
+from taas.runtime.preflight import require_writable_model_dir
 
 DONE_SIGNAL_TIMEOUT_SECS = 10.0
 END_LINGER_SECS = 0.5
 
 
 class KerasEngine:
-    """Drives a :class:`KerasTrainer` through one task's part (see the module)."""
+    """Drives a :class:`~taas.KerasTrainer` through one task's part (see the module)."""
 
-    def __init__(self, trainer: KerasTrainer, settings: Any, cluster: ClusterInfo) -> None:
+    def __init__(self, trainer: KerasHooks, settings: Any, cluster: ClusterInfo) -> None:
         self.trainer, self.settings, self.cluster = trainer, settings, cluster
         trainer.settings = settings
         trainer.cluster = cluster
@@ -140,7 +140,7 @@ class KerasEngine:
                 loss = getattr(model, "loss", None)
                 optimizer = getattr(model, "optimizer", None)
         if optimizer is None:
-            from taas.settings import SettingsError
+            from taas.core.settings import SettingsError
 
             raise SettingsError(
                 f"{type(trainer).__name__}.build_model() returned a model that is not compiled: "

@@ -3,15 +3,15 @@
     train_loop(task, settings, start_step, step_once, should_stop, chief=False) -> final step
 
 ``step_once()`` runs the trainer's ``train`` hook once and returns ``(StepResult, stop)``; the
-loop turns results into progress lines (``taas.progress``), prints the first-step and
+loop turns results into progress lines (``taas.core.progress``), prints the first-step and
 "training done" lines, honours ``stop`` (the hook returned True) and ``should_stop()`` (the
 session wants to stop), and stops the job when a loss it is handed is NaN or infinite
-(:class:`~taas.exit_codes.LossNotFiniteError`, exit 3): training on would only spread the bad
+(:class:`~taas.core.exit_codes.LossNotFiniteError`, exit 3): training on would only spread the bad
 values into checkpoints and an export. An engine that can check inside the step (the graph
 engine does: the update never runs) stops it earlier; this is the check every engine gets.
 The graph engine and the TensorFlow 2 engine's custom steps drive it through ``step_once``;
 ``Keras fit`` feeds the same :class:`TrainLoop` from a callback, one finished batch at a time.
-On the chief (``chief=True``) the loop also publishes the progress (``taas.publish``: served
+On the chief (``chief=True``) the loop also publishes the progress (``taas.core.publish``: served
 to the operator, written for ``taas run``) from the same numbers as the lines, with the
 user's ``taas.log_scalar`` values, so every engine publishes alike.
 
@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from taas.engine import StepResult
-from taas.exit_codes import LOSS_NOT_FINITE, LossNotFiniteError
-from taas.progress import ProgressReporter, process_age
-from taas.publish import SCALARS, Publisher
-from taas.settings import TrainerSettings
+from taas.core.engine import StepResult
+from taas.core.exit_codes import LOSS_NOT_FINITE, LossNotFiniteError
+from taas.core.progress import ProgressReporter, process_age
+from taas.core.publish import SCALARS, Publisher
+from taas.core.settings import TrainerSettings
 
 StepOnce = Callable[[], tuple[StepResult, bool]]
 
@@ -113,7 +113,7 @@ def train_loop(
     chief: bool = False,
 ) -> int:
     """Run ``step_once`` until the global step reaches ``max_steps``; return the last one.
-    ``chief``: this task publishes the job's progress (``taas.publish``)."""
+    ``chief``: this task publishes the job's progress (``taas.core.publish``)."""
     loop = TrainLoop(task, settings, start_step, chief)
     while loop.running and not should_stop():
         result, stop = step_once()

@@ -2,7 +2,7 @@
 
 TensorFlow's creators use ``SessionManager(recovery_wait_secs=30)``: a worker that starts before
 the chief has initialised the variables sleeps a fixed 30 s. These poll every 0.1 s instead and
-check that the PS ports answer first (see ``taas.coordination.wait_for_ps``).
+check that the PS ports answer first (see ``taas.runtime.coordination.wait_for_ps``).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.python.training import session_manager
 
-from taas.cluster import ClusterInfo
-from taas.coordination import wait_for_ps
+from taas.core.cluster import ClusterInfo
+from taas.runtime.coordination import wait_for_ps
 
 POLL_SECS = 0.1
 

@@ -55,7 +55,7 @@ class SettingsError(ValueError):
 
 
 class TrainerSettings(BaseSettings):
-    """Everything the base class needs besides the cluster (see ``taas.cluster``)."""
+    """Everything the base class needs besides the cluster (see ``taas.core.cluster``)."""
 
     model_config = SettingsConfigDict(
         populate_by_name=True, extra="ignore", case_sensitive=False, frozen=True

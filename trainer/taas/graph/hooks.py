@@ -1,64 +1,32 @@
-"""The hook class users subclass: :class:`DistributedTrainer` (hooks, helpers, ``main``).
+"""Graph mode's hooks: :class:`GraphHooks`, what :class:`taas.DistributedTrainer` users override.
 
-Only what a user overrides or calls lives here. The engine that drives the hooks
-(:class:`taas.graph_engine.GraphEngine`, chosen by :func:`taas.engine.engine_for`) is a separate
-object holding the trainer, so a user method named like an engine method changes nothing. A
-TensorFlow 2 hook class sits next to this one with the same hook names (see ``taas.engine``).
+Only what a user overrides or calls lives here; ``main()`` is added by
+:class:`taas.graph.trainer.DistributedTrainer` (so the engine, which imports this class, is
+not imported by it). The engine that drives the hooks (:class:`taas.graph.engine.GraphEngine`)
+is a separate object holding the trainer, so a user method named like an engine method changes
+nothing. The TensorFlow 2 hooks (``taas.keras.hooks``) have the same hook names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import tensorflow as tf
 
-from taas.cluster import ClusterInfo
-from taas.exporter import ModelExporter
-from taas.publish import log_scalar
-from taas.settings import TrainerSettings
-
-if TYPE_CHECKING:
-    from taas.graph_model import StepRunner
+from taas.core.cluster import ClusterInfo
+from taas.core.publish import log_scalar
+from taas.core.settings import TrainerSettings
+from taas.graph.exporter import ModelExporter
+from taas.graph.steps import StepRunner
 
 v1 = tf.compat.v1
 InitFn = Callable[[Any], None]
 
 
-class DistributedTrainer:
-    """Subclass, fill in the hooks you need, run with ``MyTrainer.main()``.
-
-    The loop the hooks fire in, on every training task (PS tasks only serve variables)::
-
-        graph    global_step = <made by the base class, on a PS>
-                 with variables round-robin over the PS tasks, ops on this worker:
-                   result = build_model(global_step, is_chief, sync, num_replicas)
-                     optimizer | None               old style: you built the train op
-                     (loss, optimizer)              base builds the train op (sync wrap)
-                     loss                           ...with optimizer = create_optimizer()
-                     loss_fn | (loss_fn, optimizer) base builds one tower per GPU, averages
-                                                    (loss_fn alone: create_optimizer() too)
-                   init_fn = get_init_fn(checkpoint_path)   chief, only without a checkpoint
-        session  chief: restore latest checkpoint in model_dir, else init + init_fn(session)
-                 others: poll (0.1 s) until the chief has initialised
-        loop     while global step < max_steps:
-                     stop = train(session, global_step, is_chief)   one step; True ends early
-                     progress line every N steps/secs; chief: checkpoints, summaries
-                     base-built train op and loss NaN/infinite: no update, exit 3 (no after_train)
-                 (already at max_steps, e.g. a re-run on a finished model dir: one line
-                 "nothing to train", no steps; after_train still runs, every task exits 0)
-        end      after_train(session, is_chief)                    evaluate, export_model()
-                 session closed (chief: final checkpoint); every PS told "done"; exit 0
-
-    An ``evaluator`` task instead builds the same graph (``build_model``, and
-    ``create_optimizer`` for the loss-only forms) and calls ``evaluate(session, global_step)``
-    on every new checkpoint in ``model_dir`` until one reaches ``max_steps``.
-
-    Inside the hooks ``self.settings`` (:class:`~taas.settings.TrainerSettings`) and
-    ``self.cluster`` (:class:`~taas.cluster.ClusterInfo`) are set, and ``self.global_step``
-    from ``build_model`` on; after a richer-form ``build_model`` so are ``self.train_op``,
-    ``self.loss`` and ``self.optimizer``.
-    """
+class GraphHooks:
+    """The hooks and helpers of :class:`taas.DistributedTrainer` (its docstring draws the loop
+    they fire in); :class:`taas.graph.engine.GraphEngine` drives an instance of a subclass."""
 
     settings: TrainerSettings
     cluster: ClusterInfo = ClusterInfo()
@@ -184,14 +152,5 @@ class DistributedTrainer:
             return self._model_exporter.export_dir
         return self._model_exporter.save(session)
 
-    @classmethod
-    def main(cls, argv: list[str] | None = None) -> None:
-        """Run this trainer as a program (reads settings and cluster, exits with the code)."""
-        from taas.program import run
 
-        run(cls, argv)
-
-
-CaicloudDistTensorflowBase = DistributedTrainer
-
-__all__ = ["CaicloudDistTensorflowBase", "DistributedTrainer", "InitFn"]
+__all__ = ["GraphHooks", "InitFn"]

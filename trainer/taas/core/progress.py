@@ -9,7 +9,7 @@ and, when a task starts with the global step already at ``max_steps`` (a re-run 
 model dir), one line saying so (:func:`nothing_to_train`). :func:`process_age` times the
 "session ready" and "first step done" lines from the start of the process.
 
-Given a :class:`taas.publish.Publisher` (the chief's), the reporter also hands it a document
+Given a :class:`taas.core.publish.Publisher` (the chief's), the reporter also hands it a document
 with the same numbers (global step, loss, examples/s, ETA) at most once a second, whatever the
 line settings: the operator's PROGRESS and ETA columns come from here.
 """
@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from taas.publish import Publisher, document
+from taas.core.publish import Publisher, document
 
 PUBLISH_EVERY_SECS = 1.0
 

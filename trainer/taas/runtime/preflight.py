@@ -3,7 +3,7 @@
     require_writable_model_dir(settings)     the chief's model_dir can be created and written
 
 Engine-neutral: every engine calls these on the tasks that write, before building anything.
-(The ``TAAS_*`` and flag spelling checks run earlier, in ``taas.program``.)
+(The ``TAAS_*`` and flag spelling checks run earlier, in ``taas.core.runner``.)
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 
-from taas.settings import SettingsError, TrainerSettings, sources
+from taas.core.settings import SettingsError, TrainerSettings, sources
 
 
 def require_writable_model_dir(settings: TrainerSettings) -> None:

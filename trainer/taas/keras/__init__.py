@@ -1,0 +1,7 @@
+"""TensorFlow 2 (a ``tf.distribute`` strategy from the job's shape): ``KerasTrainer``.
+
+``trainer`` (the public class: ``hooks`` + ``main()``), ``hooks`` (what users override and
+call), ``engine`` (KerasEngine: one task's part), ``strategies`` (which strategy and role, pure),
+``steps`` (``fit`` or the custom step, feeding the shared loop), ``checkpoints`` (checkpoints,
+summaries, SIGTERM), ``evaluator`` (the evaluator task). Never imports ``taas.graph``.
+"""

@@ -1,0 +1,66 @@
+"""The TensorFlow 2 hook class users subclass: :class:`KerasTrainer` = hooks + ``main()``.
+
+    class MyTrainer(taas.KerasTrainer): ...     MyTrainer.main()
+
+The hooks live in :class:`taas.keras.hooks.KerasHooks`; this class adds ``main()``, which hands
+the class to :func:`taas.core.runner.run` with :class:`taas.keras.engine.KerasEngine` as its
+engine, imported (with TensorFlow) only when the runner asks, after the settings are read.
+Importing this module does not import TensorFlow (a test checks it).
+
+``fit`` needs ``tf_keras`` (Keras 2) under MultiWorkerMirroredStrategy and
+ParameterServerStrategy (Keras 3's ``fit`` fails there, keras-team/keras#20585): build models
+with ``import tf_keras as keras``.
+"""
+
+from __future__ import annotations
+
+from taas.core.engine import EngineFactory
+from taas.core.runner import run
+from taas.keras.hooks import KerasHooks, WarmStartFn
+
+
+class KerasTrainer(KerasHooks):
+    """Subclass, fill in the hooks you need, run with ``MyTrainer.main()``.
+
+    The loop the hooks fire in, on every task that runs Python training code (one process;
+    every MultiWorkerMirroredStrategy worker; the ParameterServerStrategy coordinator, while
+    PS and worker tasks only serve)::
+
+        build    with strategy.scope():
+                     result = build_model()            compiled model | (model, loss, optimizer)
+                 restore the latest checkpoint in model_dir, else (with checkpoint_path):
+                     init = get_init_fn(checkpoint_path); init(model)        warm start
+        data     create_dataset(input_context)         per input pipeline, called by the strategy
+        loop     train() not overridden: model.fit over the remaining steps
+                 train(batch) overridden: one custom step per call, run by strategy.run in a
+                     tf.function (scheduled on a worker under ParameterServerStrategy)
+                 progress line every N steps/secs; chief: checkpoints, summaries
+                 loss NaN/infinite: exit 3; SIGTERM: checkpoint, exit 143 (resumes there)
+                 (already at max_steps: one line "nothing to train", no steps)
+        end      after_train(model, is_chief)           evaluate, export_model(model, dir)
+                 chief: final checkpoint; under ParameterServerStrategy every PS and worker
+                 told "done" (they exit 0)
+
+    An ``evaluator`` task builds the model alone (default strategy) and calls
+    ``evaluate(model, global_step)`` on every new checkpoint in ``model_dir``; the metrics it
+    returns are written as summaries under ``model_dir/eval``.
+
+    Inside the hooks ``self.settings``, ``self.cluster``, ``self.strategy`` and
+    ``self.global_batch_size`` (``batch_size`` times the replicas stepping together) are set;
+    after ``build_model`` so are ``self.model``, ``self.loss`` and ``self.optimizer``.
+    """
+
+    @classmethod
+    def main(cls, argv: list[str] | None = None) -> None:
+        """Run this trainer as a program (reads settings and cluster, exits with the code)."""
+        run(cls, argv, keras_engine)
+
+
+def keras_engine(trainer_cls: type) -> EngineFactory:
+    """The engine of every :class:`KerasTrainer` subclass: :class:`KerasEngine`."""
+    from taas.keras.engine import KerasEngine
+
+    return KerasEngine
+
+
+__all__ = ["KerasTrainer", "WarmStartFn", "keras_engine"]
