@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = [
     ("operator", "taas_operator"),
     ("tools", "taas_controlplane"),
+    ("trainer", "taas"),
 ]
 
 Graph = dict[str, dict[str, int]]
