@@ -1,5 +1,5 @@
-"""The dashboard's asynchronous access to the apiserver: requests, watches and log streams over
-aiohttp, with the user's own kubeconfig identity.
+"""The dashboard's asynchronous access to the apiserver: requests, watches and log streams on
+the one apiserver client (`apiserver.transport`), with the user's own kubeconfig identity.
 
     api = KubeApi.load(kubeconfig=None, context=None)     # InputError on a broken kubeconfig
     api = KubeApi.of(connection)                          # a client.kube.Connection's identity
@@ -17,8 +17,9 @@ kubectl's, and every request is made as that user: the apiserver's RBAC decides 
 may show and do.
 
 Connections: requests and streams have separate pools (`REQUEST_CONNECTIONS`,
-`STREAM_CONNECTIONS`), so however many watches and logs are open, a permission check or an
-action still gets a connection (the streams themselves are capped by the server and source).
+`STREAM_CONNECTIONS`, the transport's), so however many watches and logs are open, a permission
+check or an action still gets a connection (the streams themselves are capped by the server and
+the source).
 
 Errors: `Unreachable` when the apiserver cannot be reached (the page says so and the callers
 retry); any other answer is returned with its status for the caller to judge.
@@ -26,13 +27,14 @@ retry); any other answer is returned with its status for the caller to judge.
 
 from __future__ import annotations
 
-import json
-import ssl
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
+import orjson
 
+from taas_operator.apiserver.transport import StreamError, Transport, endpoint
 from taas_operator.client.errors import ConfigError
 from taas_operator.client.kube import Connection
 from taas_operator.documents import InputError
@@ -40,10 +42,10 @@ from taas_operator.documents import InputError
 #: A watch is re-opened at least this often (the apiserver also ends watches by itself).
 WATCH_SECONDS = 240
 REQUEST_CONNECTIONS, STREAM_CONNECTIONS = 32, 400
-
-
+REQUEST_SECONDS = 30.0
 SELF_REVIEWS = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
 SELF_REVIEW = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
+_UNREACHABLE = (aiohttp.ClientError, TimeoutError, OSError)
 
 
 class Unreachable(Exception):
@@ -57,8 +59,7 @@ class KubeApi:
         self.config, self.context_name, self.user = config, context, user
         self.server = str(config.host).rstrip("/")
         self.namespace = "default"
-        self.ssl = self._ssl_context(config)
-        self._sessions: dict[str, aiohttp.ClientSession] = {}
+        self.transport = Transport(endpoint(config), REQUEST_CONNECTIONS, STREAM_CONNECTIONS)
 
     @staticmethod
     def connect(kubeconfig: str | None = None, context: str | None = None) -> Connection:
@@ -95,36 +96,8 @@ class KubeApi:
         """The user name the apiserver sees (SelfSubjectReview), "" when it cannot say."""
         return (await self.identify())[1]
 
-    @staticmethod
-    def _ssl_context(config: Any) -> ssl.SSLContext:
-        context = ssl.create_default_context(cafile=config.ssl_ca_cert or None)
-        if not config.verify_ssl:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        if config.cert_file:
-            context.load_cert_chain(config.cert_file, config.key_file)
-        return context
-
-    def _headers(self, content_type: str = "application/json") -> dict[str, str]:
-        headers = {"Accept": "application/json", "Content-Type": content_type}
-        # Also runs the loader's refresh hook (rotated service-account tokens, exec plugins).
-        token = self.config.get_api_key_with_prefix("BearerToken", alias="authorization")
-        if token:
-            headers["Authorization"] = str(token)
-        return headers
-
-    def _client(self, pool: str = "requests") -> aiohttp.ClientSession:
-        session = self._sessions.get(pool)
-        if session is None or session.closed:
-            limit = REQUEST_CONNECTIONS if pool == "requests" else STREAM_CONNECTIONS
-            session = self._sessions[pool] = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(ssl=self.ssl, limit=limit)
-            )
-        return session
-
     async def close(self) -> None:
-        for session in self._sessions.values():
-            await session.close()
+        await self.transport.close()
 
     async def request(
         self,
@@ -136,22 +109,10 @@ class KubeApi:
         content_type: str = "application/json",
     ) -> tuple[int, Any]:
         """One call; (status, decoded JSON or text). Raises Unreachable."""
-        data = None if body is None else json.dumps(body)
         try:
-            async with self._client().request(
-                method,
-                self.server + path,
-                params=params,
-                data=data,
-                headers=self._headers(content_type),
-                timeout=aiohttp.ClientTimeout(total=30, connect=5),
-            ) as response:
-                text = await response.text()
-                try:
-                    return response.status, json.loads(text) if text else None
-                except ValueError:
-                    return response.status, text
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            call = self.transport.call(method, path, params, body, content_type)
+            return await asyncio.wait_for(call, REQUEST_SECONDS)
+        except _UNREACHABLE as exc:
             raise Unreachable(_why(exc)) from None
 
     async def watch(self, path: str, params: dict[str, str]) -> AsyncIterator[dict[str, Any]]:
@@ -159,39 +120,23 @@ class KubeApi:
         one {"type": "ERROR", "object": Status}. Raises Unreachable."""
         query = {**params, "watch": "1", "timeoutSeconds": str(WATCH_SECONDS)}
         query["allowWatchBookmarks"] = "true"
-        async for line, status in self._stream(path, query, WATCH_SECONDS + 30):
-            if status != 200:
-                yield {"type": "ERROR", "object": _status_object(status, line)}
-                return
-            if line.strip():
-                yield json.loads(line)
+        try:
+            async for event in self.transport.stream(path, query):
+                yield event
+        except StreamError as exc:
+            yield {"type": "ERROR", "object": _status_object(exc.status, exc.message)}
+        except _UNREACHABLE as exc:
+            raise Unreachable(_why(exc)) from None
 
     async def lines(self, path: str, params: dict[str, str]) -> AsyncIterator[str]:
         """A text stream (a followed log), line by line. A refusal raises StreamRefused."""
-        async for line, status in self._stream(path, params, None):
-            if status != 200:
-                raise StreamRefused(status, _status_object(status, line).get("message", line))
-            yield line
-
-    async def _stream(
-        self, path: str, params: dict[str, str], seconds: float | None
-    ) -> AsyncIterator[tuple[str, int]]:
         try:
-            async with self._client("streams").get(
-                self.server + path,
-                params=params,
-                headers=self._headers(),
-                timeout=aiohttp.ClientTimeout(total=seconds, connect=5, sock_read=None),
-            ) as response:
-                if response.status != 200:
-                    yield await response.text(), response.status
-                    return
-                while True:
-                    raw = await response.content.readline()
-                    if not raw:
-                        return
-                    yield raw.decode("utf-8", errors="replace").rstrip("\r\n"), 200
-        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            async for line in self.transport.lines(path, params):
+                yield line
+        except StreamError as exc:
+            message = _status_object(exc.status, exc.message).get("message", exc.message)
+            raise StreamRefused(exc.status, str(message)) from None
+        except _UNREACHABLE as exc:
             raise Unreachable(_why(exc)) from None
 
 
@@ -205,8 +150,8 @@ class StreamRefused(Exception):
 
 def _status_object(status: int, text: str) -> dict[str, Any]:
     try:
-        data = json.loads(text)
-    except ValueError:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
         data = None
     if isinstance(data, dict) and data.get("kind") == "Status":
         return data

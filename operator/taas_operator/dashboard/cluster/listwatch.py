@@ -1,5 +1,5 @@
-"""The dashboard's list-then-watch loop: list (paged), follow the watch from the list's
-resourceVersion, list again when the apiserver ends a watch with 410 Gone, and back off 1 s
+"""The dashboard's use of the one list-then-watch loop (`apiserver.listwatch`): list (paged),
+follow the watch from the list's resourceVersion, list again on 410 Gone, and back off 1 s
 doubling to 10 s while the apiserver does not answer (saying so through `problem`; once it
 answers, the list is taken again so nothing changed meanwhile is missed).
 
@@ -9,11 +9,11 @@ answers, the list is taken again so nothing changed meanwhile is missed).
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from taas_operator.apiserver.listwatch import Retry, WatchEnded, list_then_watch
 from taas_operator.dashboard.kubeapi import KubeApi, Unreachable
 
 RETRY_START, RETRY_MAX = 1.0, 10.0
@@ -37,6 +37,45 @@ def clock() -> str:
     return datetime.now(UTC).astimezone().strftime("%H:%M:%S")
 
 
+class _Sink:
+    """The dashboard's side of the one list-then-watch loop: whole lists, changes, outages."""
+
+    def __init__(self, api: KubeApi, reset: Reset, change: Change, problem: Problem, what: str):
+        self.api, self.reset, self.change, self.problem, self.what = (
+            api,
+            reset,
+            change,
+            problem,
+            what,
+        )
+        self.items: list[dict[str, Any]] = []
+        self.since: str | None = None
+
+    def page(self, items: list[dict[str, Any]]) -> None:
+        self.items += items
+
+    def listed(self) -> None:
+        items, self.items = self.items, []
+        self.reset(items)
+        if self.since is not None:
+            self.problem(None)
+            self.since = None
+
+    def changed(self, event_type: str, obj: dict[str, Any]) -> None:
+        self.change(event_type, obj)
+
+    def failed(self, error: BaseException, delay: float) -> None:
+        self.items = []
+        if not isinstance(error, Unreachable):
+            return  # a watch that ended at once or said ERROR: listed again, nothing to say
+        self.since = self.since or clock()
+        self.problem(
+            f"The apiserver at {self.api.server} is not answering ({error}) since {self.since}: "
+            f"{self.what} may be out of date. Retrying every {int(RETRY_MAX)} s; this page "
+            f"catches up by itself."
+        )
+
+
 async def list_watch(
     api: KubeApi,
     path: str,
@@ -46,29 +85,23 @@ async def list_watch(
     problem: Problem,
     what: str,
 ) -> None:
-    """List `path`, then follow its watch for ever: `reset(items)` after each list,
-    `change(type, object)` per event, `problem(text or None)` on outages. Raises Refused."""
-    delay = RETRY_START
-    since: str | None = None
-    while True:
-        try:
-            items, version = await list_all(api, path, params)
-            reset(items)
-            if since is not None:
-                problem(None)
-                since = None
-            delay = RETRY_START
-            while version:
-                version = await _watch_once(api, path, params, version, change)
-        except Unreachable as exc:
-            since = since or clock()
-            problem(
-                f"The apiserver at {api.server} is not answering ({exc}) since {since}: "
-                f"{what} may be out of date. Retrying every {int(RETRY_MAX)} s; this page "
-                f"catches up by itself."
-            )
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, RETRY_MAX)
+    """List `path`, then follow its watch for ever (`apiserver.listwatch`): `reset(items)` after
+    each list, `change(type, object)` per event, `problem(text or None)` on outages, after
+    which it lists again. Raises Refused."""
+
+    async def pages() -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
+        items, version = await list_all(api, path, params)
+        yield items, version
+
+    def watch(version: str) -> AsyncIterator[Mapping[str, Any]]:
+        return api.watch(path, {**params, "resourceVersion": version})
+
+    retry = Retry(
+        on=(Unreachable, WatchEnded),
+        delay=lambda failures: min(RETRY_START * 2 ** (failures - 1), RETRY_MAX),
+        relist=True,
+    )
+    await list_then_watch(pages, watch, _Sink(api, reset, change, problem, what), retry)
 
 
 async def list_all(
@@ -91,17 +124,3 @@ async def list_all(
         token = (data.get("metadata") or {}).get("continue") or ""
         if not token:
             return items, str((data.get("metadata") or {}).get("resourceVersion") or "")
-
-
-async def _watch_once(
-    api: KubeApi, path: str, params: dict[str, str], version: str, change: Change
-) -> str:
-    """Follow one watch; the resourceVersion to resume from, or "" to list again (410)."""
-    async for event in api.watch(path, {**params, "resourceVersion": version}):
-        kind, obj = event.get("type"), event.get("object") or {}
-        if kind == "ERROR":
-            return "" if obj.get("code") == 410 else version
-        version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-        if kind in ("ADDED", "MODIFIED", "DELETED"):
-            change(str(kind), obj)
-    return version
