@@ -41,6 +41,10 @@ class GoBinary(BaseModel):
     version: str
     module_dir: str | None = None  # a wrapper module under go/, built with `go build`
     install_path: str | None = None  # else `go install <install_path>@<version>`
+    # else a module with replace directives (`go install` refuses those): `go build <package>`
+    # inside its extracted source (`module_source(module, version)`)
+    module: str | None = None
+    package: str = "."
     ldflags: str = ""
 
 
@@ -52,6 +56,10 @@ COREDNS_VERSION = "v1.12.4"
 # kube-router's /v2 module is refused by the module proxy (403 for every release asked), so
 # the last v1 release, which the proxy serves, is the NetworkPolicy enforcer.
 KUBE_ROUTER_VERSION = "v1.6.1"
+# Gang scheduling (coscheduling's PodGroup) and queues: the last scheduler-plugins release whose
+# every dependency the proxy serves, and Kueue's newest (the proxy's "latest" says v0.17.0).
+SCHEDULER_PLUGINS_VERSION = "v0.33.5"
+KUEUE_VERSION = "v0.19.2"
 
 # Version stamps every Kubernetes binary carries (else they report v0.0.0-master).
 _KUBE_LDFLAGS = " ".join(
@@ -103,6 +111,25 @@ BINARIES: dict[str, GoBinary] = {
     "kube-router": GoBinary(
         name="kube-router", version=KUBE_ROUTER_VERSION, module_dir="kube-router"
     ),
+    "scheduler-plugins-scheduler": GoBinary(
+        name="scheduler-plugins-scheduler",
+        version=SCHEDULER_PLUGINS_VERSION,
+        module="sigs.k8s.io/scheduler-plugins",
+        package="./cmd/scheduler",
+    ),
+    "scheduler-plugins-controller": GoBinary(
+        name="scheduler-plugins-controller",
+        version=SCHEDULER_PLUGINS_VERSION,
+        module="sigs.k8s.io/scheduler-plugins",
+        package="./cmd/controller",
+    ),
+    "kueue": GoBinary(
+        name="kueue",
+        version=KUEUE_VERSION,
+        module="sigs.k8s.io/kueue",
+        package="./cmd/kueue",
+        ldflags=f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={KUEUE_VERSION}",
+    ),
 }
 
 
@@ -112,7 +139,9 @@ def cache_root() -> Path:
 
 
 def _build_key(spec: GoBinary) -> str:
-    digest = hashlib.sha256(spec.model_dump_json().encode())
+    # The module fields only where used: every other binary keeps the key it had before them.
+    unused = {"module", "package"} if spec.module is None else set()
+    digest = hashlib.sha256(spec.model_dump_json(exclude=unused).encode())
     if spec.module_dir:
         for path in sorted((GO_DIR / spec.module_dir).iterdir()):
             if path.suffix in {".go", ".mod", ".sum"}:
@@ -237,6 +266,12 @@ def ensure(name: str) -> Path:
             total = _count_packages(go, cwd, ".")
             cmd = [go, "build", "-v", "-ldflags", spec.ldflags, "-o", str(staging)]
             _run_with_progress([*cmd, "."], cwd, log, label, total)
+        elif spec.module:
+            _say(f"{label}: downloading {spec.module}")
+            cwd = module_source(spec.module, spec.version)
+            total = _count_packages(go, cwd, spec.package)
+            cmd = [go, "build", "-v", "-ldflags", spec.ldflags, "-o", str(staging / name)]
+            _run_with_progress([*cmd, spec.package], cwd, log, label, total)
         else:
             env_dir = staging / "gopath-bin"
             cmd = [go, "install", "-v", "-ldflags", spec.ldflags]

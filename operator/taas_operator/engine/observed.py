@@ -1,8 +1,7 @@
 """What the lifecycle engine needs to know about one existing pod of a job.
 
     ObservedPod(name, replica_type, index, phase, uid, exit_code, reason, restart_count, deleting,
-    ObservedPod(name, replica_type, index, phase, uid, exit_code, reason, restart_count, deleting,
-                pod_ip, waiting_reason, waiting_message)
+                pod_ip, waiting_reason, waiting_message, termination_message, unschedulable)
     ObservedPod.from_manifest(pod: Mapping) -> ObservedPod | None
 
 The operator builds them from real pod objects with `from_manifest` (camelCase JSON, e.g. what
@@ -59,6 +58,9 @@ class ObservedPod(BaseModel):
     #: The tensorflow container's termination message (its current terminated state): where a
     #: TaaS chief leaves its last progress report (`terminationMessagePath`, at most 4 KiB).
     termination_message: str | None = None
+    #: The scheduler's message while it cannot place the pod (condition PodScheduled False,
+    #: reason Unschedulable; "" when it gave none); None otherwise. `engine.gang` reports it.
+    unschedulable: str | None = None
 
     @property
     def crash_looping(self) -> bool:
@@ -104,6 +106,11 @@ class ObservedPod(BaseModel):
                 reason = terminated.get("reason") or reason
             ended = (cs.get("state") or {}).get("terminated") or {}
             message = str(ended["message"]) if ended.get("message") else None
+        unschedulable = None
+        for cond in status.get("conditions") or []:
+            placing = cond.get("type") == "PodScheduled" and cond.get("status") == "False"
+            if placing and cond.get("reason") == "Unschedulable":
+                unschedulable = str(cond.get("message") or "")
         return cls(
             name=str(meta.get("name", "")),
             replica_type=rtype,
@@ -118,4 +125,5 @@ class ObservedPod(BaseModel):
             waiting_reason=waiting.get("reason"),
             waiting_message=waiting.get("message"),
             termination_message=message,
+            unschedulable=unschedulable,
         )
