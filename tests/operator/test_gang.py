@@ -16,7 +16,7 @@ import pytest
 from crds import install_crd
 from operator_harness import PODS, Api, StartOperator, new_namespace, tfjob, unique, wait_for
 
-from taas_controlplane.binaries import SCHEDULER_PLUGINS_VERSION, module_source
+from taas_controlplane.binaries import KUEUE_VERSION, SCHEDULER_PLUGINS_VERSION, module_source
 from taas_controlplane.launcher import ControlPlane
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
@@ -168,3 +168,27 @@ def test_min_available_above_the_replicas_is_refused_by_the_crd(
         admin.create_tfjob(ns, manifest)
     assert "spec.runPolicy.schedulingPolicy.minAvailable" in str(err.value)
     assert "fix: lower minAvailable" in str(err.value)
+
+
+def test_kueue_example_is_accepted_by_kueues_own_crds(
+    control_plane: ControlPlane, tfjob_crd: Path
+) -> None:
+    """examples/gang/kueue-tfjob.yaml (ResourceFlavor, ClusterQueue, LocalQueue, TFJob) against
+    the CRDs of the Kueue version TaaS builds: a server-side dry run, every object accepted."""
+    bases = module_source("sigs.k8s.io/kueue", KUEUE_VERSION) / "config/components/crd/bases"
+    for plural in ("resourceflavors", "clusterqueues", "localqueues"):
+        install_crd(
+            control_plane, bases / f"kueue.x-k8s.io_{plural}.yaml", f"{plural}.kueue.x-k8s.io"
+        )
+    example = Path(__file__).resolve().parents[2] / "examples" / "gang" / "kueue-tfjob.yaml"
+    control_plane.kubectl("create", "namespace", "team-a", check=False)
+    done = control_plane.kubectl(
+        "create", "--dry-run=server", "-f", str(example), "-o", "name", check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [
+        "resourceflavor.kueue.x-k8s.io/default-flavor",
+        "clusterqueue.kueue.x-k8s.io/training",
+        "localqueue.kueue.x-k8s.io/team-a",
+        "tfjob.kubeflow.org/mnist-queued",
+    ]
