@@ -16,7 +16,7 @@ import pytest
 from crds import install_crd
 from operator_harness import PODS, Api, StartOperator, new_namespace, tfjob, unique, wait_for
 
-from taas_controlplane.binaries import KUEUE_VERSION, SCHEDULER_PLUGINS_VERSION, module_source
+from taas_controlplane.binaries import KUEUE_VERSION, module_source
 from taas_controlplane.launcher import ControlPlane
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
@@ -24,15 +24,6 @@ pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
 PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 GANG = ("--gang-scheduler-name=scheduler-plugins",)
-
-
-@pytest.fixture(scope="module")
-def podgroup_crd(control_plane: ControlPlane) -> Path:
-    """scheduler-plugins' PodGroup CRD, applied and Established."""
-    source = module_source("sigs.k8s.io/scheduler-plugins", SCHEDULER_PLUGINS_VERSION)
-    crd = source / "manifests" / "coscheduling" / "crd.yaml"
-    install_crd(control_plane, crd, name="podgroups.scheduling.x-k8s.io")
-    return crd
 
 
 def _group(admin: Api, ns: str, name: str) -> dict[str, Any] | None:
