@@ -183,3 +183,29 @@ def test_kueue_example_is_accepted_by_kueues_own_crds(
         "localqueue.kueue.x-k8s.io/team-a",
         "tfjob.kubeflow.org/mnist-queued",
     ]
+
+
+def test_missing_pod_group_crd_is_a_warning_naming_the_fix(
+    admin: Api, control_plane: ControlPlane, start_operator: StartOperator, podgroup_crd: Path
+) -> None:
+    """Gang scheduling on, scheduler-plugins' CRD absent: no pod is made without its group, a
+    FailedCreatePodGroup Warning says what to install; once it is, the retried pass makes both."""
+    crd = "podgroups.scheduling.x-k8s.io"
+    control_plane.kubectl("delete", "crd", crd, "--wait=true")
+    try:
+        ns = new_namespace(admin, "gangx")
+        start_operator(ns, args=GANG)
+        name = unique("gangx")
+        admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 2}}))
+        events = wait_for(
+            lambda: [e for e in admin.events(ns, name) if e["reason"] == "FailedCreatePodGroup"],
+            "the FailedCreatePodGroup event",
+        )
+        assert events[0]["type"] == "Warning"
+        assert f"Error creating PodGroup {name}" in events[0]["message"]
+        assert "install scheduler-plugins' PodGroup CRD" in events[0]["message"]
+        assert not admin.pods(ns, name)
+    finally:
+        install_crd(control_plane, podgroup_crd, name=crd)
+    wait_for(lambda: _group(admin, ns, name), "the PodGroup once the CRD is back", timeout=40)
+    wait_for(lambda: len(admin.pods(ns, name)) == 2, "the pods after their group", timeout=20)

@@ -147,7 +147,7 @@ class Transport:
                         server_hostname=self.endpoint.server_name,
                     ) as response:
                         raw = await response.read()
-                        return response.status, orjson.loads(raw) if raw else None
+                        return response.status, _parsed(response.status, raw)
                 except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
                     if attempt == 2:
                         raise
@@ -158,6 +158,20 @@ class Transport:
             if session is not None:
                 await session.close()
         self._session = self._streams = None
+
+
+def _parsed(status: int, raw: bytes) -> Any:
+    """The JSON answer (None when empty). An error answer that is not JSON, such as the
+    apiserver's plain `404 page not found` for a resource no installed CRD serves, becomes its
+    text, so the caller raises an ApiError naming it instead of failing to parse."""
+    if not raw:
+        return None
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        if 200 <= status < 300:
+            raise
+        return raw.decode(errors="replace").strip()
 
 
 class StreamError(Exception):
