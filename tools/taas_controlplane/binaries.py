@@ -2,7 +2,9 @@
 
 Nothing here downloads a release: kube-apiserver and etcd are built from the small wrapper
 modules under `go/` (their go.mod pins the upstream versions), Helm and Kubeflow's
-training-operator with `go install module@version`. Each binary lands in
+training-operator with `go install module@version`, and modules whose go.mod has replace
+directives (scheduler-plugins' scheduler and controller, Kueue) with `go build` inside their
+extracted source. Each binary lands in
 `$TAAS_CACHE_DIR/bin/<name>-<version>-<key>/<name>` (default `~/.cache/taas`), where `key` hashes
 the inputs of the build, so a version bump or an edited wrapper rebuilds and nothing else does.
 `module_source(module, version)` gives the source tree of any Go module from the module cache
