@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from taas_operator.api.constants import DEFAULT_GANG_POD_SCHEDULER
+from taas_operator.api.constants import DEFAULT_GANG_POD_SCHEDULER, GANG_SCHEDULER_PLUGINS
 
 
 def _flag(
@@ -122,7 +122,6 @@ class OperatorSettings(BaseSettings):
 
     gang_scheduler_name: str = Field(
         default="",
-        pattern="^(scheduler-plugins)?$",
         description="Gang scheduler to honour runPolicy.schedulingPolicy with, as Kubeflow's "
         "training-operator flag of the same name: scheduler-plugins gives each TFJob a "
         "PodGroup (scheduling.x-k8s.io/v1alpha1, coscheduling) and its pods that PodGroup's "
@@ -136,6 +135,16 @@ class OperatorSettings(BaseSettings):
         "names no scheduler: the name the scheduler-plugins scheduler runs under.",
         json_schema_extra=_flag("--gang-pod-scheduler-name", "NAME"),
     )
+
+    @field_validator("gang_scheduler_name")
+    @classmethod
+    def _a_known_gang_scheduler(cls, value: str) -> str:
+        if value not in ("", GANG_SCHEDULER_PLUGINS):
+            raise ValueError(
+                f"must be {GANG_SCHEDULER_PLUGINS!r} (scheduler-plugins' coscheduling) or empty "
+                "(off); no other gang scheduler is supported"
+            )
+        return value
 
     @field_validator("health_host")
     @classmethod
