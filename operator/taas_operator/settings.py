@@ -15,6 +15,8 @@ from typing import Any
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from taas_operator.api.constants import DEFAULT_GANG_POD_SCHEDULER, GANG_SCHEDULER_PLUGINS
+
 
 def _flag(
     flag: str, metavar: str = "", *, short: str = "", every: tuple[str, str] | None = None
@@ -117,6 +119,32 @@ class OperatorSettings(BaseSettings):
         "monitoring, TensorBoard).",
         json_schema_extra=_flag("--network-policy-namespace", "NS"),
     )
+
+    gang_scheduler_name: str = Field(
+        default="",
+        description="Gang scheduler to honour runPolicy.schedulingPolicy with, as Kubeflow's "
+        "training-operator flag of the same name: scheduler-plugins gives each TFJob a "
+        "PodGroup (scheduling.x-k8s.io/v1alpha1, coscheduling) and its pods that PodGroup's "
+        "label and the gang scheduler's name; empty: off.",
+        json_schema_extra=_flag("--gang-scheduler-name", "NAME"),
+    )
+    gang_pod_scheduler_name: str = Field(
+        default=DEFAULT_GANG_POD_SCHEDULER,
+        pattern="^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
+        description="schedulerName given to the pods of gang-scheduled TFJobs whose template "
+        "names no scheduler: the name the scheduler-plugins scheduler runs under.",
+        json_schema_extra=_flag("--gang-pod-scheduler-name", "NAME"),
+    )
+
+    @field_validator("gang_scheduler_name")
+    @classmethod
+    def _a_known_gang_scheduler(cls, value: str) -> str:
+        if value not in ("", GANG_SCHEDULER_PLUGINS):
+            raise ValueError(
+                f"must be {GANG_SCHEDULER_PLUGINS!r} (scheduler-plugins' coscheduling) or empty "
+                "(off); no other gang scheduler is supported"
+            )
+        return value
 
     @field_validator("health_host")
     @classmethod

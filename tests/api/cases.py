@@ -121,6 +121,12 @@ BAD = [
         'Unsupported value: "Some": supported values: "All", "Running", "None"',
     ),
     (
+        "min-available-above-replicas",
+        _edit(lambda o: o["spec"].update(runPolicy={"schedulingPolicy": {"minAvailable": 4}})),
+        "spec.runPolicy.schedulingPolicy.minAvailable",
+        messages.MIN_AVAILABLE_ABOVE_REPLICAS,
+    ),
+    (
         "backoff-limit-minimum",
         _edit(lambda o: o["spec"].update(runPolicy={"backoffLimit": -1})),
         "spec.runPolicy.backoffLimit",

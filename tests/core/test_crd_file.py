@@ -43,6 +43,7 @@ def test_every_shared_message_is_a_cel_message():
         messages.NO_CONTAINERS,
         messages.NO_TENSORFLOW_CONTAINER,
         messages.NO_IMAGE,
+        messages.MIN_AVAILABLE_ABOVE_REPLICAS,
     }
     assert shared <= cel_messages
     assert all("fix:" in m for m in cel_messages)

@@ -63,6 +63,7 @@ def test_lint_is_clean(helm: Path) -> None:
         ("--set", "namespace.podSecurity.enforce=strict", "at '/namespace/podSecurity/enforce'"),
         ("--set", "operatorNetworkPolicy.scrapers[0].namespace=x", "additional properties"),
         ("--set", "healthHost=localhost", "at '/healthHost'"),
+        ("--set", "gangScheduling.schedulerName=volcano", "at '/gangScheduling/schedulerName'"),
     ],
 )
 def test_schema_rejects_bad_values_naming_them(
@@ -163,6 +164,16 @@ CHART_VALUES: dict[str, tuple[str, str, object]] = {
         "networkPolicy.extraNamespaces",
         "networkPolicy.extraNamespaces={mon}",
         ["mon"],
+    ),
+    "gang_scheduler_name": (
+        "gangScheduling.schedulerName",
+        "gangScheduling.schedulerName=scheduler-plugins",
+        "scheduler-plugins",
+    ),
+    "gang_pod_scheduler_name": (
+        "gangScheduling.podSchedulerName",
+        "gangScheduling.podSchedulerName=coscheduler",
+        "coscheduler",
     ),
 }
 
@@ -422,3 +433,20 @@ def test_metrics_port_on_the_service_and_an_optional_service_monitor(render_docs
     with pytest.raises(RenderError) as error:
         render_docs("metricsPort=0", "serviceMonitor.enabled=true")
     assert "serviceMonitor.enabled needs service.enabled=true and a metricsPort" in str(error.value)
+
+
+def test_gang_scheduling_adds_only_the_pod_group_rule(render_docs: Render) -> None:
+    """gangScheduling.schedulerName: the operator gets the flag and may get, create and patch
+    PodGroups (nothing else); off by default, so the rules stay exactly the workload rules."""
+    docs = render_docs("gangScheduling.schedulerName=scheduler-plugins")
+    env = container_env(docs)
+    assert env["TAAS_GANG_SCHEDULER_NAME"] == "scheduler-plugins"
+    assert env["TAAS_GANG_POD_SCHEDULER_NAME"] == "scheduler-plugins-scheduler"
+    granted = set().union(*(rules(role) for role in of_kind(docs, "ClusterRole")))
+    pod_groups = {("scheduling.x-k8s.io", "podgroups", v) for v in ("get", "create", "patch")}
+    assert granted == WORKLOAD_RULES | CLUSTER_RULES | pod_groups
+    namespaced = render_docs(
+        "gangScheduling.schedulerName=scheduler-plugins", "watchNamespaces={team-a}"
+    )
+    (role,) = of_kind(namespaced, "Role")
+    assert rules(role) == WORKLOAD_RULES | pod_groups

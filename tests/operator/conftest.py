@@ -16,6 +16,7 @@ import pytest
 from crds import install_crd
 from operator_harness import Api, OperatorProcess, StartOperator, launch_operator
 
+from taas_controlplane.binaries import SCHEDULER_PLUGINS_VERSION, module_source
 from taas_controlplane.launcher import ControlPlane
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
@@ -26,6 +27,15 @@ def tfjob_crd(control_plane: ControlPlane) -> Path:
     """The TFJob CRD applied and Established."""
     install_crd(control_plane, CRD)
     return CRD
+
+
+@pytest.fixture(scope="session")
+def podgroup_crd(control_plane: ControlPlane) -> Path:
+    """scheduler-plugins' PodGroup CRD (gang scheduling), from its Go module, Established."""
+    source = module_source("sigs.k8s.io/scheduler-plugins", SCHEDULER_PLUGINS_VERSION)
+    crd = source / "manifests" / "coscheduling" / "crd.yaml"
+    install_crd(control_plane, crd, name="podgroups.scheduling.x-k8s.io")
+    return crd
 
 
 @pytest.fixture(scope="session")

@@ -62,6 +62,7 @@ def test_env_is_used_and_flags_win(monkeypatch: pytest.MonkeyPatch) -> None:
         (["--concurrency", "0"], {}, "--concurrency or TAAS_CONCURRENCY"),
         (["--log-level", "LOUD"], {}, "--log-level or TAAS_LOG_LEVEL"),
         (["--health-port", "70000"], {}, "--health-port or TAAS_HEALTH_PORT"),
+        (["--gang-scheduler-name", "volcano"], {}, "must be 'scheduler-plugins' (scheduler-"),
         ([], {"TAAS_NAMESPACES": "team-a"}, "TAAS_NAMESPACES take JSON"),
         (["--kubeconfig", "/nonexistent/kubeconfig"], {}, "cannot load Kubernetes credentials"),
     ],

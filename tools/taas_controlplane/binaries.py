@@ -2,7 +2,9 @@
 
 Nothing here downloads a release: kube-apiserver and etcd are built from the small wrapper
 modules under `go/` (their go.mod pins the upstream versions), Helm and Kubeflow's
-training-operator with `go install module@version`. Each binary lands in
+training-operator with `go install module@version`, and modules whose go.mod has replace
+directives (scheduler-plugins' scheduler and controller, Kueue) with `go build` inside their
+extracted source. Each binary lands in
 `$TAAS_CACHE_DIR/bin/<name>-<version>-<key>/<name>` (default `~/.cache/taas`), where `key` hashes
 the inputs of the build, so a version bump or an edited wrapper rebuilds and nothing else does.
 `module_source(module, version)` gives the source tree of any Go module from the module cache
@@ -41,9 +43,10 @@ class GoBinary(BaseModel):
     version: str
     module_dir: str | None = None  # a wrapper module under go/, built with `go build`
     install_path: str | None = None  # else `go install <install_path>@<version>`
-    # else `go build <source_package>` inside the extracted source of `source_module@version`
-    source_module: str | None = None
-    source_package: str = "."
+    # else a module with replace directives (`go install` refuses those): `go build <package>`
+    # inside its extracted source (`module_source(module, version)`)
+    module: str | None = None
+    package: str = "."
     ldflags: str = ""
 
 
@@ -57,6 +60,11 @@ COREDNS_VERSION = "v1.12.4"
 KUBE_ROUTER_VERSION = "v1.6.1"
 # kwok: the simulated nodes' kubelet (taas_controlplane.sim); v0.8.0 needs Go 1.26.
 KWOK_VERSION = "v0.8.0"
+
+# Gang scheduling (coscheduling's PodGroup) and queues: the last scheduler-plugins release whose
+# every dependency the proxy serves, and Kueue's newest (the proxy's "latest" says v0.17.0).
+SCHEDULER_PLUGINS_VERSION = "v0.33.5"
+KUEUE_VERSION = "v0.19.2"
 
 # Version stamps every Kubernetes binary carries (else they report v0.0.0-master).
 _KUBE_LDFLAGS = " ".join(
@@ -122,8 +130,27 @@ BINARIES: dict[str, GoBinary] = {
     "kwok": GoBinary(
         name="kwok",
         version=KWOK_VERSION,
-        source_module="sigs.k8s.io/kwok",
-        source_package="./cmd/kwok",
+        module="sigs.k8s.io/kwok",
+        package="./cmd/kwok",
+    ),
+    "scheduler-plugins-scheduler": GoBinary(
+        name="scheduler-plugins-scheduler",
+        version=SCHEDULER_PLUGINS_VERSION,
+        module="sigs.k8s.io/scheduler-plugins",
+        package="./cmd/scheduler",
+    ),
+    "scheduler-plugins-controller": GoBinary(
+        name="scheduler-plugins-controller",
+        version=SCHEDULER_PLUGINS_VERSION,
+        module="sigs.k8s.io/scheduler-plugins",
+        package="./cmd/controller",
+    ),
+    "kueue": GoBinary(
+        name="kueue",
+        version=KUEUE_VERSION,
+        module="sigs.k8s.io/kueue",
+        package="./cmd/kueue",
+        ldflags=f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={KUEUE_VERSION}",
     ),
 }
 
@@ -134,9 +161,9 @@ def cache_root() -> Path:
 
 
 def _build_key(spec: GoBinary) -> str:
-    # The source_* fields count only when set, so adding them changed no other binary's key.
-    unset = {"source_module", "source_package"} if spec.source_module is None else None
-    digest = hashlib.sha256(spec.model_dump_json(exclude=unset).encode())
+    # The module fields only where used: every other binary keeps the key it had before them.
+    unused = {"module", "package"} if spec.module is None else set()
+    digest = hashlib.sha256(spec.model_dump_json(exclude=unused).encode())
     if spec.module_dir:
         for path in sorted((GO_DIR / spec.module_dir).iterdir()):
             if path.suffix in {".go", ".mod", ".sum"}:
@@ -261,11 +288,12 @@ def ensure(name: str) -> Path:
             total = _count_packages(go, cwd, ".")
             cmd = [go, "build", "-v", "-ldflags", spec.ldflags, "-o", str(staging)]
             _run_with_progress([*cmd, "."], cwd, log, label, total)
-        elif spec.source_module:
-            cwd = module_source(spec.source_module, spec.version)
-            total = _count_packages(go, cwd, spec.source_package)
+        elif spec.module:
+            _say(f"{label}: downloading {spec.module}")
+            cwd = module_source(spec.module, spec.version)
+            total = _count_packages(go, cwd, spec.package)
             cmd = [go, "build", "-v", "-ldflags", spec.ldflags, "-o", str(staging / name)]
-            _run_with_progress([*cmd, spec.source_package], cwd, log, label, total)
+            _run_with_progress([*cmd, spec.package], cwd, log, label, total)
         else:
             env_dir = staging / "gopath-bin"
             cmd = [go, "install", "-v", "-ldflags", spec.ldflags]

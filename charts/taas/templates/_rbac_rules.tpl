@@ -1,7 +1,8 @@
 {{/*
 Rules for the objects the operator manages inside a watched namespace, shared by the
 cluster-wide ClusterRole and the per-namespace Roles. Argument: dict "ha" (bool) adds the
-namespaced kopf peering objects (leader election when watching a list of namespaces).
+namespaced kopf peering objects (leader election when watching a list of namespaces); "gang"
+(gangScheduling.schedulerName, non-empty) adds scheduler-plugins' PodGroups.
 */}}
 {{- define "taas.workloadRules" -}}
 # TFJobs: the operator lists and watches them (its own watches; nothing is written on them but
@@ -36,6 +37,13 @@ namespaced kopf peering objects (leader election when watching a list of namespa
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   verbs: ["list", "watch", "create", "delete", "patch"]
+{{- if .gang }}
+# Gang scheduling (gangScheduling.schedulerName): one PodGroup per TFJob, created, read when its
+# name is taken, its spec patched when the job's wants change (deleted with the job by the GC).
+- apiGroups: ["scheduling.x-k8s.io"]
+  resources: ["podgroups"]
+  verbs: ["get", "create", "patch"]
+{{- end }}
 {{- if .ha }}
 # Leader election between replicas: kopf patches the KopfPeering object here (its keepalive),
 # the operator reads it for kopf's decision.

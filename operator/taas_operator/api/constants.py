@@ -75,6 +75,16 @@ REASON_WAITING_FOR_NAMES: Final = "WaitingForOldPods"
 REASON_UNSCHEDULABLE: Final = "Unschedulable"
 #: TaaS: the reason recorded for a replica recreated because its node was lost.
 REASON_NODE_LOST: Final = "NodeLost"
+#: TaaS: a gang-scheduled job whose pods the scheduler cannot yet place together.
+REASON_WAITING_FOR_GANG: Final = "WaitingForGang"
+
+# Gang scheduling with scheduler-plugins' coscheduling (`--gang-scheduler-name`).
+GANG_SCHEDULER_PLUGINS: Final = "scheduler-plugins"
+#: The schedulerName scheduler-plugins' own manifests give their scheduler.
+DEFAULT_GANG_POD_SCHEDULER: Final = "scheduler-plugins-scheduler"
+POD_GROUP_API_VERSION: Final = "scheduling.x-k8s.io/v1alpha1"
+#: The label that makes a pod a member of the PodGroup it names.
+LABEL_POD_GROUP: Final = "scheduling.x-k8s.io/pod-group"
 
 # Training progress (TaaS): the chief of a job run with the trainer library publishes a JSON
 # document (`taas_operator.api.progress.ProgressReport`): over HTTP at GET PROGRESS_PATH on

@@ -40,6 +40,11 @@ NO_TENSORFLOW_CONTAINER: Final = (
 NO_IMAGE: Final = (
     "container has no image; fix: set image to the container image that runs your training code"
 )
+MIN_AVAILABLE_ABOVE_REPLICAS: Final = (
+    "larger than the job: minAvailable pods are placed together, and the TFJob has fewer "
+    "replicas (the sum of tfReplicaSpecs[*].replicas); fix: lower minAvailable to at most "
+    "that sum, or remove it (default: every replica)"
+)
 REQUIRED: Final = "Required value"
 #: The apiserver's line (path `<nil>`) when a schema error kept it from running the CEL rules.
 RULES_NOT_CHECKED: Final = (

@@ -88,7 +88,7 @@ class ReplicaSpec(_Wire):
 
 
 class SchedulingPolicy(_Wire):
-    """Gang-scheduling hints (kept and stored; TaaS itself does not gang-schedule)."""
+    """Gang scheduling: honoured with `--gang-scheduler-name` (`taas_operator.engine.gang`)."""
 
     min_available: int | None = None
     queue: str | None = None

@@ -183,6 +183,15 @@ def _check_rules(body: Mapping[str, Any], metadata: Any, errors: list[FieldError
     for key, replica in specs.items():
         replica_path: Path = (("field", "spec"), ("field", "tfReplicaSpecs"), ("key", key))
         _check_replica(replica_path, replica, errors)
+    policy = (body["spec"].get("runPolicy") or {}).get("schedulingPolicy") or {}
+    wanted = policy.get("minAvailable")
+    if wanted is not None and wanted > sum(r.get("replicas", 1) for r in specs.values()):
+        errors.append(
+            FieldError(
+                path="spec.runPolicy.schedulingPolicy.minAvailable",
+                message=messages.MIN_AVAILABLE_ABOVE_REPLICAS,
+            )
+        )
 
 
 def _names_fit(name: str, specs: Mapping[str, Any]) -> bool:

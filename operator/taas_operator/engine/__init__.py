@@ -9,7 +9,9 @@ Public surface:
     plan_job(job, pods, now, *, services=None, options=None) -> Plan     (lifecycle.py)
     Plan, Event, status_changed(old, new), skip_reason(managed_by, ...)  (plan.py)
     ObservedPod (ObservedPod.from_manifest(pod_dict))                    (observed.py)
-    BuildOptions(cluster_domain="", hosts=None)
+    BuildOptions(cluster_domain="", hosts=None, gang_scheduler="", gang_pod_scheduler=...)
+    desired_pod_group(job, options), gang_waiting(job, pods, options), min_member(job)
+                                                                          (gang.py)
     desired_pod(s), desired_service(s), desired_network_policy, owner_reference,
     replica_labels, job_selector                                          (objects.py)
     set_condition, fail_invalid_spec                                      (conditions.py)
@@ -21,6 +23,7 @@ Public surface:
 
 from taas_operator.engine.backoff import backoff_delay
 from taas_operator.engine.conditions import fail_invalid_spec, set_condition
+from taas_operator.engine.gang import desired_pod_group, gang_waiting, min_member
 from taas_operator.engine.lifecycle import plan_job
 from taas_operator.engine.objects import (
     BuildOptions,
@@ -56,6 +59,7 @@ __all__ = [
     "chief_slot",
     "desired_network_policy",
     "desired_pod",
+    "desired_pod_group",
     "desired_pods",
     "desired_service",
     "desired_services",
@@ -63,8 +67,10 @@ __all__ = [
     "final_report",
     "fold_progress",
     "format_eta",
+    "gang_waiting",
     "job_selector",
     "job_state",
+    "min_member",
     "owner_reference",
     "plan_job",
     "progress_columns",

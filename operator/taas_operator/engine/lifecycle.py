@@ -31,6 +31,9 @@ Rules (Kubeflow's unless marked TaaS):
 - suspend: delete every pod and service, active counts 0, Running False and Suspended True
   (TFJobSuspended). Resume: Suspended False (TFJobResumed), startTime reset, pods recreated.
 - scaling: pods at an index >= replicas (and their services) are deleted, missing ones created.
+- TaaS: with gang scheduling on, pods the scheduler reports Unschedulable set Running False
+  (reason WaitingForGang: "waiting for N pods to be scheduled together: <its message>";
+  `engine.gang`), one Warning event.
 - TaaS: failure and restart messages name the pod, container and exit code.
 - TaaS: a replica the kubelet restarts in place (OnFailure/Always: CrashLoopBackOff, or waiting
   again after a restart) sets Restarting, as a recreated one does; a replica that cannot start
@@ -76,6 +79,7 @@ from taas_operator.engine.failures import (
     waiting_detail,
     waiting_pods,
 )
+from taas_operator.engine.gang import gang_waiting
 from taas_operator.engine.objects import BuildOptions, desired_pod, desired_service
 from taas_operator.engine.observed import ObservedPod
 from taas_operator.engine.plan import Event, EventType, Plan, skip_reason, status_changed
@@ -346,6 +350,14 @@ class _Pass:
                 "False",
                 first.waiting_reason or c.REASON_RUNNING,
                 f"TFJob {self.ns}/{self.name} is not running: {waiting_detail(first)}.",
+                event="Warning",
+            )
+        elif (gang := gang_waiting(self.job, self.pods, self.options)) is not None:
+            self.condition(
+                c.COND_RUNNING,
+                "False",
+                c.REASON_WAITING_FOR_GANG,
+                f"TFJob {self.ns}/{self.name} is {gang}.",
                 event="Warning",
             )
         elif rules.is_running(self.job, counts):

@@ -17,7 +17,9 @@ Kubeflow's (operator-name, job-name, replica-type, replica-index; job-role=maste
 (TF_CONFIG when distributed, then PS_HOSTS, WORKER_HOSTS, CHIEF_HOSTS, JOB_NAME, TASK_INDEX) at
 the front of its env list, so the user's own env and `$(VAR)` references in args can use them;
 entries of the same names the user set are replaced. The pod's restartPolicy comes from the
-replica's (ExitCode becomes Never).
+replica's (ExitCode becomes Never). With gang scheduling on (`BuildOptions.gang_scheduler`), pods
+carry the label `scheduling.x-k8s.io/pod-group: <job>` and the gang scheduler's schedulerName
+unless the template names one (as Kubeflow's training-operator does; `engine.gang`).
 
 `BuildOptions` holds every input that is not in the TFJob, as plain values (the operator fills
 them from its settings): `hosts` picks the addresses in the cluster spec, by default the job's
@@ -36,13 +38,16 @@ from taas_operator.api.constants import (
     API_VERSION,
     CONTROLLER_NAME,
     DEFAULT_CONTAINER_NAME,
+    DEFAULT_GANG_POD_SCHEDULER,
     DEFAULT_PORT_NAME,
+    GANG_SCHEDULER_PLUGINS,
     JOB_ROLE_MASTER,
     KIND,
     LABEL_JOB_NAME,
     LABEL_JOB_ROLE,
     LABEL_JOB_UID,
     LABEL_OPERATOR_NAME,
+    LABEL_POD_GROUP,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
     ReplicaType,
@@ -65,6 +70,10 @@ class BuildOptions:
 
     cluster_domain: str = ""
     hosts: HostFn | None = None
+    #: "" (off) or "scheduler-plugins": pods join the job's PodGroup (`engine.gang`) and go to
+    #: `gang_pod_scheduler` unless their template names a scheduler.
+    gang_scheduler: str = ""
+    gang_pod_scheduler: str = DEFAULT_GANG_POD_SCHEDULER
 
     def host_fn(self, job: TFJob) -> HostFn:
         """The host strategy for this job."""
@@ -128,6 +137,9 @@ def desired_pod(
     spec["restartPolicy"] = (
         "Never" if replica.restart_policy == "ExitCode" else replica.restart_policy
     )
+    if options.gang_scheduler == GANG_SCHEDULER_PLUGINS:
+        labels[LABEL_POD_GROUP] = job.name
+        spec["schedulerName"] = spec.get("schedulerName") or options.gang_pod_scheduler
     env = cluster_env(job, replica_type, index, options.host_fn(job))
     port = replica_port(replica)
     for container in spec.get("containers") or []:

@@ -8,6 +8,7 @@
     await client.list(kind, ns, labels) -> list[dict]                 # kind: POD, SERVICE, POLICY
     async for items, rv in client.list_pages(kind, ns, selector): ...  # ns "": every namespace
     async for event in client.stream(kind, ns, query): ...           # a watch (`informer`)
+    await client.get(kind, ns, name) -> dict | None                   # None: it does not exist
     await client.create(kind, ns, manifest) -> dict | None            # None: it already existed
     await client.delete(kind, ns, name) -> bool                       # False: it was already gone
     await client.replace_spec(kind, ns, name, spec)                   # JSON patch of /spec
@@ -256,6 +257,11 @@ class KubeClient:
     def stream(self, kind: Kind, namespace: str, query: dict[str, str]) -> AsyncIterator[Any]:
         """A watch of `kind` in `namespace` (every namespace when empty): its events, parsed."""
         return self._transport.stream(kind.path(namespace), query)
+
+    async def get(self, kind: Kind, namespace: str, name: str) -> dict[str, Any] | None:
+        """One object, or None when it does not exist."""
+        status, data = await self._request("GET", kind, namespace, name, ok=(404,))
+        return None if status == 404 else dict(data)
 
     async def create(
         self, kind: Kind, namespace: str, manifest: dict[str, Any]

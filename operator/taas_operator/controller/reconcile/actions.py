@@ -1,7 +1,8 @@
-"""Carrying out a Plan's object changes: pods, services, the job's NetworkPolicy, the TTL delete.
+"""Carrying out a Plan's object changes: pods, services, the job's NetworkPolicy and PodGroup,
+the TTL delete.
 
     actions = Actions(kube, echoes, request, network_policy=True, extra_namespaces=(),
-                      progress_namespace="")
+                      progress_namespace="", options=BuildOptions())
     await actions.apply(job, plan, policies) -> Applied     # policies: name -> spec existing
     await actions.delete_job(job) -> bool                   # ttlSecondsAfterFinished passed
 
@@ -13,6 +14,14 @@ that finds the name taken (AlreadyExists) is not an error: `Applied.name_taken` 
 to look at what is there. A pod or service the apiserver refuses as invalid (400/422: the CRD
 keeps pod templates open, so e.g. a containerPort of 70000 is only caught here) is reported as
 `Invalid<Kind>` naming the replica type's template; any other failed call as `Failed<Verb><Kind>`.
+
+With gang scheduling on (`options.gang_scheduler`), the job's PodGroup (`engine.desired_pod_group`)
+is made before its pods, and its spec put back when the job's wants change (minAvailable,
+replicas, requests); finished jobs are left as they are (the PodGroup goes with the job). Not
+watched: a pass sends nothing when the PodGroup it last made or checked for this incarnation of
+the job already has the wanted spec (remembered per job), so a hand edit of a PodGroup stays
+until the job changes or the operator restarts. A missing PodGroup CRD is a `FailedCreatePodGroup`
+Warning naming the fix, and the pass is retried with backoff.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from typing import Any
 
 from taas_operator.api import constants as c
 from taas_operator.api.models import TFJob
+from taas_operator.api.resources import POD_GROUP
 from taas_operator.controller.apiserver.kube import (
     POD,
     POLICY,
@@ -34,6 +44,7 @@ from taas_operator.controller.apiserver.kube import (
     Invalid,
     Kind,
     KubeClient,
+    NotFound,
     PodSecurityRefused,
 )
 from taas_operator.controller.reconcile.events import (
@@ -48,7 +59,13 @@ from taas_operator.controller.reconcile.events import (
 )
 from taas_operator.controller.watch.echoes import Echoes, expecting_echo
 from taas_operator.controller.watch.jobcache import JobKey
-from taas_operator.engine import Event, Plan, desired_network_policy
+from taas_operator.engine import (
+    BuildOptions,
+    Event,
+    Plan,
+    desired_network_policy,
+    desired_pod_group,
+)
 
 # replica-type label value (lowercase) -> the tfReplicaSpecs key, for messages
 _REPLICA_KEYS = {kind.lower(): kind for kind in c.REPLICA_TYPES}
@@ -103,14 +120,24 @@ class Actions:
         network_policy: bool = True,
         extra_namespaces: Sequence[str] = (),
         progress_namespace: str = "",
+        options: BuildOptions | None = None,
     ) -> None:
         self.kube, self.echoes, self.request = kube, echoes, request
+        self.options = options or BuildOptions()
+        #: job -> (uid, PodGroup spec) last made or found so (`_sync_pod_group`)
+        self._pod_groups: dict[JobKey, tuple[str, dict[str, Any]]] = {}
         self.network_policy, self.extra_namespaces = network_policy, tuple(extra_namespaces)
         self.progress_namespace = progress_namespace  # admitted to the chief's progress port
 
     async def apply(self, job: TFJob, plan: Plan, policies: dict[str, dict[str, Any]]) -> Applied:
-        """Deletions and creations of `plan`, concurrently (and the NetworkPolicy)."""
+        """Deletions and creations of `plan`, concurrently (and the NetworkPolicy); the
+        PodGroup first, so that no pod reaches the gang scheduler before its group."""
         ns = job.namespace
+        group = None
+        if not plan.delete_job and not plan.status.finished:
+            group = await self._sync_pod_group(job)
+            if isinstance(group, Event):  # pods without their group would never be placed
+                return Applied(problems=[group])
         calls = [
             *(self._delete(POD, ns, name) for name in plan.delete_pods),
             *(self._delete(POD, ns, name, grace_seconds=0) for name in plan.force_delete_pods),
@@ -120,13 +147,17 @@ class Actions:
         ]
         if self.network_policy and not plan.delete_job:
             calls.append(self._sync_policy(job, policies))
-        outcomes = await asyncio.gather(*calls)
+        outcomes = [group, *await asyncio.gather(*calls)]
         return Applied(
             done=[o for o in outcomes if isinstance(o, Done)],
             problems=[o for o in outcomes if isinstance(o, Event)],
             name_taken=any(isinstance(o, _Taken) for o in outcomes),
             taken_pods=[o.name for o in outcomes if isinstance(o, _Taken) and o.pod],
         )
+
+    def forget(self, key: JobKey) -> None:
+        """The job is gone: drop what was remembered of its PodGroup."""
+        self._pod_groups.pop(key, None)
 
     async def delete_job(self, job: TFJob) -> bool:
         """Delete the TFJob (and its NetworkPolicy); False when a new job took its name."""
@@ -195,3 +226,39 @@ class Actions:
             log_api_error(err)
             return failed(UPDATE, POLICY, job.name, err)
         return Done(UPDATE, POLICY, job.name)
+
+    async def _sync_pod_group(self, job: TFJob) -> _Outcome:
+        """Create the job's PodGroup, or put its spec back when it differs from the wanted one;
+        nothing when gang scheduling is off or this pass's spec was already made or found."""
+        desired = desired_pod_group(job, self.options)
+        if desired is None:
+            return None
+        key, uid = (job.namespace, job.name), job.metadata.uid or ""
+        if self._pod_groups.get(key) == (uid, desired["spec"]):
+            return None
+        try:
+            made = await self.kube.create(POD_GROUP, job.namespace, desired)
+            if made is not None:
+                self._pod_groups[key] = (uid, desired["spec"])
+                return Done(CREATE, POD_GROUP, job.name)
+            current = await self.kube.get(POD_GROUP, job.namespace, job.name) or {}
+            owners = (current.get("metadata") or {}).get("ownerReferences") or []
+            if uid and not any(o.get("uid") == uid for o in owners):
+                return None  # an earlier job's, on its way out with it: made on a later pass
+            if current.get("spec") != desired["spec"]:
+                await self.kube.replace_spec(POD_GROUP, job.namespace, job.name, desired["spec"])
+                self._pod_groups[key] = (uid, desired["spec"])
+                return Done(UPDATE, POD_GROUP, job.name)
+        except NotFound as err:  # no such resource: the CRD is not installed
+            log_api_error(err)
+            event = failed(CREATE, POD_GROUP, job.name, err)
+            event.message += (
+                "; install scheduler-plugins' PodGroup CRD (scheduling.x-k8s.io) or turn gang "
+                "scheduling off (--gang-scheduler-name / gangScheduling.schedulerName)"
+            )
+            return event
+        except ApiError as err:
+            log_api_error(err)
+            return failed(CREATE, POD_GROUP, job.name, err)
+        self._pod_groups[key] = (uid, desired["spec"])
+        return None

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from taas_operator.api.constants import REASON_WAITING_FOR_NAMES
+from taas_operator.api.resources import POD_GROUP
 from taas_operator.controller.apiserver.kube import (
     POD,
     POLICY,
@@ -74,6 +75,7 @@ _NOUNS = {
     POD: _Noun("Pod", "pod", "pods"),
     SERVICE: _Noun("Service", "service", "services"),
     POLICY: _Noun("NetworkPolicy", "policy", "policies"),
+    POD_GROUP: _Noun("PodGroup", "PodGroup", "PodGroups"),
 }
 
 

@@ -87,7 +87,11 @@ class JobPass:
         self.kube, self.cache, self.echoes, self.request = kube, cache, echoes, request
         self.children = children
         self.network_policy = settings.network_policy
-        self.options = BuildOptions(cluster_domain=settings.cluster_domain)
+        self.options = BuildOptions(
+            cluster_domain=settings.cluster_domain,
+            gang_scheduler=settings.gang_scheduler_name,
+            gang_pod_scheduler=settings.gang_pod_scheduler_name,
+        )
         self.recorder = EventRecorder(kube)
         self.writer = StatusWriter(kube, cache, echoes, request, forget)
         self.actions = Actions(
@@ -97,6 +101,7 @@ class JobPass:
             network_policy=settings.network_policy,
             extra_namespaces=settings.network_policy_extra_namespaces,
             progress_namespace=settings.progress_namespace,
+            options=self.options,
         )
         self.progress = ProgressPoller(settings, request)
         self._forget_job = forget
@@ -107,6 +112,7 @@ class JobPass:
         self._must_list.discard(key)
         self.recorder.clear(key)
         self.writer.forget_job(key)
+        self.actions.forget(key)
         self.progress.forget(key)
 
     async def run(self, key: JobKey) -> datetime | None:

@@ -1,0 +1,211 @@
+"""Issue 23, operator side: `--gang-scheduler-name=scheduler-plugins` honours Kubeflow's
+`runPolicy.schedulingPolicy` with scheduler-plugins' PodGroup (coscheduling).
+
+Real: kube-apiserver + etcd, the operator process, scheduler-plugins' own PodGroup CRD (from its
+Go module, `manifests/coscheduling/crd.yaml`, the version TaaS builds). No scheduler and no
+garbage collector run here: the tests write the scheduler's PodScheduled condition themselves,
+and check the PodGroup's controller ownerReference (what makes the GC delete it with the job).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from crds import install_crd
+from operator_harness import PODS, Api, StartOperator, new_namespace, tfjob, unique, wait_for
+
+from taas_controlplane.binaries import KUEUE_VERSION, module_source
+from taas_controlplane.launcher import ControlPlane
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
+
+PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"
+GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+GANG = ("--gang-scheduler-name=scheduler-plugins",)
+
+
+def _group(admin: Api, ns: str, name: str) -> dict[str, Any] | None:
+    return admin.find(f"{PODGROUPS.format(ns=ns)}/{name}")
+
+
+def _resources(cpu: str, gpu: int) -> dict[str, Any]:
+    return {"requests": {"cpu": cpu, "nvidia.com/gpu": gpu}, "limits": {"nvidia.com/gpu": gpu}}
+
+
+def test_each_tfjob_gets_its_pod_group(
+    admin: Api, start_operator: StartOperator, podgroup_crd: Path
+) -> None:
+    ns = new_namespace(admin, "gang")
+    start_operator(ns, args=GANG)
+    name = unique("gang")
+    container = {"name": "tensorflow", "image": "example.com/t:1", "resources": _resources("2", 1)}
+    policy = {"minAvailable": 3, "scheduleTimeoutSeconds": 90, "queue": "team-a"}
+    admin.create_tfjob(
+        ns,
+        tfjob(
+            name,
+            {"PS": {}, "Worker": {"replicas": 3, "containers": [container]}},
+            runPolicy={"schedulingPolicy": policy},
+        ),
+    )
+    group = wait_for(lambda: _group(admin, ns, name), "the PodGroup")
+    job = admin.tfjob(ns, name)
+    assert job is not None
+    # minAvailable 3 of 4 pods: PS-0 (no requests) and two workers, in replica type order.
+    assert group["spec"] == {
+        "minMember": 3,
+        "minResources": {"cpu": "4", "nvidia.com/gpu": "2"},
+        "scheduleTimeoutSeconds": 90,
+    }
+    (owner,) = group["metadata"]["ownerReferences"]
+    assert owner == {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "name": name,
+        "uid": job["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    pods = wait_for(lambda: len(admin.pods(ns, name)) == 4 and admin.pods(ns, name), "4 pods")
+    for pod in pods.values():
+        assert pod["metadata"]["labels"][GROUP_LABEL] == name
+        assert pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
+
+    # The job grows: the PodGroup follows (its spec is put back to what the job wants).
+    admin.patch_tfjob(ns, name, {"spec": {"runPolicy": {"schedulingPolicy": {"minAvailable": 4}}}})
+    wait_for(
+        lambda: (_group(admin, ns, name) or {}).get("spec", {}).get("minMember") == 4,
+        "minMember 4",
+    )
+    assert _group(admin, ns, name)["spec"]["minResources"] == {"cpu": "6", "nvidia.com/gpu": "3"}
+
+
+def test_waiting_gang_is_said_in_status_and_events(
+    admin: Api, start_operator: StartOperator, podgroup_crd: Path
+) -> None:
+    ns = new_namespace(admin, "gangw")
+    start_operator(ns, args=(*GANG, "--gang-pod-scheduler-name=coscheduler"))
+    name = unique("gangw")
+    admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 2}}))
+    pods = wait_for(lambda: len(admin.pods(ns, name)) == 2 and admin.pods(ns, name), "2 pods")
+    assert {p["spec"]["schedulerName"] for p in pods.values()} == {"coscheduler"}
+    said = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+    for pod in pods:  # what the scheduler writes when it cannot place the pod
+        admin.merge_patch(
+            f"{PODS.format(ns=ns)}/{pod}/status",
+            {
+                "status": {
+                    "phase": "Pending",
+                    "conditions": [
+                        {
+                            "type": "PodScheduled",
+                            "status": "False",
+                            "reason": "Unschedulable",
+                            "message": said,
+                        }
+                    ],
+                }
+            },
+        )
+
+    def running_false() -> dict[str, Any] | None:
+        job = admin.tfjob(ns, name) or {}
+        for cond in (job.get("status") or {}).get("conditions") or []:
+            if cond["type"] == "Running" and cond["status"] == "False":
+                return dict(cond)
+        return None
+
+    cond = wait_for(running_false, "Running False")
+    assert cond["reason"] == "WaitingForGang"
+    message = f"TFJob {ns}/{name} is waiting for 2 pods to be scheduled together: {said}."
+    assert cond["message"] == message
+    events = wait_for(
+        lambda: [e for e in admin.events(ns, name) if e["reason"] == "WaitingForGang"],
+        "the WaitingForGang event",
+    )
+    assert [(e["type"], e["message"]) for e in events] == [("Warning", message)]
+
+
+def test_off_without_the_flag(
+    admin: Api, start_operator: StartOperator, podgroup_crd: Path
+) -> None:
+    ns = new_namespace(admin, "nogang")
+    start_operator(ns)
+    name = unique("nogang")
+    admin.create_tfjob(
+        ns,
+        tfjob(
+            name, {"Worker": {"replicas": 2}}, runPolicy={"schedulingPolicy": {"minAvailable": 2}}
+        ),
+    )
+    pods = wait_for(lambda: len(admin.pods(ns, name)) == 2 and admin.pods(ns, name), "2 pods")
+    wait_for(lambda: len(admin.services(ns, name)) == 2, "services (the pass is done)")
+    assert _group(admin, ns, name) is None
+    for pod in pods.values():
+        assert GROUP_LABEL not in pod["metadata"]["labels"]
+        assert pod["spec"]["schedulerName"] == "default-scheduler"
+
+
+def test_min_available_above_the_replicas_is_refused_by_the_crd(
+    admin: Api, control_plane: ControlPlane
+) -> None:
+    ns = new_namespace(admin, "gangv")
+    manifest = tfjob(
+        "too-big", {"Worker": {"replicas": 2}}, runPolicy={"schedulingPolicy": {"minAvailable": 3}}
+    )
+    with pytest.raises(RuntimeError) as err:
+        admin.create_tfjob(ns, manifest)
+    assert "spec.runPolicy.schedulingPolicy.minAvailable" in str(err.value)
+    assert "fix: lower minAvailable" in str(err.value)
+
+
+def test_kueue_example_is_accepted_by_kueues_own_crds(
+    control_plane: ControlPlane, tfjob_crd: Path
+) -> None:
+    """examples/gang/kueue-tfjob.yaml (ResourceFlavor, ClusterQueue, LocalQueue, TFJob) against
+    the CRDs of the Kueue version TaaS builds: a server-side dry run, every object accepted."""
+    bases = module_source("sigs.k8s.io/kueue", KUEUE_VERSION) / "config/components/crd/bases"
+    for plural in ("resourceflavors", "clusterqueues", "localqueues"):
+        install_crd(
+            control_plane, bases / f"kueue.x-k8s.io_{plural}.yaml", f"{plural}.kueue.x-k8s.io"
+        )
+    example = Path(__file__).resolve().parents[2] / "examples" / "gang" / "kueue-tfjob.yaml"
+    control_plane.kubectl("create", "namespace", "team-a", check=False)
+    done = control_plane.kubectl(
+        "create", "--dry-run=server", "-f", str(example), "-o", "name", check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [
+        "resourceflavor.kueue.x-k8s.io/default-flavor",
+        "clusterqueue.kueue.x-k8s.io/training",
+        "localqueue.kueue.x-k8s.io/team-a",
+        "tfjob.kubeflow.org/mnist-queued",
+    ]
+
+
+def test_missing_pod_group_crd_is_a_warning_naming_the_fix(
+    admin: Api, control_plane: ControlPlane, start_operator: StartOperator, podgroup_crd: Path
+) -> None:
+    """Gang scheduling on, scheduler-plugins' CRD absent: no pod is made without its group, a
+    FailedCreatePodGroup Warning says what to install; once it is, the retried pass makes both."""
+    crd = "podgroups.scheduling.x-k8s.io"
+    control_plane.kubectl("delete", "crd", crd, "--wait=true")
+    try:
+        ns = new_namespace(admin, "gangx")
+        start_operator(ns, args=GANG)
+        name = unique("gangx")
+        admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 2}}))
+        events = wait_for(
+            lambda: [e for e in admin.events(ns, name) if e["reason"] == "FailedCreatePodGroup"],
+            "the FailedCreatePodGroup event",
+        )
+        assert events[0]["type"] == "Warning"
+        assert f"Error creating PodGroup {name}" in events[0]["message"]
+        assert "install scheduler-plugins' PodGroup CRD" in events[0]["message"]
+        assert not admin.pods(ns, name)
+    finally:
+        install_crd(control_plane, podgroup_crd, name=crd)
+    wait_for(lambda: _group(admin, ns, name), "the PodGroup once the CRD is back", timeout=40)
+    wait_for(lambda: len(admin.pods(ns, name)) == 2, "the pods after their group", timeout=20)

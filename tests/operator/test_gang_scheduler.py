@@ -1,0 +1,207 @@
+"""Issue 23: two TFJobs whose gangs cannot both fit, under scheduler-plugins' real scheduler.
+
+Real: kube-apiserver + etcd, the operator, scheduler-plugins' scheduler and controller v0.33.5
+(built from its Go module; Coscheduling on; the controller keeps PodGroup status, whose changes
+make the scheduler look at waiting gangs again), its CRDs, and a Node object with 4 CPUs. No
+kubelet: the scheduler binds pods to the node, and the test plays the kubelet by writing their
+phase. The
+node and the scheduler's name are this test's own, so no other test's pod is placed here.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from crds import install_crd
+from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, wait_for
+
+from taas_controlplane.binaries import ensure
+from taas_controlplane.launcher import ControlPlane
+from taas_operator.local.process import free_ports, spawn, stop
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(240)]
+
+NODES = "/api/v1/nodes"
+
+
+@pytest.fixture(scope="module")
+def scheduler_name() -> str:
+    return unique("gang-sched")
+
+
+@pytest.fixture(scope="module")
+def node(admin: Api, scheduler_name: str) -> Iterator[str]:
+    """A Node object with 4 CPUs and 8 GiB that only this test's pods may use (a taint they
+    tolerate): the scheduler places pods on it; nothing runs them."""
+    name = scheduler_name + "-node"
+    admin.create(
+        NODES,
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "spec": {"taints": [{"key": "taas.dev/gang-test", "effect": "NoSchedule"}]},
+        },
+    )
+    # Admission adds node.kubernetes.io/not-ready at creation; no node controller runs here to
+    # lift it once the node is Ready, so the test does.
+    taint = {"key": "taas.dev/gang-test", "effect": "NoSchedule"}
+    admin.merge_patch(f"{NODES}/{name}", {"spec": {"taints": [taint]}})
+    capacity = {"cpu": "4", "memory": "8Gi", "pods": "110"}
+    ready = {"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "test"}
+    admin.merge_patch(
+        f"{NODES}/{name}/status",
+        {"status": {"capacity": capacity, "allocatable": capacity, "conditions": [ready]}},
+    )
+    yield name
+    admin.delete(f"{NODES}/{name}")
+
+
+@pytest.fixture(scope="module")
+def scheduler(
+    control_plane: ControlPlane,
+    podgroup_crd: Path,
+    scheduler_name: str,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """scheduler-plugins' scheduler with a Coscheduling profile named `scheduler_name`."""
+    directory = tmp_path_factory.mktemp("gang-scheduler")
+    config = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "clientConnection": {"kubeconfig": control_plane.kubeconfig},
+        "profiles": [
+            {
+                "schedulerName": scheduler_name,
+                "plugins": {
+                    "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
+                    "queueSort": {
+                        "enabled": [{"name": "Coscheduling"}],
+                        "disabled": [{"name": "*"}],
+                    },
+                },
+                "pluginConfig": [
+                    {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}
+                ],
+            }
+        ],
+    }
+    (directory / "config.yaml").write_text(yaml.safe_dump(config))
+    (port,) = free_ports(1)
+    log = (directory / "scheduler.log").open("wb")
+    proc = spawn(
+        [
+            str(ensure("scheduler-plugins-scheduler")),
+            f"--config={directory / 'config.yaml'}",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            f"--kubeconfig={control_plane.kubeconfig}",
+            f"--authentication-kubeconfig={control_plane.kubeconfig}",
+            f"--authorization-kubeconfig={control_plane.kubeconfig}",
+            "--v=3",  # binds and rejections in the log
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    yield proc
+    stop(proc)
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def group_controller(
+    control_plane: ControlPlane, podgroup_crd: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[subprocess.Popen[bytes]]:
+    """scheduler-plugins' controller (PodGroup and ElasticQuota status); it needs both CRDs."""
+    quota = podgroup_crd.parents[1] / "capacityscheduling" / "crd.yaml"
+    install_crd(control_plane, quota, name="elasticquotas.scheduling.x-k8s.io")
+    log = (tmp_path_factory.mktemp("gang-controller") / "controller.log").open("wb")
+    metrics, probe = free_ports(2)
+    proc = spawn(
+        [
+            str(ensure("scheduler-plugins-controller")),
+            f"--kubeconfig={control_plane.kubeconfig}",
+            f"--metricsAddr=127.0.0.1:{metrics}",
+            f"--probeAddr=127.0.0.1:{probe}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    yield proc
+    stop(proc)
+    log.close()
+
+
+def _gang_job(name: str, workers: int) -> dict[str, Any]:
+    container = {
+        "name": "tensorflow",
+        "image": "example.com/t:1",
+        "resources": {"requests": {"cpu": "2", "memory": "1Gi"}},
+    }
+    toleration = {"key": "taas.dev/gang-test", "operator": "Exists", "effect": "NoSchedule"}
+    job = tfjob(name, {"Worker": {"replicas": workers, "containers": [container]}})
+    job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["tolerations"] = [toleration]
+    return job
+
+
+def _placed(admin: Api, ns: str, job: str) -> dict[str, str]:
+    """Pod name -> the node it was bound to ("" while unplaced)."""
+    return {name: p["spec"].get("nodeName", "") for name, p in admin.pods(ns, job).items()}
+
+
+def _running_false(admin: Api, ns: str, name: str) -> dict[str, Any] | None:
+    job = admin.tfjob(ns, name) or {}
+    for cond in (job.get("status") or {}).get("conditions") or []:
+        if cond["type"] == "Running" and cond["status"] == "False":
+            return dict(cond)
+    return None
+
+
+def test_two_gangs_that_cannot_both_fit_run_one_after_the_other(
+    admin: Api,
+    start_operator: StartOperator,
+    scheduler: subprocess.Popen[bytes],
+    group_controller: subprocess.Popen[bytes],
+    scheduler_name: str,
+    node: str,
+) -> None:
+    ns = new_namespace(admin, "gangs")
+    gang = (
+        "--gang-scheduler-name=scheduler-plugins",
+        f"--gang-pod-scheduler-name={scheduler_name}",
+    )
+    start_operator(ns, args=gang)
+    first, second = unique("first"), unique("second")
+    # Each gang needs 2 workers x 2 CPUs: the node's 4 CPUs hold one gang, never parts of two.
+    admin.create_tfjob(ns, _gang_job(first, 2))
+    placed = wait_for(
+        lambda: (p := _placed(admin, ns, first)) and len(p) == 2 and all(p.values()) and p,
+        "the first gang placed",
+        timeout=60,
+    )
+    assert set(placed.values()) == {node}
+    admin.create_tfjob(ns, _gang_job(second, 2))
+    cond = wait_for(lambda: _running_false(admin, ns, second), "the second gang waiting", 60)
+    assert cond["reason"] == "WaitingForGang"
+    assert cond["message"].startswith(
+        f"TFJob {ns}/{second} is waiting for 2 pods to be scheduled together: "
+    )
+    assert not any(_placed(admin, ns, second).values()), "a part of the second gang was placed"
+
+    # The first job runs and finishes (the test plays the kubelet): its pods end, the node is
+    # free, and the second gang is placed whole.
+    for pod in placed:
+        admin.set_pod_phase(ns, pod, "Running")
+    for pod in placed:
+        admin.set_pod_phase(ns, pod, "Succeeded")
+    wait_for(
+        lambda: (p := _placed(admin, ns, second)) and len(p) == 2 and all(p.values()),
+        "the second gang placed after the first finished",
+        timeout=90,
+    )
