@@ -22,7 +22,7 @@ from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, w
 
 from taas_controlplane.binaries import ensure
 from taas_controlplane.launcher import ControlPlane
-from taas_operator.local.process import free_ports, spawn, stop
+from taas_operator.processes import free_ports, spawn, stop
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(240)]
 
