@@ -6,7 +6,8 @@ kubectl finds them, every call's errors translated, watches that survive expiry,
     conn.namespace, conn.server, conn.context          # the context's namespace ("default")
     conn.custom / conn.core                            # CustomObjectsApi, CoreV1Api
     conn.call(what, fn, *args, **kwargs)               # fn(...), errors -> ClientError
-    conn.watch(what, fn, *args, resource_version=..., timeout=...) -> Iterator[dict]
+    conn.transport() -> apiserver.transport.Transport   # for the one list-then-watch loop
+    conn.refusal(status, body, what) -> ClientError     # an error answer read by the transport
     conn.log_stream(namespace, pod, container, follow) -> LogStream (iterate lines; .close())
 
 Credentials: `--kubeconfig`, else $KUBECONFIG, else ~/.kube/config, else the pod's service
@@ -25,11 +26,11 @@ from typing import Any
 
 import kubernetes.client
 import kubernetes.config
-import kubernetes.watch
 import urllib3
 import yaml
 from kubernetes.client.rest import ApiException
 
+from taas_operator.apiserver.transport import Transport, endpoint
 from taas_operator.client.errors import (
     AlreadyExists,
     ApiFailure,
@@ -200,53 +201,17 @@ class Connection:
             f"HTTP {status} on {what.verb} {what.resource}{what.where()}: {message or err.reason}"
         )
 
-    # -- watches --------------------------------------------------------------------------------
-    def watch(
-        self,
-        what: What,
-        fn: Callable[..., Any],
-        *args: Any,
-        resource_version: str,
-        timeout: float | None = None,
-        **kwargs: Any,
-    ) -> Iterator[dict[str, Any]]:
-        """Watch events (dicts with `type` and `object`) from `resource_version` on; ends after
-        `timeout` seconds (None: never). Raises `Expired` when the server has forgotten that
-        version (the caller lists again)."""
-        watcher = kubernetes.watch.Watch()
-        seconds = None if timeout is None else max(int(timeout), 1)
-        stream = self.call(
-            what,
-            watcher.stream,
-            fn,
-            *args,
-            resource_version=resource_version,
-            timeout_seconds=seconds,
-            allow_watch_bookmarks=False,
-            **kwargs,
-        )
-        try:
-            while True:
-                try:
-                    event = next(stream)
-                except StopIteration:
-                    return
-                except ApiException as err:
-                    if err.status == 410:
-                        raise Expired() from None
-                    raise self.translate(err, what) from None
-                except (urllib3.exceptions.HTTPError, OSError) as err:
-                    raise Unreachable(
-                        f"lost the watch on {what.resource} at {self.server}: {_short(err)}"
-                    ) from None
-                if event.get("type") == "ERROR":
-                    raw = event.get("raw_object") or event.get("object") or {}
-                    if isinstance(raw, dict) and raw.get("code") == 410:
-                        raise Expired()
-                    raise ApiFailure(f"watch of {what.resource} failed: {raw}")
-                yield {"type": event["type"], "object": event.get("raw_object") or {}}
-        finally:
-            watcher.stop()
+    def refusal(self, status: int, body: str, what: What) -> ClientError:
+        """The ClientError for an error answer read outside the official client (a watch on
+        `apiserver.transport`): the same messages as every other call's."""
+        err = ApiException(status=status, reason=str(status))
+        err.body = body
+        return self.translate(err, what)
+
+    def transport(self) -> Transport:
+        """An async client of this connection's server and identity (`apiserver.transport`),
+        for the one list-then-watch loop; open it inside the event loop that uses it."""
+        return Transport(endpoint(self.configuration), concurrency=4, streams=4)
 
     # -- logs -----------------------------------------------------------------------------------
     def log_stream(self, namespace: str, pod: str, container: str, follow: bool) -> LogStream:
@@ -262,10 +227,6 @@ class Connection:
             _preload_content=False,
         )
         return LogStream(response)
-
-
-class Expired(Exception):
-    """A watch's resourceVersion is too old (410 Gone): list again."""
 
 
 class LogStream:

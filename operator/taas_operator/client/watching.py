@@ -1,4 +1,4 @@
-"""Following TFJobs as they change: one list, then one watch, resumed when the server expires it.
+"""Following TFJobs as they change, on the one list-then-watch loop (`apiserver.listwatch`).
 
     changes(client, namespace, all_namespaces=False, name=None, timeout=None)
         -> Iterator[JobChange]      # what TFJobClient.watch returns
@@ -6,23 +6,43 @@
 
 First every job there now (ADDED), then every change (ADDED, MODIFIED, DELETED). A watch the
 server ends (its timeout) is opened again from the last version seen; one whose version the
-server has forgotten (410 Gone) lists again and reports what changed meanwhile, so a dashboard's
+server has forgotten (410 Gone) lists again and reports what changed meanwhile, so a caller's
 view never misses a job nor keeps a deleted one.
+
+The loop is asynchronous; a caller of this module is not (`taas get -w`, `TFJobClient.wait`):
+the loop runs on its own event loop in a daemon thread and hands each change over through a
+bounded queue (a slow caller holds the watch back; it cannot grow memory). The list is the
+client's own call, so its errors are the client's; a refused watch is translated the same way.
+Leaving the iteration (or reaching `timeout`) cancels the loop and closes its connection.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import queue
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Protocol
 
-from taas_operator.api.constants import GROUP, PLURAL, VERSION
+import aiohttp
+
+from taas_operator.api.constants import PLURAL
 from taas_operator.api.models import TFJob
-from taas_operator.client.kube import Connection, Expired, What
+from taas_operator.api.resources import TFJOB
+from taas_operator.apiserver.listwatch import Retry, WatchEnded, list_then_watch
+from taas_operator.apiserver.transport import StreamError
+from taas_operator.client.errors import Unreachable
+from taas_operator.client.kube import Connection, What
 from taas_operator.client.manifests import read_job
 from taas_operator.client.models import JobChange
 
 Key = tuple[str, str]
+#: Changes waiting for a slow caller, at most.
+QUEUE_CHANGES = 1000
+#: Each watch asks the server to end it after this long (the loop then goes on).
+WATCH_SECONDS = 300
 
 
 class JobLister(Protocol):
@@ -37,6 +57,48 @@ class JobLister(Protocol):
     ) -> tuple[list[dict[str, Any]], str]: ...
 
 
+class _Handover:
+    """The loop's sink: changes into a bounded queue for the caller's thread."""
+
+    def __init__(self, name: str | None) -> None:
+        self.name = name
+        self.queue: queue.Queue[JobChange | BaseException] = queue.Queue(maxsize=QUEUE_CHANGES)
+        self.stop = threading.Event()
+        self.known: dict[Key, TFJob] | None = None
+        self.listing: dict[Key, TFJob] = {}
+
+    def put(self, item: JobChange | BaseException) -> None:
+        while not self.stop.is_set():
+            try:
+                self.queue.put(item, timeout=0.2)
+                return
+            except queue.Full:
+                continue
+
+    def page(self, items: list[dict[str, Any]]) -> None:
+        for job in map(read_job, items):
+            if self.name is None or job.name == self.name:
+                self.listing[(job.namespace, job.name)] = job
+
+    def listed(self) -> None:
+        now, self.listing = self.listing, {}
+        for change in _differences(self.known or {}, now):
+            self.put(change)
+        self.known = now
+
+    def changed(self, event_type: str, obj: dict[str, Any]) -> None:
+        job = read_job(obj)
+        known = self.known if self.known is not None else {}
+        if event_type == "DELETED":
+            known.pop((job.namespace, job.name), None)
+        else:
+            known[(job.namespace, job.name)] = job
+        self.put(JobChange.model_validate({"type": event_type, "job": job}))
+
+    def failed(self, error: BaseException, delay: float) -> None:
+        """A watch that ended at once: the loop watches again after `delay`."""
+
+
 def changes(
     client: JobLister,
     namespace: str | None,
@@ -46,32 +108,66 @@ def changes(
 ) -> Iterator[JobChange]:
     """See the module."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    items, version = client.list_objects(namespace, all_namespaces)
-    seen: dict[Key, TFJob] = {}
-    for job in (read_job(i) for i in items if name is None or i["metadata"]["name"] == name):
-        seen[(job.namespace, job.name)] = job
-        yield JobChange(type="ADDED", job=job)
-    while deadline is None or time.monotonic() < deadline:
-        left = None if deadline is None else deadline - time.monotonic()
+    conn = client.conn
+    ns = "" if all_namespaces else (namespace or client.namespace)
+    what = What("watch", PLURAL, ns)
+    fields = {"fieldSelector": f"metadata.name={name}"} if name else {}
+    sink = _Handover(name)
+    transport = conn.transport()
+
+    async def pages() -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
+        items, version = await asyncio.to_thread(client.list_objects, ns or None, all_namespaces)
+        yield items, version
+
+    def watch(version: str) -> AsyncIterator[Mapping[str, Any]]:
+        left = WATCH_SECONDS if deadline is None else deadline - time.monotonic()
+        seconds = max(1, min(int(left) + 1, WATCH_SECONDS))
+        query = {"watch": "true", "allowWatchBookmarks": "true", "resourceVersion": version}
+        return transport.stream(TFJOB.path(ns), {**fields, **query, "timeoutSeconds": str(seconds)})
+
+    async def follow() -> None:
         try:
-            for event in _watch(client, namespace, all_namespaces, name, version, left):
-                obj = event["object"]
-                version = str(obj["metadata"].get("resourceVersion") or version)
-                job = read_job(obj)
-                if event["type"] == "DELETED":
-                    seen.pop((job.namespace, job.name), None)
-                else:
-                    seen[(job.namespace, job.name)] = job
-                yield JobChange(type=event["type"], job=job)
-        except Expired:
-            items, version = client.list_objects(namespace, all_namespaces)
-            now = {
-                (j.namespace, j.name): j
-                for j in map(read_job, items)
-                if name is None or j.name == name
-            }
-            yield from _differences(seen, now)
-            seen = now
+            retry = Retry(on=(WatchEnded,), delay=lambda failures: min(float(failures), 5.0))
+            await list_then_watch(pages, watch, sink, retry)
+        except StreamError as err:
+            sink.put(conn.refusal(err.status, err.message, what))
+        except (aiohttp.ClientError, TimeoutError, OSError) as err:
+            sink.put(
+                Unreachable(f"lost the watch on {PLURAL} at {conn.server}: {err or type(err)}")
+            )
+        except Exception as err:  # the client's own errors (a refused list): the caller's
+            sink.put(err)
+        finally:
+            await transport.close()
+
+    loop = asyncio.new_event_loop()
+    task = loop.create_task(follow())
+
+    def run() -> None:
+        with contextlib.suppress(asyncio.CancelledError):  # the caller left: nothing to say
+            loop.run_until_complete(task)
+
+    thread = threading.Thread(target=run, daemon=True, name="taas-watch")
+    thread.start()
+    try:
+        while deadline is None or time.monotonic() < deadline:
+            left = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
+            try:
+                item = sink.queue.get(timeout=max(left, 0.01))
+            except queue.Empty:
+                if not thread.is_alive() and sink.queue.empty():
+                    return
+                continue
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        sink.stop.set()
+        if thread.is_alive():
+            loop.call_soon_threadsafe(task.cancel)
+            thread.join(timeout=5)
+        if not thread.is_alive():
+            loop.close()
 
 
 def _differences(before: dict[Key, TFJob], now: dict[Key, TFJob]) -> Iterator[JobChange]:
@@ -83,38 +179,3 @@ def _differences(before: dict[Key, TFJob], now: dict[Key, TFJob]) -> Iterator[Jo
             yield JobChange(type="MODIFIED", job=job)
     for key in set(before) - set(now):
         yield JobChange(type="DELETED", job=before[key])
-
-
-def _watch(
-    client: JobLister,
-    namespace: str | None,
-    all_namespaces: bool,
-    name: str | None,
-    version: str,
-    timeout: float | None,
-) -> Iterator[dict[str, Any]]:
-    conn = client.conn
-    selector = {"field_selector": f"metadata.name={name}"} if name else {}
-    if all_namespaces:
-        return conn.watch(
-            What("watch", PLURAL),
-            conn.custom.list_cluster_custom_object,
-            GROUP,
-            VERSION,
-            PLURAL,
-            resource_version=version,
-            timeout=timeout,
-            **selector,
-        )
-    ns = namespace or client.namespace
-    return conn.watch(
-        What("watch", PLURAL, ns),
-        conn.custom.list_namespaced_custom_object,
-        GROUP,
-        VERSION,
-        ns,
-        PLURAL,
-        resource_version=version,
-        timeout=timeout,
-        **selector,
-    )
