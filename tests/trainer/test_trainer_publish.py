@@ -18,7 +18,13 @@ import pytest
 from trainer_harness import LocalCluster, run_program
 
 from taas.core.progress import ProgressReporter
-from taas.core.publish import SCALARS, Publisher, document, log_scalar
+from taas.core.publish import (
+    SCALARS,
+    TERMINATION_BYTES,
+    Publisher,
+    document,
+    log_scalar,
+)
 from taas.core.settings import TrainerSettings
 from taas_operator.api import ProgressReport
 from taas_operator.api.constants import DEFAULT_PROGRESS_PORT, PROGRESS_PATH
@@ -122,10 +128,31 @@ def test_who_publishes() -> None:
     assert mine is not None and mine.port == port
 
 
+def test_the_last_report_is_the_termination_message(tmp_path: Path) -> None:
+    """In a pod the chief's last document is its termination message (the kubelet keeps 4 KiB):
+    the operator reads it from the pod's status once the chief has exited."""
+    path = tmp_path / "termination-log"
+    publisher = Publisher("worker:0", termination=str(path))
+    for i in range(40):
+        for step in range(5):
+            log_scalar(f"a_rather_long_scalar_name_{i:02d}", step / 10, step=step)
+    publisher.update(document("worker:0", 990, 1000, 0.25, 100.0, 1.0), final=False)
+    publisher.update(document("worker:0", 1000, 1000, 0.2, 100.0, 0.0), final=True)
+    body = path.read_bytes()
+    assert len(body) <= TERMINATION_BYTES
+    report = ProgressReport.model_validate_json(body)
+    assert (report.global_step, report.max_steps, report.loss) == (1000, 1000, 0.2)
+    assert 0 < len(report.scalars) <= 40  # the oldest points went first, then whole scalars
+    pod = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "TAAS_TERMINATION_MESSAGE_PATH": str(path)}
+    chief = Publisher.from_settings("worker:0", TrainerSettings(progress_port=0), True, pod)
+    assert chief is not None and chief.termination == str(path)
+
+
 @pytest.mark.tensorflow
 @pytest.mark.timeout(180)
 def test_a_real_trainer_writes_its_progress_file(tmp_path: Path) -> None:
     path = tmp_path / "progress.json"
+    ended = tmp_path / "termination-log"
     done = run_program(
         REPORTING,
         {
@@ -133,9 +160,12 @@ def test_a_real_trainer_writes_its_progress_file(tmp_path: Path) -> None:
             "TAAS_MODEL_DIR": str(tmp_path / "model"),
             "TAAS_PROGRESS_FILE": str(path),
             "TAAS_LOG_EVERY_STEPS": "20",
+            "TAAS_TERMINATION_MESSAGE_PATH": str(ended),
         },
     )
     assert done.returncode == 0, done.stdout + done.stderr
+    last = ProgressReport.model_validate_json(ended.read_text())
+    assert (last.global_step, last.max_steps) == (60, 60)
     report = ProgressReport.model_validate_json(path.read_text())
     assert (report.global_step, report.max_steps, report.task) == (60, 60, "local")
     assert report.eta_seconds == 0.0

@@ -24,6 +24,12 @@ Where, only on the chief (the other tasks' progress is not the job's):
 - ``progress_file`` (``TAAS_PROGRESS_FILE``, set by ``taas run``, whose replicas live in a
   private network namespace the runner cannot connect into): the same document, rewritten
   atomically (temporary file + rename) at most once a second and at the end.
+- the container's termination message (``/dev/termination-log`` in a pod, the kubelet's
+  ``terminationMessagePath``; ``TAAS_TERMINATION_MESSAGE_PATH`` names another): the same
+  document, cut to the kubelet's 4 KiB (older scalar points dropped first), rewritten at most
+  once a second and at the end, so when the chief exits, however it exits, the pod's status
+  keeps where it stopped and the operator folds it into ``status.progress`` with no server
+  left to ask.
 
 The loop (``taas.core.loop``) builds the documents from the same numbers as the progress lines
 (``taas.core.progress``), so TF1 and TF2 engines publish alike. A program that does not use the
@@ -51,6 +57,9 @@ PROGRESS_PATH = "/progress"
 VERSION = 1
 MAX_POINTS = 5
 FILE_EVERY_SECS = 1.0
+#: The kubelet keeps at most this much of a termination message.
+TERMINATION_BYTES = 4096
+POD_TERMINATION_LOG = "/dev/termination-log"
 
 
 class ScalarLog:
@@ -148,6 +157,21 @@ def document(
     }
 
 
+def termination_message(doc: Mapping[str, Any]) -> bytes:
+    """``doc`` as JSON of at most ``TERMINATION_BYTES``: the oldest scalar points go first,
+    then whole scalars, so the step, loss and rate always fit."""
+    scalars = {name: list(points) for name, points in (doc.get("scalars") or {}).items()}
+    while True:
+        body = json.dumps({**doc, "scalars": scalars}, separators=(",", ":")).encode()
+        if len(body) <= TERMINATION_BYTES or not scalars:
+            return body[:TERMINATION_BYTES]
+        longest = max(scalars, key=lambda name: len(scalars[name]))
+        if len(scalars[longest]) > 1:
+            scalars[longest].pop(0)
+        else:
+            del scalars[longest]
+
+
 class _Handler(BaseHTTPRequestHandler):
     publisher: Publisher  # set on the subclass made per server
 
@@ -169,10 +193,14 @@ class _Handler(BaseHTTPRequestHandler):
 class Publisher:
     """Holds the latest document; serves it over HTTP and/or writes it to a file."""
 
-    def __init__(self, task: str, port: int = 0, path: str | None = None) -> None:
-        self.task, self.path = task, path
+    def __init__(
+        self, task: str, port: int = 0, path: str | None = None, termination: str | None = None
+    ) -> None:
+        self.task, self.path, self.termination = task, path, termination
         self.body = b""
+        self._doc: dict[str, Any] = {}
         self._written = 0.0
+        self._ended = 0.0
         self._server: ThreadingHTTPServer | None = None
         if port:
             self._serve(port)
@@ -187,12 +215,16 @@ class Publisher:
     ) -> Publisher | None:
         """The chief's publisher as the settings ask (see the module), else None."""
         env = os.environ if environ is None else environ
+        in_pod = bool(env.get("KUBERNETES_SERVICE_HOST"))
         port = settings.progress_port
         if port is None:
-            port = DEFAULT_PROGRESS_PORT if env.get("KUBERNETES_SERVICE_HOST") else 0
-        if not is_chief or not (port or settings.progress_file):
+            port = DEFAULT_PROGRESS_PORT if in_pod else 0
+        termination = env.get("TAAS_TERMINATION_MESSAGE_PATH") or (
+            POD_TERMINATION_LOG if in_pod and os.path.exists(POD_TERMINATION_LOG) else None
+        )
+        if not is_chief or not (port or settings.progress_file or termination):
             return None
-        return cls(task, port, settings.progress_file)
+        return cls(task, port, settings.progress_file, termination)
 
     def _serve(self, port: int) -> None:
         handler = type("ProgressHandler", (_Handler,), {"publisher": self})
@@ -220,8 +252,27 @@ class Publisher:
         """Publish ``doc``: served from now on, written to the file when a second has passed
         since the last write (or ``final``)."""
         self.body = json.dumps(doc, separators=(",", ":")).encode()
+        self._doc = doc
         if self.path and (final or time.monotonic() - self._written >= FILE_EVERY_SECS):
             self._write()
+        if self.termination and (final or time.monotonic() - self._ended >= FILE_EVERY_SECS):
+            self._end_message()
+
+    def _end_message(self) -> None:
+        """The document as the container's termination message (at most 4 KiB)."""
+        assert self.termination is not None
+        body = termination_message(self._doc)
+        try:
+            with open(self.termination, "wb") as handle:
+                handle.write(body)
+        except OSError as exc:
+            print(
+                f"[{self.task}] note: cannot write the termination message to "
+                f"{self.termination}: {exc.strerror}",
+                flush=True,
+            )
+            self.termination = None  # say it once
+        self._ended = time.monotonic()
 
     def _write(self) -> None:
         assert self.path is not None
@@ -245,6 +296,8 @@ class Publisher:
         the last state can still be read while ``after_train`` runs."""
         if self.path and self.body:
             self._write()
+        if self.termination and self._doc:
+            self._end_message()
 
     def stop(self) -> None:
         """Stop serving (a test or benchmark hosting many publishers; a trainer need not)."""
