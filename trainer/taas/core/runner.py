@@ -20,7 +20,7 @@ import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
-from taas.core import flags
+from taas.core import flags, stopping
 from taas.core.cluster import ClusterInfo, resolve_cluster, strip_cluster_flags
 from taas.core.engine import EngineChoice
 from taas.core.exit_codes import ExitCode, classify, loss_not_finite
@@ -31,6 +31,7 @@ def run(trainer_cls: type, argv: Sequence[str] | None, choose_engine: EngineChoi
     """Build ``trainer_cls()``, run this task's part with the engine ``choose_engine`` gives,
     and exit with the table's code (``argv`` None: ``sys.argv[1:]``)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    stopping.install()  # before TensorFlow starts a thread: SIGTERM always ends the task
     cluster = ClusterInfo()
     code: int = ExitCode.OK
     try:
@@ -39,6 +40,7 @@ def run(trainer_cls: type, argv: Sequence[str] | None, choose_engine: EngineChoi
             raise SystemExit(ExitCode.OK)
         settings, _ = load_settings(args)
         cluster = resolve_cluster(os.environ, args)
+        stopping.install(cluster.task_name)
         for name in flags.check_taas_env(os.environ):
             print(
                 f"[{cluster.task_name}] note: {name} is not a TaaS trainer setting; ignored "

@@ -33,6 +33,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from taas.core import stopping
 from taas.core.exit_codes import PreemptedError
 from taas.core.settings import TrainerSettings
 from taas.keras.strategies import StrategyPlan
@@ -98,7 +99,7 @@ class CheckpointKeeper:
 
     def stop_watching(self) -> None:
         """After the loop: SIGTERM ends the task at once again (nothing left to checkpoint)."""
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        stopping.plain()
         # TensorFlow's handler keeps a thread blocked on the coordination service; without
         # this (private, hence getattr) release it dies with a traceback when the chief exits.
         stop = getattr(self._handler, "_stop_cluster_wise_termination_watcher_thread", None)

@@ -18,13 +18,12 @@ forever); past ``startup_timeout_secs`` it raises :class:`PeerUnreachableError` 
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
 import sys
 import time
 from typing import Any
 
+from taas.core import stopping
 from taas.core.cluster import TRAINER_TYPES, ClusterInfo
 from taas.core.exit_codes import PeerUnreachableError
 
@@ -103,15 +102,6 @@ def wait_for_ps(cluster: ClusterInfo, timeout: float) -> None:
                 time.sleep(_POLL_SECS * 2)
 
 
-def _exit_cleanly(signum: int, frame: Any) -> None:
-    """SIGTERM after every trainer task said it is done: the PS's work is finished, exit 0."""
-    print(f"[{_serving_task}] stop requested after training ended; exiting 0", flush=True)
-    os._exit(0)
-
-
-_serving_task = "ps"  # the serving task's name, for the line above
-
-
 def serve_ps(cluster: ClusterInfo, server: Any, config: Any) -> None:
     """Serve variables until every known trainer task has said it is done."""
     expected = {task_id(kind, i) for kind, i in cluster.trainer_tasks}
@@ -146,9 +136,7 @@ def serve_until_done(
             seen.add(int(session.run(dequeue)))
         # Training is over: from here a stop request (the operator's cleanPodPolicy deleting
         # this pod as soon as the chief succeeds) is a clean end, not a kill.
-        global _serving_task
-        _serving_task = task
-        signal.signal(signal.SIGTERM, _exit_cleanly)
+        stopping.finished(0)
         # Let the last trainer's enqueue call get its reply before this server goes away.
         time.sleep(_LINGER_SECS)
     print(f"[{task}] all {who} tasks done; exiting", file=sys.stdout, flush=True)

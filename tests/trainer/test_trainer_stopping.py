@@ -1,0 +1,63 @@
+"""SIGTERM ends every trainer process at once (issue 24), even as the first process of a PID
+namespace, as in a container, where a signal without a handler is dropped, and even while
+TensorFlow blocks the main thread in C++ (a parameter server waiting on its queue). Real
+TensorFlow processes; the PID namespace is made with util-linux's `unshare` (root)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from trainer_harness import LocalCluster
+
+from taas_operator.processes import stop
+
+pytestmark = [pytest.mark.tensorflow, pytest.mark.timeout(240)]
+PROGRAM = ["tests/trainer/programs/reporting_regression.py"]
+
+
+def _inner_pid(outer: int, timeout: float = 30.0) -> int:
+    """The pid (in this namespace) of `unshare --fork`'s child: the namespace's PID 1."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        children = Path(f"/proc/{outer}/task/{outer}/children").read_text().split()
+        if children:
+            return int(children[0])
+        time.sleep(0.1)
+    raise AssertionError("unshare started no child")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root")
+def test_a_parameter_server_as_pid_1_ends_within_2_s_of_sigterm(tmp_path: Path) -> None:
+    env_extra = {"TAAS_MODEL_DIR": str(tmp_path / "model")}
+    cluster = LocalCluster(PROGRAM, tmp_path / "logs", {"ps": 1, "worker": 1}, env=env_extra)
+    log = tmp_path / "ps-0-pid1.log"
+    env = {**os.environ, **cluster.env, "TF_CONFIG": cluster.tf_config("ps", 0)}
+    with log.open("wb") as out:
+        outer = subprocess.Popen(
+            ["unshare", "--pid", "--fork", "--kill-child", sys.executable, *PROGRAM],
+            env=env, stdout=out, stderr=subprocess.STDOUT, cwd=Path(__file__).parents[2],
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while "serving at" not in log.read_text(errors="replace"):
+            assert outer.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        inner = _inner_pid(outer.pid)
+        asked = time.monotonic()
+        os.kill(inner, signal.SIGTERM)
+        code = outer.wait(timeout=30)
+        took = time.monotonic() - asked
+    finally:
+        stop(outer, signal.SIGKILL, grace=0)
+    text = log.read_text(errors="replace")
+    assert took < 2.0, (took, text)
+    assert code == 143, text  # the job was not over: retryable
+    assert "stop requested (SIGTERM); exiting 143" in text
