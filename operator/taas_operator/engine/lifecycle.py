@@ -334,6 +334,15 @@ class _Pass:
                 f"restarted in place ({detail(first)}, restart count {first.restart_count}).",
                 event="Warning",
             )
+        # a gang waits as a whole: its message says so (else each unplaced pod is counted)
+        elif (gang := gang_waiting(self.job, self.pods, self.options)) is not None:
+            self.condition(
+                c.COND_RUNNING,
+                "False",
+                c.REASON_WAITING_FOR_GANG,
+                f"TFJob {self.ns}/{self.name} is {gang}.",
+                event="Warning",
+            )
         elif unplaced := unschedulable_detail(self.job, self.pods):
             self.condition(
                 c.COND_RUNNING,
@@ -350,14 +359,6 @@ class _Pass:
                 "False",
                 first.waiting_reason or c.REASON_RUNNING,
                 f"TFJob {self.ns}/{self.name} is not running: {waiting_detail(first)}.",
-                event="Warning",
-            )
-        elif (gang := gang_waiting(self.job, self.pods, self.options)) is not None:
-            self.condition(
-                c.COND_RUNNING,
-                "False",
-                c.REASON_WAITING_FOR_GANG,
-                f"TFJob {self.ns}/{self.name} is {gang}.",
                 event="Warning",
             )
         elif rules.is_running(self.job, counts):
