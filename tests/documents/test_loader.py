@@ -3,6 +3,7 @@ message naming the limit; ordinary manifests (examples/, anchors used a few time
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -160,3 +161,12 @@ def test_the_bounds_hold_with_pyyamls_own_parser(
     """Where PyYAML is built without libyaml, its pure-Python parser feeds the same composer."""
     monkeypatch.setattr(loader, "_Loader", loader._PyLoader)
     assert limit in refused(text)
+
+
+def test_json_with_a_character_past_u_ffff_loads_as_kubectl_reads_it() -> None:
+    """json.dumps writes such a character as a surrogate-pair escape, which libyaml refuses and
+    kubectl and PyYAML's own scanner read: the loader reads it the same way (issue 20's loader
+    must not refuse what `kubectl apply` accepts)."""
+    text = json.dumps({"apiVersion": "v1", "note": "\U00010000"})
+    (doc,) = load_documents(text, "job.json")
+    assert doc["apiVersion"] == "v1" and len(doc["note"]) == 2

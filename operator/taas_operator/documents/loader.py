@@ -246,12 +246,43 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
     pass
 
 
+#: libyaml refuses what PyYAML's own scanner reads, and kubectl too: a JSON surrogate-pair
+#: escape ("\\ud800\\udc00", which json.dumps writes for any character past U+FFFF).
+_LIBYAML_ONLY = "found invalid Unicode character escape code"
+
+
 def load_documents(text: str, source: str, limits: YamlLimits = LIMITS) -> list[Any]:
     """Every non-empty YAML document of `text`; InputError on bad YAML or a breached bound."""
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > limits.input_bytes:
         raise _too_big(source, size, limits)
-    loader = _Loader(text)
+    try:
+        return _load(_Loader, text, source, limits)
+    except yaml.YAMLError as exc:
+        if _Loader is _PyLoader or _LIBYAML_ONLY not in str(getattr(exc, "problem", "")):
+            raise _invalid(exc, source, limits) from None
+    try:  # the same bounds, with PyYAML's own scanner
+        return _load(_PyLoader, text, source, limits)
+    except yaml.YAMLError as exc:
+        raise _invalid(exc, source, limits) from None
+
+
+def _invalid(exc: yaml.YAMLError, source: str, limits: YamlLimits) -> InputError:
+    mark = getattr(exc, "problem_mark", None)
+    if "maximum nesting depth" in str(getattr(exc, "problem", "")):  # libyaml's own, 1000
+        where = f" (line {mark.line + 1})" if mark else ""
+        return InputError(f"{source}{where}: {_too_deep(limits)}")
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    return InputError(
+        f"{source}: invalid YAML{where}: {problem}; fix the YAML syntax (indentation, "
+        f"quotes, ':' after keys)"
+    )
+
+
+def _load(kind: type, text: str, source: str, limits: YamlLimits) -> list[Any]:
+    """The documents as `kind` (libyaml's events or PyYAML's) reads them; YAMLError raised."""
+    loader = kind(text)
     loader.limits = limits
     docs: list[Any] = []
     try:
@@ -260,17 +291,6 @@ def load_documents(text: str, source: str, limits: YamlLimits = LIMITS) -> list[
     except _Breach as exc:
         where = f" (line {exc.line})" if exc.line else ""
         raise InputError(f"{source}{where}: {exc.message}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        if "maximum nesting depth" in str(getattr(exc, "problem", "")):  # libyaml's own, 1000
-            where = f" (line {mark.line + 1})" if mark else ""
-            raise InputError(f"{source}{where}: {_too_deep(limits)}") from None
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InputError(
-            f"{source}: invalid YAML{where}: {problem}; fix the YAML syntax (indentation, "
-            f"quotes, ':' after keys)"
-        ) from None
     except ValueError as exc:  # e.g. an integer of more than 4300 digits
         raise InputError(f"{source}: a value cannot be read: {exc}") from None
     finally:
