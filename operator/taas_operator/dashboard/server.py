@@ -1,6 +1,9 @@
 """The dashboard's HTTP server (aiohttp): the page, its static files, a JSON API and live streams.
 
-    make_app(source, settings) -> aiohttp.web.Application
+Over 400 lines: every route of the page's API in one file, so what each URL does, and which
+checks it passes first, reads in one place.
+
+    make_app(gate, settings) -> aiohttp.web.Application
 
 Routes (every JSON body is a `dashboard.views` or `dashboard.source` model):
 

@@ -1,5 +1,8 @@
 """The job lifecycle as one pure function: (job, observed pods, now) -> Plan.
 
+Over 400 lines: Kubeflow's lifecycle is one ordered decision (suspend, deadline, backoff,
+restarts, node loss, gangs, conditions), read top to bottom in one place.
+
     plan_job(job: TFJob, pods: Sequence[ObservedPod], now: datetime, *,
              services: Collection[str] | None = None,
              options: BuildOptions | None = None) -> Plan
