@@ -2,7 +2,8 @@
 processes on 127.0.0.1: 1 PS + 2 workers for the MNIST and seed-style examples).
 
 Examples are found by globbing, so new ones are covered as they land; each must print its
-result line (``RESULTS``), and a run without it fails.
+result line (``RESULTS``), and a run without it fails. An example created suspended (a Kueue
+queue admits it in a cluster) is refused by `taas run` with that reason instead.
 """
 
 from __future__ import annotations
@@ -18,17 +19,21 @@ from local_harness import REPO, condition, final_status, fresh_copy, run_taas
 pytestmark = [pytest.mark.tensorflow, pytest.mark.timeout(240)]
 
 
-def example_jobs() -> list[tuple[str, str]]:
-    """(path relative to the repo, TFJob name) of every example TFJob."""
+def example_jobs(suspended: bool = False) -> list[tuple[str, str]]:
+    """(path relative to the repo, TFJob name) of every example TFJob (created suspended, with
+    `suspended`: waiting for a queue to admit it)."""
     found = []
     for path in sorted(REPO.glob("examples/*/*.yaml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if isinstance(doc, dict) and doc.get("kind") == "TFJob":
-                found.append((str(path.relative_to(REPO)), doc["metadata"]["name"]))
+                policy = (doc.get("spec") or {}).get("runPolicy") or {}
+                if bool(policy.get("suspend")) == suspended:
+                    found.append((str(path.relative_to(REPO)), doc["metadata"]["name"]))
     return found
 
 
 EXAMPLES = example_jobs()
+QUEUED = example_jobs(suspended=True)
 
 ACCURACY = r"test accuracy: ([0-9.]+)"
 # The line each example prints with its result, and what that result must satisfy. A new
@@ -43,6 +48,7 @@ RESULTS: dict[str, tuple[str, Callable[[float], bool]]] = {
     ),
     "examples/keras_digits/mwms.yaml": (ACCURACY, lambda accuracy: accuracy > 0.9),
     "examples/keras_digits/pss.yaml": (ACCURACY, lambda accuracy: accuracy > 0.9),
+    "examples/gang/podgroup-tfjob.yaml": (ACCURACY, lambda accuracy: accuracy > 0.8),
     "examples/linear_regression/tfjob.yaml": (  # y = 2x + 1
         r"learned w=(-?[0-9.]+) b=",
         lambda w: abs(w - 2.0) < 0.2,
@@ -70,3 +76,15 @@ def test_example_succeeds(path: str, name: str, tmp_path: Path) -> None:
     values = [float(v) for v in re.findall(pattern, result.stdout)]
     assert values, f"no line matching {pattern!r} in the output:\n{result.stdout[-4000:]}"
     assert all(good(v) for v in values), values
+
+
+@pytest.mark.parametrize(("path", "name"), QUEUED, ids=[p for p, _ in QUEUED])
+def test_a_queued_example_is_refused_with_the_reason(path: str, name: str, tmp_path: Path) -> None:
+    """A TFJob created suspended waits for a queue (Kueue) to admit it; `taas run` has no queue,
+    so it runs nothing and says why, naming the field and the fix."""
+    job = fresh_copy(path, tmp_path)
+    result = run_taas("run", str(job), "--no-color", "--quiet-table", timeout=120)
+    assert result.returncode == 1, result.stdout[-4000:] + result.stderr
+    said = result.stdout + result.stderr
+    assert f"TFJob {name} not run: spec.runPolicy.suspend is true" in said
+    assert "set it to false to run the job" in said and "Traceback" not in said
