@@ -57,7 +57,9 @@ def test_taas_submit_follows_a_job_on_the_node_and_shows_its_progress(
     assert (condition(job, "Succeeded") or {}).get("status") == "True", job.get("status")
     progress = job["status"].get("progress") or {}
     assert progress.get("maxSteps") == STEPS, job["status"]
-    assert 0 < progress.get("step", 0) <= STEPS, progress
+    # asynchronous training: each of the 2 workers checks the global step before its update,
+    # so the last one can take the step after the other reached STEPS (step STEPS + 1)
+    assert 0 < progress.get("step", 0) <= STEPS + 1, progress
     assert progress.get("loss") is not None, progress
 
     listed = subprocess.run(
