@@ -16,6 +16,7 @@ WORKLOAD_RULES: set[Rule] = {
     *(("", "pods", v) for v in ("list", "watch", "create", "delete")),
     *(("", "services", v) for v in ("list", "watch", "create", "delete")),
     ("", "events", "create"),
+    *(("apps", "deployments", v) for v in ("get", "create")),
     *(
         ("networking.k8s.io", "networkpolicies", v)
         for v in ("list", "watch", "create", "delete", "patch")

@@ -37,6 +37,11 @@ namespaced kopf peering objects (leader election when watching a list of namespa
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   verbs: ["list", "watch", "create", "delete", "patch"]
+# TensorBoard for a TFJob annotated taas.dev/tensorboard=true: one Deployment (with the Service
+# above), created once; read only when its name is taken (deleted with the job by the GC).
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "create"]
 {{- if .gang }}
 # Gang scheduling (gangScheduling.schedulerName): one PodGroup per TFJob, created, read when its
 # name is taken, its spec patched when the job's wants change (deleted with the job by the GC).
