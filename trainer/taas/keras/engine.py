@@ -229,17 +229,11 @@ def configure_devices(settings: Any, plan: StrategyPlan, gpus: list[Any]) -> Non
             cpus[0], [tf.config.LogicalDeviceConfiguration()] * len(plan.devices)
         )
     if plan.kind == "parameter_server":
-        # On few cores a PS training task deadlocks with fewer inter-op threads than
-        # workers + 1 (TENSORFLOW-NOTES); one more for the "done" queue's waiting session.
-        tf.config.threading.set_inter_op_parallelism_threads(_inter_op_threads(plan))
-
-
-def _inter_op_threads(plan: StrategyPlan) -> int:
-    return len(plan.hosts("worker")) + 2
+        tf.config.threading.set_inter_op_parallelism_threads(plan.inter_op_threads)
 
 
 def _server_config(plan: StrategyPlan) -> Any:
-    return tf.compat.v1.ConfigProto(inter_op_parallelism_threads=_inter_op_threads(plan))
+    return tf.compat.v1.ConfigProto(inter_op_parallelism_threads=plan.inter_op_threads)
 
 
 def _describe(plan: StrategyPlan) -> str:

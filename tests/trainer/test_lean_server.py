@@ -1,0 +1,83 @@
+"""Tasks that only serve start without TensorFlow's Python API when the program has not imported
+it (`taas.runtime.lean_server`): a graph-mode PS, and the PS and workers of a TensorFlow 2
+ParameterServerStrategy job. Real TensorFlow processes on 127.0.0.1: the job trains as on the
+full path (the same "done" protocol: every server exits 0 at the end), a lean PS stopped while
+serving ends within 2 s of SIGTERM with 143, and a program that imports TensorFlow at its top
+serves the full way, as before."""
+
+from __future__ import annotations
+
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from trainer_harness import LocalCluster
+
+pytestmark = [pytest.mark.tensorflow, pytest.mark.timeout(300)]
+LEAN = "(lean: without TensorFlow's Python API)"
+
+
+def test_a_graph_mode_ps_serves_lean_and_the_job_trains(tmp_path: Path) -> None:
+    env = {"TAAS_MODEL_DIR": str(tmp_path / "model"), "TF_MAX_STEPS": "200",
+           "TAAS_LEARNING_RATE": "0.1"}  # fmt: skip
+    cluster = LocalCluster(["tests/trainer/programs/lazy_regression.py"], tmp_path / "logs",
+                           {"ps": 1, "worker": 2}, env=env)  # fmt: skip
+    try:
+        cluster.start_all()
+        codes = cluster.wait(240)
+    finally:
+        cluster.close()
+    assert codes == {"ps:0": 0, "worker:0": 0, "worker:1": 0}, cluster.logs()
+    ps = cluster.tasks["ps:0"].text()
+    assert LEAN in ps and "all trainer tasks done; exiting" in ps, ps
+    learned = re.search(r"\[worker:0\] learned w=([0-9.-]+) b=([0-9.-]+)", cluster.logs())
+    assert learned and abs(float(learned.group(1)) - 2) < 0.2, cluster.logs()
+    assert "[worker:0] tensorflow imported: True" in cluster.logs()
+
+
+def test_a_lean_ps_ends_within_2_s_of_sigterm(tmp_path: Path) -> None:
+    env = {"TAAS_MODEL_DIR": str(tmp_path / "model"), "TF_MAX_STEPS": "100000",
+           "TEST_STEP_SLEEP": "0.05"}  # fmt: skip
+    cluster = LocalCluster(["tests/trainer/programs/lazy_regression.py"], tmp_path / "logs",
+                           {"ps": 1, "worker": 1}, env=env)  # fmt: skip
+    try:
+        cluster.start_all()
+        cluster.wait_for_line("ps:0", LEAN, timeout=120)
+        cluster.wait_for_line("worker:0", "first step done", timeout=120)
+        ps = cluster.tasks["ps:0"].proc
+        asked = time.monotonic()
+        ps.send_signal(signal.SIGTERM)
+        code = ps.wait(30)
+        took = time.monotonic() - asked
+    finally:
+        cluster.close()
+    assert took < 2.0 and code == 143, (took, code, cluster.tasks["ps:0"].text())
+    assert "stop requested (SIGTERM); exiting 143" in cluster.tasks["ps:0"].text()
+
+
+def test_parameter_server_strategy_serves_lean_unless_tensorflow_comes_first(
+    tmp_path: Path,
+) -> None:
+    env = {"TF_MAX_STEPS": "100", "TAAS_BATCH_SIZE": "64", "TAAS_LEARNING_RATE": "0.01"}
+    shape = {"chief": 1, "ps": 1, "worker": 1}
+    runs = {
+        "lean": ["examples/keras_digits/keras_digits.py"],
+        "full": ["-c", "import tensorflow, runpy; runpy.run_path("
+                 "'examples/keras_digits/keras_digits.py', run_name='__main__')"],
+    }  # fmt: skip
+    for how, script in runs.items():
+        env["TAAS_MODEL_DIR"] = str(tmp_path / how / "model")
+        cluster = LocalCluster(script, tmp_path / how, shape, env=env)
+        try:
+            cluster.start_all()
+            codes = cluster.wait(240)
+        finally:
+            cluster.close()
+        assert set(codes.values()) == {0}, cluster.logs()
+        for server in ("ps:0", "worker:0"):
+            text = cluster.tasks[server].text()
+            assert "all coordinator tasks done; exiting" in text, text
+            assert (LEAN in text) == (how == "lean"), text
+        assert "test accuracy" in cluster.tasks["chief:0"].text(), cluster.logs()
