@@ -194,7 +194,7 @@ def test_progress_while_it_runs_100_percent_after_and_its_tensorboard(
     assert _printed_progress(cluster, ns, name) == "100%"
     terminated = get_json(cluster, "-n", ns, "pod", chief)["status"]["containerStatuses"][0]
     report = json.loads(terminated["state"]["terminated"]["message"])
-    assert report["global_step"] == 3000 and report["max_steps"] == 3000, report
+    assert report["globalStep"] == 3000 and report["maxSteps"] == 3000, report
 
     # Its TensorBoard, served here through the apiserver, has the chief's scalars.
     tensorboard = spawn(
