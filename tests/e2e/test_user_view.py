@@ -128,6 +128,17 @@ class PodWatch:
         self._thread.join(5)
 
 
+def _why(cluster: Cluster, ns: str, name: str) -> str:
+    """The job's conditions and its pods' last log lines, for a failure's message."""
+    job = get_json(cluster, "-n", ns, "tfjob", name)
+    lines = [f"{c['type']}={c['status']}: {c.get('message', '')}"
+             for c in (job.get("status") or {}).get("conditions") or []]  # fmt: skip
+    for pod in _pods(cluster, ns, f"{JOB_LABEL}={name}"):
+        log = cluster.kubectl("logs", "-n", ns, pod["metadata"]["name"], check=False).stdout
+        lines.append(f"--- {pod['metadata']['name']}:\n" + "\n".join(log.splitlines()[-25:]))
+    return "\n".join(lines)
+
+
 def _delete_and_time(cluster: Cluster, ns: str, name: str, uid: str) -> float:
     """`kubectl delete tfjob` (not waiting); seconds until no pod of incarnation `uid` is left."""
     started = time.monotonic()
@@ -161,6 +172,7 @@ def test_progress_while_it_runs_100_percent_after_and_its_tensorboard(
     shared.mkdir(parents=True)
     shared.chmod(0o777)  # the trainer runs as uid 1000
     doc = _example("examples/keras_digits/mwms.yaml", name)
+    doc["spec"]["tfReplicaSpecs"].pop("Evaluator", None)
     worker = doc["spec"]["tfReplicaSpecs"]["Worker"]
     worker["replicas"] = 1  # one process: about 15 s of training on this machine
     pod = worker["template"]["spec"]
@@ -185,7 +197,7 @@ def test_progress_while_it_runs_100_percent_after_and_its_tensorboard(
         return job if done else None
 
     job = wait_for(f"TFJob {name} to finish", finished, timeout=600, every=1.0)
-    assert (condition(job, "Succeeded") or {}).get("status") == "True", job["status"]
+    assert (condition(job, "Succeeded") or {}).get("status") == "True", _why(cluster, ns, name)
     running = [p for p in seen if p != "100%"]
     assert running, f"no PROGRESS shown while it ran (seen: {seen})"
     # After the end: 100%, the chief's last report, which it left in its termination message.
@@ -290,7 +302,7 @@ def test_a_pss_job_applied_again_at_once_never_reaches_the_old_pods_and_succeeds
     assert seconds <= 5, f"the old pods took {seconds:.1f}s to go"
     assert old_codes and all(code in (0, 143) for code in old_codes.values()), old_codes
     assert not listed & old_ips, f"the new job's services listed old pods: {listed & old_ips}"
-    assert (condition(job, "Succeeded") or {}).get("status") == "True", job["status"]
+    assert (condition(job, "Succeeded") or {}).get("status") == "True", _why(cluster, ns, name)
     assert job["metadata"]["uid"] == new_uid
     assert not job["status"].get("recreations"), job["status"]["recreations"]
     for pod in _pods(cluster, ns, f"{UID_LABEL}={new_uid}"):
