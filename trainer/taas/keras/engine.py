@@ -22,6 +22,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from taas.core import stopping
 from taas.core.cluster import ClusterInfo
 from taas.core.loop import TrainLoop
 from taas.core.progress import nothing_to_train, process_age
@@ -181,6 +182,8 @@ class KerasEngine:
             flush=True,
         )
         keeper.watch_sigterm(resolver)
+        if plan.kind == "parameter_server":
+            stopping.needs(plan.hosts("ps"))  # the variables its checkpoint saves live there
         loop = TrainLoop(task, settings, start, plan.is_chief)
         if not loop.running:
             line = nothing_to_train(
