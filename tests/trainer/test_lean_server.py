@@ -7,13 +7,18 @@ serves the full way, as before."""
 
 from __future__ import annotations
 
+import os
 import re
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
-from trainer_harness import LocalCluster
+from trainer_harness import REPO, LocalCluster
+
+from taas_operator.processes import spawn, stop
 
 pytestmark = [pytest.mark.tensorflow, pytest.mark.timeout(300)]
 LEAN = "(lean: without TensorFlow's Python API)"
@@ -81,3 +86,33 @@ def test_parameter_server_strategy_serves_lean_unless_tensorflow_comes_first(
             assert "all coordinator tasks done; exiting" in text, text
             assert (LEAN in text) == (how == "lean"), text
         assert "test accuracy" in cluster.tasks["chief:0"].text(), cluster.logs()
+
+
+def _tensorflow_loaded(pid: int) -> bool:
+    """Whether the process has TensorFlow's runtime library mapped."""
+    return "libtensorflow_framework" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def test_an_evaluator_imports_tensorflow_only_once_there_is_a_checkpoint(tmp_path: Path) -> None:
+    """Started with the job, a TF2 evaluator has nothing to do before the first checkpoint: it
+    waits for it without TensorFlow (leaving the CPU to the trainers' start), then evaluates
+    every checkpoint up to max_steps as before."""
+    model_dir = tmp_path / "model"
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "TAAS_MODEL_DIR": str(model_dir),
+           "TF_MAX_STEPS": "100", "TAAS_SAVE_CHECKPOINTS_STEPS": "50"}  # fmt: skip
+    config = '{"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "evaluator", "index": 0}}'
+    program = [sys.executable, "examples/keras_digits/keras_digits.py"]
+    log = tmp_path / "evaluator.log"
+    with log.open("wb") as out:
+        evaluator = spawn(program, env={**env, "TF_CONFIG": config}, cwd=REPO, stdout=out)
+    try:
+        time.sleep(4)
+        assert evaluator.poll() is None, log.read_text()
+        assert not _tensorflow_loaded(evaluator.pid), "TensorFlow loaded before a checkpoint"
+        trained = subprocess.run(program, env=env, cwd=REPO, capture_output=True, timeout=240)
+        assert trained.returncode == 0, trained.stderr[-2000:]
+        assert evaluator.wait(120) == 0, log.read_text()
+    finally:
+        stop(evaluator, signal.SIGKILL, grace=0)
+    evaluated = re.findall(r"evaluated ckpt-(\d+) \(global step \d+\) accuracy", log.read_text())
+    assert evaluated and int(evaluated[-1]) == 100, log.read_text()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from taas.core.checkpoints import AfterFirstCheckpoint, evaluator_waits_first
 from taas.core.cluster import ClusterInfo
 from taas.core.engine import Engine, EngineFactory
 from taas.core.runner import run
@@ -24,6 +25,7 @@ from taas.keras.hooks import KerasHooks, WarmStartFn
 from taas.keras.strategies import plan_strategy
 from taas.runtime.coordination import task_id
 from taas.runtime.lean_server import LeanServer, lean_available
+from taas.runtime.preflight import EVALUATOR_WRITES, require_writable_model_dir
 
 
 class KerasTrainer(KerasHooks):
@@ -66,17 +68,31 @@ class KerasTrainer(KerasHooks):
 def keras_engine(trainer_cls: type) -> EngineFactory:
     """The engine of every :class:`KerasTrainer` subclass: :class:`KerasEngine`; a PS or worker
     task of a ParameterServerStrategy job whose program has not imported TensorFlow serves
-    without its Python API (:func:`lean_serving`)."""
+    without its Python API (:func:`lean_serving`), and its evaluator imports it only once the
+    first checkpoint is there (``taas.core.checkpoints.AfterFirstCheckpoint``)."""
 
     def make(trainer: Any, settings: TrainerSettings, cluster: ClusterInfo) -> Engine:
         lean = lean_serving(settings, cluster)
         if lean is not None:
             return lean
-        from taas.keras.engine import KerasEngine
 
-        return KerasEngine(trainer, settings, cluster)
+        def engine() -> Engine:
+            from taas.keras.engine import KerasEngine
+
+            return KerasEngine(trainer, settings, cluster)
+
+        if evaluator_waits_first(settings, cluster.task_type):
+            return AfterFirstCheckpoint(
+                engine, settings, cluster.task_name, lambda: evaluator_preflight(settings)
+            )
+        return engine()
 
     return make
+
+
+def evaluator_preflight(settings: TrainerSettings) -> None:
+    """An evaluator writes its metrics' summaries to model_dir/eval."""
+    require_writable_model_dir(settings, "eval", EVALUATOR_WRITES)
 
 
 def lean_serving(settings: TrainerSettings, cluster: ClusterInfo) -> LeanServer | None:
