@@ -116,3 +116,26 @@ def test_an_evaluator_imports_tensorflow_only_once_there_is_a_checkpoint(tmp_pat
         stop(evaluator, signal.SIGKILL, grace=0)
     evaluated = re.findall(r"evaluated ckpt-(\d+) \(global step \d+\) accuracy", log.read_text())
     assert evaluated and int(evaluated[-1]) == 100, log.read_text()
+
+
+def test_a_parameter_server_job_stopped_as_a_whole_ends_with_143_at_once(tmp_path: Path) -> None:
+    """What deleting the TFJob does: SIGTERM to every task at once, mid-training. The servers
+    end at once; the coordinator, whose checkpoint needs the PS, does not wait for one that
+    cannot be saved, and a peer it then loses is part of its stop: every task exits 143."""
+    env = {"TAAS_MODEL_DIR": str(tmp_path / "model"), "TF_MAX_STEPS": "1000000",
+           "TAAS_LOG_EVERY_STEPS": "500"}  # fmt: skip
+    cluster = LocalCluster(["examples/keras_digits/keras_digits.py"], tmp_path / "logs",
+                           {"chief": 1, "ps": 1, "worker": 2}, env=env)  # fmt: skip
+    try:
+        cluster.start_all()
+        cluster.wait_for_line("chief:0", "first step done", timeout=180)
+        time.sleep(1)
+        asked = time.monotonic()
+        for task in cluster.tasks.values():
+            task.proc.send_signal(signal.SIGTERM)
+        codes = cluster.wait(30)
+        took = time.monotonic() - asked
+    finally:
+        cluster.close()
+    assert codes == dict.fromkeys(codes, 143) and len(codes) == 4, (codes, cluster.logs())
+    assert took < 3.0, (took, cluster.logs())

@@ -4,6 +4,7 @@
     stopping.finished(0)      # from now on a stop request is a clean end (a PS whose work is done)
     stopping.plain()          # drop a task's own SIGTERM handler (back to "end at once")
     stopping.needs(hosts)     # the task's checkpoint needs these peers ("host:port")
+    stopping.requested()      # SIGTERM arrived (a peer failure after it is part of the stop)
 
 Why not a plain handler: TensorFlow's servers block the main thread inside C++ (a PS waiting
 on its queue, a collective op, `server.join()`), where Python's signal handlers never run, and a
@@ -42,6 +43,7 @@ GRACE_SECONDS = 10.0
 PEER_CHECK_SECONDS = 0.2
 TERMINATED = 143
 _state: dict[str, int | str] = {"code": TERMINATED, "task": "task"}
+_requested = threading.Event()
 _peers: list[str] = []
 _installed = threading.Event()
 
@@ -73,6 +75,12 @@ def needs(hosts: list[str]) -> None:
     _peers[:] = list(hosts)
 
 
+def requested() -> bool:
+    """Whether SIGTERM arrived: a task that fails after it (its peers stopped with it, as when
+    the whole job is deleted) was stopped, and says so with 143."""
+    return _requested.is_set()
+
+
 def finished(code: int = 0) -> None:
     """A stop request from now on ends the task with `code` (a PS after training: 0)."""
     _state["code"] = code
@@ -85,6 +93,7 @@ def _no_wish(signum: int, frame: object) -> None:
 def _wait_for_sigterm(read_end: int) -> None:
     while signal.SIGTERM not in os.read(read_end, 512):
         pass  # another signal (SIGINT...): its own handler deals with it
+    _requested.set()
     if signal.getsignal(signal.SIGTERM) is not _no_wish:
         _grace()  # the task's own handler: a checkpoint, then its own exit
     code = int(str(_state["code"]))
