@@ -10,7 +10,8 @@ Sections:
    ratio too). Checkpoints, summaries and
    progress lines off in both (the hand loop has none).
 2. start-up: `taas run` of 1 PS + 2 workers, from launch to the first training step (any worker,
-   and all workers stepping) vs a bare `python -c "import tensorflow"`; interleaved.
+   and all workers stepping) vs a bare `python -c "import tensorflow"`; interleaved; the program
+   as it is (its PS serves without TensorFlow's Python API) and with TensorFlow imported first.
 3. scaling (CPU): examples/s of `taas run` with 1 PS + 1 worker vs 1 PS + 2 workers (async),
    the sum of each worker's rate after warm-up; interleaved. Plus the MNIST example alone.
 4. GPU, only when TensorFlow sees one: 1 vs 2 towers on GPU:0, and the MNIST example's

@@ -3,8 +3,9 @@
 5. overhead: programs/bench_keras.py as a KerasTrainer vs hand-written, one process each,
    interleaved: fit (base class's default) vs plain model.fit, and a custom train(batch) step
    vs a plain tf.function + strategy.run loop; best run's steps/s and the ratios.
-6. start-up: `taas run` of examples/keras_digits/mwms.yaml and pss.yaml, from launch to the
-   first "first step done" line, vs a bare `python -c "import tensorflow"`; interleaved.
+6. start-up: `taas run` of examples/keras_digits/mwms.yaml and pss.yaml (and pss.yaml with
+   TensorFlow imported before the program), from launch to the first "first step done" line,
+   vs a bare `python -c "import tensorflow"`; interleaved.
 7. scaling (CPU): examples/s of bench_keras (fit) with 1 vs 2 workers under
    MultiWorkerMirroredStrategy (sum of the workers' rates) and ParameterServerStrategy (chief +
    PS + 1 or 2 workers; the coordinator's rate is the job's); interleaved.
