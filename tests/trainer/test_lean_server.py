@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from trainer_harness import REPO, LocalCluster
@@ -139,3 +141,40 @@ def test_a_parameter_server_job_stopped_as_a_whole_ends_with_143_at_once(tmp_pat
         cluster.close()
     assert codes == dict.fromkeys(codes, 143) and len(codes) == 4, (codes, cluster.logs())
     assert took < 3.0, (took, cluster.logs())
+
+
+def _ps_with_a_tmp_of_its_own(cluster: LocalCluster, env: dict[str, str], log: Path) -> Any:
+    own_tmp = ["unshare", "--mount", "sh", "-c", 'mount -t tmpfs none /tmp && exec "$0" "$@"']
+    ps_env = {**os.environ, **env, "TF_CONFIG": cluster.tf_config("ps", 0)}
+    with log.open("ab") as out:
+        return spawn([*own_tmp, sys.executable, "examples/keras_digits/keras_digits.py"],
+                     env=ps_env, cwd=REPO, stdout=out)  # fmt: skip
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root")
+def test_parameter_server_checkpoints_need_no_model_dir_on_the_ps(tmp_path: Path) -> None:
+    """On a cluster each pod has its own filesystem: the chief's model_dir (a directory of its
+    container, as in examples/keras_digits/pss.yaml) does not exist for the PS. The PS runs
+    here with a /tmp of its own (a mount namespace) that lacks the chief's model_dir; the
+    checkpoints are still written, and read back when the job runs again, by the coordinator."""
+    model_dir = tmp_path / "model"
+    env = {"TAAS_MODEL_DIR": str(model_dir), "TF_MAX_STEPS": "120",
+           "TAAS_SAVE_CHECKPOINTS_STEPS": "50"}  # fmt: skip
+    cluster = LocalCluster(["examples/keras_digits/keras_digits.py"], tmp_path / "logs",
+                           {"chief": 1, "ps": 1, "worker": 1}, env=env)  # fmt: skip
+    for max_steps in ("120", "170"):  # then again, from the last checkpoint
+        env["TF_MAX_STEPS"] = cluster.env["TF_MAX_STEPS"] = max_steps
+        ps = _ps_with_a_tmp_of_its_own(cluster, env, tmp_path / "ps.log")
+        try:
+            cluster.start("worker", 0)
+            cluster.start("chief", 0)
+            codes = cluster.wait(240)
+            assert ps.wait(60) == 0, (tmp_path / "ps.log").read_text()
+        finally:
+            stop(ps, signal.SIGKILL, grace=0)
+            cluster.close()
+        assert codes == {"worker:0": 0, "chief:0": 0}, cluster.logs()
+    chief = cluster.tasks["chief:0"].text()
+    assert "saved checkpoint ckpt-" in chief and "test accuracy" in chief, chief
+    resumed = re.search(r"resuming from checkpoint \S+ckpt-(\d+) \(global step (\d+)\)", chief)
+    assert resumed and int(resumed.group(2)) >= 100, chief
