@@ -234,6 +234,8 @@ def test_progress_while_it_runs_100_percent_after_and_its_tensorboard(
         found = re.search(r" at (http://\S+/) ", line)
         assert found, line
         url = found.group(1)
+        page = urllib.request.urlopen(url).read().decode()  # its page loads what it needs
+        assert 'src="index.js' in page and "/api/v1/" not in page, page[-500:]  # by relative URLs
         tags = json.loads(urllib.request.urlopen(url + "data/plugin/scalars/tags").read())
         assert "loss" in tags["."], tags
         query = urllib.parse.urlencode({"run": ".", "tag": "loss"})
