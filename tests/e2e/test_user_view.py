@@ -326,6 +326,11 @@ def test_a_pss_job_applied_again_at_once_never_reaches_the_old_pods_and_succeeds
         assert restarts == [0], (pod["metadata"]["name"], restarts)
     log = cluster.kubectl("logs", "-n", ns, f"{name}-chief-0").stdout
     assert "test accuracy" in log, log[-2000:]
+    # It said why its pods came a few seconds late: the old ones still held their names.
+    events = get_json(cluster, "-n", ns, "events", "--field-selector",
+                      f"involvedObject.uid={new_uid},reason=WaitingForOldPods")  # fmt: skip
+    assert events["items"], "no WaitingForOldPods event on the new TFJob"
+    assert "of an earlier TFJob of the same name to terminate" in events["items"][0]["message"]
 
 
 def test_a_plain_tf_program_ignoring_sigterm_ends_by_its_grace_period(
