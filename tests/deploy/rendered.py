@@ -14,7 +14,7 @@ WORKLOAD_RULES: set[Rule] = {
     ("kubeflow.org", "tfjobs/status", "update"),
     ("kubeflow.org", "tfjobs/finalizers", "update"),
     *(("", "pods", v) for v in ("list", "watch", "create", "delete")),
-    *(("", "services", v) for v in ("list", "watch", "create", "delete")),
+    *(("", "services", v) for v in ("get", "list", "watch", "create", "delete")),
     ("", "events", "create"),
     *(("apps", "deployments", v) for v in ("get", "create")),
     *(

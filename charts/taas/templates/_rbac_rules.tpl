@@ -24,10 +24,11 @@ namespaced kopf peering objects (leader election when watching a list of namespa
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch", "create", "delete"]
-# One headless Service per replica, giving TF_CONFIG its stable host names.
+# One headless Service per replica, giving TF_CONFIG its stable host names; a TFJob's
+# TensorBoard Service is read when its name is taken (an earlier incarnation's, or its own).
 - apiGroups: [""]
   resources: ["services"]
-  verbs: ["list", "watch", "create", "delete"]
+  verbs: ["get", "list", "watch", "create", "delete"]
 # Events on TFJobs for every transition and every refused input (core API).
 - apiGroups: [""]
   resources: ["events"]
