@@ -3,9 +3,10 @@
 5. overhead: programs/bench_keras.py as a KerasTrainer vs hand-written, one process each,
    interleaved: fit (base class's default) vs plain model.fit, and a custom train(batch) step
    vs a plain tf.function + strategy.run loop; best run's steps/s and the ratios.
-6. start-up: `taas run` of examples/keras_digits/mwms.yaml and pss.yaml (and pss.yaml with
-   TensorFlow imported before the program), from launch to the first "first step done" line,
-   vs a bare `python -c "import tensorflow"`; interleaved.
+6. start-up: `taas run` of examples/keras_digits/mwms.yaml and pss.yaml, each as it is
+   (TensorFlow imported in the hooks) and with TensorFlow imported before the program (as a
+   program that imports it at its top), from launch to the first "first step done" line, vs a
+   bare `python -c "import tensorflow"`; interleaved.
 7. scaling (CPU): examples/s of bench_keras (fit) with 1 vs 2 workers under
    MultiWorkerMirroredStrategy (sum of the workers' rates) and ParameterServerStrategy (chief +
    PS + 1 or 2 workers; the coordinator's rate is the job's); interleaved.
@@ -111,6 +112,7 @@ def _example(path: str, workdir: Path, name: str, tensorflow_first: bool = False
 def keras_startup(rounds: int, workdir: Path) -> list[str]:
     examples = {
         "mwms": ("examples/keras_digits/mwms.yaml", False),
+        "mwms, TF imported first": ("examples/keras_digits/mwms.yaml", True),
         "pss": ("examples/keras_digits/pss.yaml", False),
         "pss, TF imported first": ("examples/keras_digits/pss.yaml", True),
     }

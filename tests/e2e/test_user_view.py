@@ -24,10 +24,12 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -179,7 +181,7 @@ def _printed_progress(cluster: Cluster, ns: str, name: str) -> str:
 
 
 def test_progress_while_it_runs_100_percent_after_and_its_tensorboard(
-    cluster: Cluster, operator: str, trainer_image: str, ns: str
+    cluster: Cluster, operator: str, trainer_image: str, ns: str, tmp_path: Path
 ) -> None:
     name = f"progress-{uuid.uuid4().hex[:6]}"
     shared = cluster.directory / "shared" / name
@@ -223,28 +225,54 @@ def test_progress_while_it_runs_100_percent_after_and_its_tensorboard(
     assert report["globalStep"] == 3000 and report["maxSteps"] == 3000, report
 
     # Its TensorBoard, served here through the apiserver, has the chief's scalars.
-    tensorboard = spawn(
-        [sys.executable, "-m", "taas_operator.cli", "tensorboard", name, "-n", ns,
-         "--kubeconfig", cluster.kubeconfig, "--port", "0", "--timeout", "180"],
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    said = tmp_path / "tensorboard.stderr"
+    with said.open("wb") as stderr:
+        tensorboard = spawn(
+            [sys.executable, "-m", "taas_operator.cli", "tensorboard", name, "-n", ns,
+             "--kubeconfig", cluster.kubeconfig, "--port", "0", "--timeout", "180"],
+            stderr=stderr,
+        )  # fmt: skip
+
+    def fetch(path: str) -> bytes:
+        try:
+            return bytes(urllib.request.urlopen(url + path, timeout=60).read())
+        except urllib.error.HTTPError as err:
+            pytest.fail(
+                f"GET {path or '/'}: HTTP {err.code} {err.read()[:2000]!r}\ntaas tensorboard "
+                f"said: {said.read_text(errors='replace')[-2000:]}\n{_board_state(cluster, ns)}",
+                pytrace=False,
+            )
+
     try:
         assert tensorboard.stdout is not None
         line = tensorboard.stdout.readline().decode()
         found = re.search(r" at (http://\S+/) ", line)
-        assert found, line
+        assert found, f"{line!r}; stderr: {said.read_text(errors='replace')[-2000:]}"
         url = found.group(1)
-        page = urllib.request.urlopen(url).read().decode()  # its page loads what it needs
+        page = fetch("").decode()  # its page loads what it needs
         assert 'src="index.js' in page and "/api/v1/" not in page, page[-500:]  # by relative URLs
-        tags = json.loads(urllib.request.urlopen(url + "data/plugin/scalars/tags").read())
+        tags = json.loads(fetch("data/plugin/scalars/tags"))
         assert "loss" in tags["."], tags
         query = urllib.parse.urlencode({"run": ".", "tag": "loss"})
-        points = json.loads(
-            urllib.request.urlopen(url + f"data/plugin/scalars/scalars?{query}").read()
-        )
+        points = json.loads(fetch(f"data/plugin/scalars/scalars?{query}"))
         assert max(step for _, step, _ in points) >= 2900, points
     finally:
         stop(tensorboard, signal.SIGTERM, grace=10)
+
+
+def _board_state(cluster: Cluster, ns: str) -> str:
+    """For a failure's message: the TensorBoard pods, their endpoints and their logs' ends."""
+    lines = []
+    for pod in _pods(cluster, ns, "taas.dev/tensorboard-for"):
+        pod_name = pod["metadata"]["name"]
+        statuses = pod["status"].get("containerStatuses") or []
+        lines.append(f"pod {pod_name} {pod['status'].get('phase')} {pod['status'].get('podIP')} "
+                     f"restarts {[s.get('restartCount') for s in statuses]}")  # fmt: skip
+        log = cluster.kubectl("logs", "-n", ns, pod_name, check=False).stdout
+        lines.append("\n".join(log.splitlines()[-15:]))
+    slices = get_json(cluster, "-n", ns, "endpointslices")["items"]
+    lines += [f"slice {s['metadata']['name']}: {s.get('endpoints')}" for s in slices]
+    return "\n".join(lines)
 
 
 # -- stopping when asked -------------------------------------------------------------------------
