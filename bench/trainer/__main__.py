@@ -95,7 +95,7 @@ def startup(rounds: int, workdir: Path) -> list[str]:
             env = {
                 **QUIET,
                 "BENCH_MODE": "base",
-                "TF_MAX_STEPS": "60",
+                "TF_MAX_STEPS": "1000",  # the later worker joins before the end, even on a loaded machine
                 "BENCH_WARM": "5",
                 "TF_LOGDIR": str(workdir / f"startup-{how}-{r}"),
             }
