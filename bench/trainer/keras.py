@@ -3,8 +3,10 @@
 5. overhead: programs/bench_keras.py as a KerasTrainer vs hand-written, one process each,
    interleaved: fit (base class's default) vs plain model.fit, and a custom train(batch) step
    vs a plain tf.function + strategy.run loop; best run's steps/s and the ratios.
-6. start-up: `taas run` of examples/keras_digits/mwms.yaml and pss.yaml, from launch to the
-   first "first step done" line, vs a bare `python -c "import tensorflow"`; interleaved.
+6. start-up: `taas run` of examples/keras_digits/mwms.yaml and pss.yaml, each as it is
+   (TensorFlow imported in the hooks) and with TensorFlow imported before the program (as a
+   program that imports it at its top), from launch to the first "first step done" line, vs a
+   bare `python -c "import tensorflow"`; interleaved.
 7. scaling (CPU): examples/s of bench_keras (fit) with 1 vs 2 workers under
    MultiWorkerMirroredStrategy (sum of the workers' rates) and ParameterServerStrategy (chief +
    PS + 1 or 2 workers; the coordinator's rate is the job's); interleaved.
@@ -25,6 +27,7 @@ from typing import Any
 import yaml
 
 from bench.trainer.procs import QUIET, REPO_ROOT, BenchError, bench_lines, run, taas_run
+from bench.trainer.procs import tensorflow_first as first_of
 
 KERAS = "bench/trainer/programs/bench_keras.py"
 
@@ -89,13 +92,17 @@ def _first_step_seconds(job: Path, logs: Path, timeout_s: float = 600) -> float:
     return first
 
 
-def _example(path: str, workdir: Path, name: str) -> Path:
-    """The example with its model dir under workdir (never resuming an earlier run)."""
+def _example(path: str, workdir: Path, name: str, tensorflow_first: bool = False) -> Path:
+    """The example with its model dir under workdir (never resuming an earlier run); with
+    `tensorflow_first`, its program run as one that imports TensorFlow at its top."""
     (doc,) = list(yaml.safe_load_all((REPO_ROOT / path).read_text()))
     for spec in doc["spec"]["tfReplicaSpecs"].values():
-        for entry in spec["template"]["spec"]["containers"][0]["env"]:
+        container = spec["template"]["spec"]["containers"][0]
+        for entry in container["env"]:
             if entry["name"] == "TF_LOGDIR":
                 entry["value"] = str(workdir / name / "model")
+        if tensorflow_first:
+            container["command"] = first_of(container["command"][-1])
     job = workdir / name / "job.yaml"
     job.parent.mkdir(parents=True, exist_ok=True)
     job.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -103,23 +110,33 @@ def _example(path: str, workdir: Path, name: str) -> Path:
 
 
 def keras_startup(rounds: int, workdir: Path) -> list[str]:
-    examples = {"mwms": "examples/keras_digits/mwms.yaml", "pss": "examples/keras_digits/pss.yaml"}
+    examples = {
+        "mwms": ("examples/keras_digits/mwms.yaml", False),
+        "mwms, TF imported first": ("examples/keras_digits/mwms.yaml", True),
+        "pss": ("examples/keras_digits/pss.yaml", False),
+        "pss, TF imported first": ("examples/keras_digits/pss.yaml", True),
+    }
     imports: list[float] = []
     firsts: dict[str, list[float]] = {name: [] for name in examples}
     for r in range(rounds):
         imports.append(run([sys.executable, "-c", "import tensorflow"]).seconds)
-        for name, path in examples.items():
-            job = _example(path, workdir, f"k-startup-{name}-{r}")
+        order = list(examples) if r % 2 == 0 else list(examples)[::-1]
+        for name in order:
+            path, first = examples[name]
+            slug = name.replace(", ", "-").replace(" ", "-")
+            job = _example(path, workdir, f"k-startup-{slug}-{r}", first)
             firsts[name].append(_first_step_seconds(job, job.parent / "logs"))
     imp = _median(imports)
     out = [
-        f"6. TF2 start-up ({rounds} interleaved rounds, medians)",
-        f"   python -c 'import tensorflow'                     {imp:6.2f} s",
+        f"6. TF2 start-up ({rounds} interleaved rounds, medians; PS and workers of "
+        "ParameterServerStrategy serve without TensorFlow's Python API unless the program "
+        "imported it first)",
+        f"   python -c 'import tensorflow'                          {imp:6.2f} s",
     ]
-    for name, path in examples.items():
+    for name in examples:
         first = _median(firsts[name])
         out.append(
-            f"   taas run {path:<32} -> first step  {first:6.2f} s   "
+            f"   taas run {name:<24} -> first step  {first:6.2f} s   "
             f"{first / imp if imp else 0:5.2f}x the import"
         )
     return out

@@ -3,7 +3,8 @@
 run(cmd, env=None, timeout_s=600) -> Completed(rc, seconds, output)
 bench_lines(text) -> list[dict]           # the `BENCH {json}` lines of a program's output
 taas_run(job_yaml_text, workdir, timeout_s) -> (Completed, launched_unix, logs: dict[pod, text])
-tfjob(name, ps, workers, env) -> str       # TFJob YAML running bench_model.py
+tfjob(name, ps, workers, env, command=None) -> str   # TFJob YAML running bench_model.py
+tensorflow_first(program) -> list[str]     # the program's command, TensorFlow imported first
 """
 
 from __future__ import annotations
@@ -80,11 +81,23 @@ def first_steps(text: str) -> list[float]:
     ]
 
 
-def tfjob(name: str, ps: int, workers: int, env: dict[str, str]) -> str:
+def tensorflow_first(program: str) -> list[str]:
+    """`python PROGRAM` as a program that imports TensorFlow at its top would run: TensorFlow
+    imported before the program (so no task can serve without its Python API)."""
+    code = (
+        "import sys, runpy, tensorflow; "
+        f"sys.argv[0] = {program!r}; runpy.run_path({program!r}, run_name='__main__')"
+    )
+    return ["python", "-c", code]
+
+
+def tfjob(
+    name: str, ps: int, workers: int, env: dict[str, str], command: list[str] | None = None
+) -> str:
     container = {
         "name": "tensorflow",
         "image": "local",
-        "command": ["python", PROGRAM],
+        "command": command or ["python", PROGRAM],
         "env": [{"name": k, "value": v} for k, v in env.items()],
     }
     replica = {"restartPolicy": "Never", "template": {"spec": {"containers": [container]}}}

@@ -6,6 +6,7 @@
     taas dashboard [FLAGS]   a live web page of the cluster's TFJobs (flags: dashboard.flags)
     taas operator [FLAGS]    run the TFJob operator against a cluster (flags: controller.flags)
     taas submit | logs | get | wait | delete   TFJobs on a cluster (taas_operator.client)
+    taas tensorboard JOB.yaml|DIR|JOB          a job's summaries (taas_operator.tensorboard)
 
 Each subcommand is registered by an `add_<verb>(subparsers)` function that adds its parser and
 sets `handler` (a function `Namespace -> int`, the exit code). To add a subcommand, write such a
@@ -25,6 +26,7 @@ from importlib import metadata
 
 from taas_operator.client.commands import add_cluster_commands
 from taas_operator.documents import InputError
+from taas_operator.tensorboard.command import add_tensorboard
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -311,6 +313,7 @@ COMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     add_dashboard,
     add_operator,
     add_cluster_commands,
+    add_tensorboard,
 ]
 
 

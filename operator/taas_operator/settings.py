@@ -15,7 +15,11 @@ from typing import Any
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from taas_operator.api.constants import DEFAULT_GANG_POD_SCHEDULER, GANG_SCHEDULER_PLUGINS
+from taas_operator.api.constants import (
+    DEFAULT_GANG_POD_SCHEDULER,
+    DEFAULT_TENSORBOARD_IMAGE,
+    GANG_SCHEDULER_PLUGINS,
+)
 
 
 def _flag(
@@ -134,6 +138,15 @@ class OperatorSettings(BaseSettings):
         description="schedulerName given to the pods of gang-scheduled TFJobs whose template "
         "names no scheduler: the name the scheduler-plugins scheduler runs under.",
         json_schema_extra=_flag("--gang-pod-scheduler-name", "NAME"),
+    )
+
+    tensorboard_image: str = Field(
+        default=DEFAULT_TENSORBOARD_IMAGE,
+        min_length=1,
+        description="Image of the TensorBoard the operator runs for each TFJob annotated "
+        "taas.dev/tensorboard=true, reading the chief's model_dir volume (it needs the "
+        "`tensorboard` command: the trainer image has it).",
+        json_schema_extra=_flag("--tensorboard-image", "IMAGE"),
     )
 
     @field_validator("gang_scheduler_name")

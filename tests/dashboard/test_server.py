@@ -38,13 +38,14 @@ def test_list_detail_and_missing_job(
 ) -> None:
     _job(admin, namespace, "alpha", **{"taas.dev/tensorboard": "https://tb.example.com/alpha"})
     _job(admin, namespace, "beta", **{"taas.dev/tensorboard": "javascript:alert(1)"})
+    _job(admin, namespace, "gamma", **{"taas.dev/tensorboard": "true"})
     with dashboard(control_plane.kubeconfig, [namespace]) as url:
         jobs = wait_for(
             lambda: (
-                len((call(url + "api/jobs").json or {}).get("jobs", [])) == 2
+                len((call(url + "api/jobs").json or {}).get("jobs", [])) == 3
                 and call(url + "api/jobs").json
             ),
-            "both jobs in the list",
+            "the three jobs in the list",
         )
         rows = {j["name"]: j for j in jobs["jobs"]}
         assert rows["alpha"]["replicas"]["Worker"]["desired"] == 2
@@ -52,6 +53,10 @@ def test_list_detail_and_missing_job(
         assert rows["alpha"]["state"] == "Pending"  # no operator: no condition yet
         assert rows["alpha"]["tensorboard"] == "https://tb.example.com/alpha"
         assert rows["beta"]["tensorboard"] is None  # only http(s) links reach the page
+        # the operator runs gamma's: the page says the command that serves it here
+        assert rows["gamma"]["tensorboard"] is None
+        assert rows["gamma"]["tensorboard_command"] == f"taas tensorboard gamma -n {namespace}"
+        assert rows["alpha"]["tensorboard_command"] is None
 
         detail = call(f"{url}api/jobs/{namespace}/alpha")
         assert detail.status == 200

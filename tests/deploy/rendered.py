@@ -14,8 +14,9 @@ WORKLOAD_RULES: set[Rule] = {
     ("kubeflow.org", "tfjobs/status", "update"),
     ("kubeflow.org", "tfjobs/finalizers", "update"),
     *(("", "pods", v) for v in ("list", "watch", "create", "delete")),
-    *(("", "services", v) for v in ("list", "watch", "create", "delete")),
+    *(("", "services", v) for v in ("get", "list", "watch", "create", "delete")),
     ("", "events", "create"),
+    *(("apps", "deployments", v) for v in ("get", "create")),
     *(
         ("networking.k8s.io", "networkpolicies", v)
         for v in ("list", "watch", "create", "delete", "patch")

@@ -175,6 +175,11 @@ CHART_VALUES: dict[str, tuple[str, str, object]] = {
         "gangScheduling.podSchedulerName=coscheduler",
         "coscheduler",
     ),
+    "tensorboard_image": (
+        "tensorboard.image",
+        "tensorboard.image=registry.example/tb:1",
+        "registry.example/tb:1",
+    ),
 }
 
 

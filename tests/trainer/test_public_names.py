@@ -37,6 +37,10 @@ TENSORFLOW_FREE = [
     "taas.keras.trainer",
     "taas.keras.hooks",
     "taas.keras.strategies",
+    "taas.graph.trainer",
+    "taas.graph.hooks",
+    "taas.graph.exporter",
+    "taas.runtime.lean_server",
     "taas.program",
     "taas.settings_doc",
     "taas.runtime.coordination",
@@ -72,7 +76,8 @@ def test_tensorflow_free_names_and_paths_load_without_tensorflow() -> None:
         f"for name in {TENSORFLOW_FREE!r}: importlib.import_module(name)\n"
         "import taas\n"
         "names = [taas.KerasTrainer, taas.log_scalar, taas.run, taas.ClusterInfo, taas.ExitCode,\n"
-        "         taas.SettingsError, taas.TrainerSettings]\n"
+        "         taas.SettingsError, taas.TrainerSettings, taas.DistributedTrainer,\n"
+        "         taas.CaicloudDistTensorflowBase]\n"
         "print(json.dumps({'tf': sorted(m for m in sys.modules if m.split('.')[0] in\n"
         "    ('tensorflow', 'tf_keras', 'keras')), 'main': callable(taas.KerasTrainer.main)}))\n"
     )

@@ -83,3 +83,18 @@ def test_nan_loss_stops_training_with_exit_3(tmp_path: Path, form: str) -> None:
     reader = tf.train.load_checkpoint(latest)
     for name in ("w", "b"):
         assert np.isfinite(reader.get_tensor(name)), name
+
+
+def test_an_evaluator_that_cannot_write_its_metrics_exits_2_naming_it(tmp_path: Path) -> None:
+    """A TF2 evaluator writes its metrics' summaries to model_dir/eval: one it cannot create (a
+    pod without the chief's volume, here a file in the way) exits 2 before building the
+    model, not with TensorFlow's PermissionDenied traceback and exit 1."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    config = '{"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "evaluator", "index": 0}}'
+    env = {"TAAS_MODEL_DIR": str(blocker / "model"), "TF_CONFIG": config}
+    result = run_program(["examples/keras_digits/keras_digits.py"], env)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert f"cannot write to '{blocker / 'model' / 'eval'}'" in result.stderr
+    assert "The evaluator reads the checkpoints there and writes its metrics" in result.stderr
+    assert "Traceback" not in result.stderr

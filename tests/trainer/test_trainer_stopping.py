@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 from trainer_harness import LocalCluster
 
-from taas_operator.processes import stop
+from taas_operator.processes import free_ports, stop
 
 pytestmark = [pytest.mark.tensorflow, pytest.mark.timeout(240)]
 PROGRAM = ["tests/trainer/programs/reporting_regression.py"]
@@ -61,3 +62,47 @@ def test_a_parameter_server_as_pid_1_ends_within_2_s_of_sigterm(tmp_path: Path) 
     assert took < 2.0, (took, text)
     assert code == 143, text  # the job was not over: retryable
     assert "stop requested (SIGTERM); exiting 143" in text
+
+
+_WAITS_FOR_A_CHECKPOINT = """
+import signal, sys, time
+from taas.core import stopping
+stopping.install("chief:0")
+signal.signal(signal.SIGTERM, lambda *_: None)  # "checkpoint after this step": never comes
+stopping.needs(sys.argv[1:])
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def _stopped_after(peers: list[str], within: float) -> tuple[float | None, str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WAITS_FOR_A_CHECKPOINT, *peers],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        asked = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(within)
+        except subprocess.TimeoutExpired:
+            return None, ""
+        return time.monotonic() - asked, proc.stdout.read()
+    finally:
+        stop(proc, signal.SIGKILL, grace=0)
+
+
+def test_a_task_waiting_to_checkpoint_ends_at_once_when_its_peers_are_gone() -> None:
+    """A ParameterServerStrategy coordinator given SIGTERM waits (up to 10 s) to save a
+    checkpoint, unless the PS tasks it saves from are gone, as when the whole TFJob is deleted
+    and every pod gets SIGTERM at once: then it ends as soon as they stop answering."""
+    gone = f"127.0.0.1:{free_ports(1)[0]}"  # nothing listens there
+    took, output = _stopped_after([gone], within=5)
+    assert took is not None and took < 2.0, (took, output)
+    assert f"{gone} is gone: no checkpoint can be saved" in output
+    assert "stop requested (SIGTERM); exiting 143" in output
+    with socket.create_server(("127.0.0.1", 0)) as peer:  # a PS that still answers
+        alive = f"127.0.0.1:{peer.getsockname()[1]}"
+        took, output = _stopped_after([alive], within=3)
+    assert took is None, f"ended after {took}s though its peer answers: {output}"

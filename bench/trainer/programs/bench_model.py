@@ -9,6 +9,9 @@
 A two-layer perceptron (64 -> 512 -> 10) on scikit-learn's 8x8 digits, fed from numpy
 placeholders, batch TAAS_BATCH_SIZE (100), Adam. Each training task prints one line
 `BENCH {json}`: first_step_unix, steps and seconds measured after warm-up, steps/s, examples/s.
+TensorFlow and scikit-learn are imported where the model is built, as examples/keras_digits
+does: the PS task then serves without TensorFlow's Python API (`taas.runtime.lean_server`);
+`python -c "import tensorflow; import runpy; ..."` measures a program that imports it first.
 """
 
 from __future__ import annotations
@@ -18,12 +21,12 @@ import os
 import sys
 import tempfile
 import time
+from typing import Any
 
 import numpy as np
-import tensorflow as tf
-from sklearn.datasets import load_digits
 
-v1 = tf.compat.v1
+tf: Any = None  # TensorFlow and its compat.v1, once _tensorflow() imported them
+v1: Any = None
 HIDDEN = 512
 WARM = int(os.environ.get("BENCH_WARM", "20"))
 BATCH = int(os.environ.get("TAAS_BATCH_SIZE", "100"))
@@ -71,7 +74,17 @@ class Meter:
         )
 
 
+def _tensorflow() -> None:
+    """Import TensorFlow (where the model is built, not at the top: see the module)."""
+    global tf, v1
+    import tensorflow
+
+    tf, v1 = tensorflow, tensorflow.compat.v1
+
+
 def load_data() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits
+
     digits = load_digits()
     return (digits.data / 16.0).astype(np.float32), digits.target.astype(np.int64)
 
@@ -92,6 +105,7 @@ def loss_of(images, labels):
 
 def hand_loop(max_steps: int, learning_rate: float) -> None:
     """What a seed program does without TaaS: build, init, loop until max_steps."""
+    _tensorflow()
     x, y = load_data()
     rng = np.random.default_rng(1000)
     meter = Meter("local")
@@ -124,6 +138,7 @@ def base_class_trainer():
 
     class Bench(taas.DistributedTrainer):
         def build_model(self, global_step, is_chief, sync, num_replicas):
+            _tensorflow()
             self.x, self.y = load_data()
             self.rng = np.random.default_rng(1000 + self.cluster.task_index)
             self.meter = Meter(self.cluster.task_name)

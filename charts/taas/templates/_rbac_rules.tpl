@@ -24,10 +24,11 @@ namespaced kopf peering objects (leader election when watching a list of namespa
 - apiGroups: [""]
   resources: ["pods"]
   verbs: ["list", "watch", "create", "delete"]
-# One headless Service per replica, giving TF_CONFIG its stable host names.
+# One headless Service per replica, giving TF_CONFIG its stable host names; a TFJob's
+# TensorBoard Service is read when its name is taken (an earlier incarnation's, or its own).
 - apiGroups: [""]
   resources: ["services"]
-  verbs: ["list", "watch", "create", "delete"]
+  verbs: ["get", "list", "watch", "create", "delete"]
 # Events on TFJobs for every transition and every refused input (core API).
 - apiGroups: [""]
   resources: ["events"]
@@ -37,6 +38,11 @@ namespaced kopf peering objects (leader election when watching a list of namespa
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
   verbs: ["list", "watch", "create", "delete", "patch"]
+# TensorBoard for a TFJob annotated taas.dev/tensorboard=true: one Deployment (with the Service
+# above), created once; read only when its name is taken (deleted with the job by the GC).
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "create"]
 {{- if .gang }}
 # Gang scheduling (gangScheduling.schedulerName): one PodGroup per TFJob, created, read when its
 # name is taken, its spec patched when the job's wants change (deleted with the job by the GC).

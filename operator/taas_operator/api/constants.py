@@ -94,3 +94,13 @@ PROGRESS_PORT_ENV: Final = "TAAS_PROGRESS_PORT"
 PROGRESS_FILE_ENV: Final = "TAAS_PROGRESS_FILE"
 DEFAULT_PROGRESS_PORT: Final = 2223
 PROGRESS_PATH: Final = "/progress"
+
+# TensorBoard (TaaS): the annotation a TFJob asks for one with ("true": the operator runs one
+# reading the chief's model_dir; an http(s) URL: a link to the user's own), and its port.
+TENSORBOARD_ANNOTATION: Final = "taas.dev/tensorboard"
+TENSORBOARD_PORT: Final = 6006
+#: The image the operator runs TensorBoard from by default: the trainer image (it has it).
+DEFAULT_TENSORBOARD_IMAGE: Final = "ghcr.io/taas-dev/taas-trainer:0.1.0"
+#: TaaS: the operator cannot run the TensorBoard a TFJob asks for (the model_dir's volume...).
+REASON_TENSORBOARD_UNAVAILABLE: Final = "TensorBoardUnavailable"
+REASON_TENSORBOARD_CREATED: Final = "TensorBoardCreated"

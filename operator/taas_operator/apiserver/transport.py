@@ -3,6 +3,7 @@ apiserver client of the operator, the dashboard and the client's watches.
 
     transport = Transport(endpoint(config), concurrency=16, streams=0)
     await transport.call(method, path, query=None, body=None, content_type=...) -> (status, data)
+    async with transport.forward(method, path, query, headers, body) as response: ...  # raw
     async for event in transport.stream(path, query): ...   # a watch, line by line
     async for line in transport.lines(path, query): ...     # a text stream (a followed log)
     await transport.close()
@@ -22,13 +23,15 @@ delete a 404, an event is at worst posted twice).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import orjson
+import yarl
 
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 60.0
@@ -188,6 +191,40 @@ class Transport:
                     if attempt == 2:
                         raise
         raise AssertionError("unreachable")
+
+    @contextlib.asynccontextmanager
+    async def forward(
+        self,
+        method: str,
+        path: str,
+        query: str,
+        headers: Mapping[str, str],
+        body: bytes | None = None,
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """Send one request as given (the caller's raw body and headers, with this transport's
+        credentials) and hand over the answer unread, for a proxy to stream on (`taas
+        tensorboard` through the apiserver's service proxy). `path` is used as it is written
+        (already escaped), `query` is the raw query string."""
+        session = self._open()
+        assert self._limit is not None
+        sent = dict(headers)
+        auth = self.endpoint.authorization()
+        if auth:
+            sent["Authorization"] = auth
+        url = yarl.URL(self.endpoint.host + path + (f"?{query}" if query else ""), encoded=True)
+        async with (
+            self._limit,
+            session.request(
+                method,
+                url,
+                data=body,
+                headers=sent,
+                proxy=self.endpoint.proxy,
+                server_hostname=self.endpoint.server_name,
+                allow_redirects=False,
+            ) as response,
+        ):
+            yield response
 
     async def close(self) -> None:
         for session in (self._session, self._streams):

@@ -3,7 +3,8 @@
     taas submit JOB.yaml [--detach]      create, then the live table and merged logs until it
                                          ends; exit 0 Succeeded, 1 Failed (as `taas run`)
     taas logs JOB [-f] [--replica R]     the replicas' logs ([worker-1] prefixes), -f follows
-    taas get [JOB] [-A] [-o yaml|json]   NAME STATE WORKERS PS PROGRESS ETA AGE
+    taas get [JOB] [-A] [-o yaml|json]   NAME STATE WORKERS PS PROGRESS ETA AGE (one JOB: why
+                                         it is not running, where its TensorBoard is)
     taas wait JOB [--for C] [--timeout S]  until Succeeded (or C); 1 when it fails or times out
     taas delete JOB
 
@@ -140,7 +141,27 @@ def _get(args: argparse.Namespace) -> int:
     problem = not_running(jobs[0]) if one else None
     if problem:
         print(f"{problem[0]}: {problem[1]}")
+    board = _tensorboard_line(jobs[0]) if one else None
+    if board:
+        print(printable(board))
     return 0
+
+
+def _tensorboard_line(job: Any) -> str | None:
+    """Where the job's TensorBoard is: the command for the operator's, or the job's link."""
+    from taas_operator.api.constants import TENSORBOARD_ANNOTATION
+    from taas_operator.engine.tensorboard import (
+        tensorboard_command,
+        tensorboard_link,
+        tensorboard_request,
+    )
+
+    request = tensorboard_request(job)
+    if request == "run":
+        return f"TensorBoard: {tensorboard_command(job.namespace, job.name)}"
+    if request == "link":
+        return f"TensorBoard: {tensorboard_link(job.metadata.annotations[TENSORBOARD_ANNOTATION])}"
+    return None
 
 
 # -- wait ----------------------------------------------------------------------------------------

@@ -5,6 +5,8 @@
     KubeEvent.from_object(event) -> KubeEvent          # the one Event model (api.events)
     job_detail(tfjob, pods, events) -> JobDetail        # the job page
     tensorboard_url(tfjob) -> str | None                # the `taas.dev/tensorboard` annotation
+    tensorboard_hint(tfjob) -> str | None               # `taas tensorboard ...` for one the
+                                                        # operator runs (annotation "true")
 
 Both sources feed these functions the same shapes: a cluster gives the TFJob, pods and events
 as the apiserver serves them; a local run (`taas run --dashboard`) gives its TFJob model's JSON,
@@ -22,7 +24,6 @@ container's `env` values taken from Secrets are references only (Kubernetes neve
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlparse
 
 import yaml
 from pydantic import BaseModel, Field
@@ -34,13 +35,13 @@ from taas_operator.api.constants import (
     LABEL_REPLICA_TYPE,
     REASON_UNSCHEDULABLE,
     REPLICA_TYPES,
+    TENSORBOARD_ANNOTATION,
 )
 from taas_operator.api.events import KubeEvent
 from taas_operator.api.validation import normalize_replica_type
+from taas_operator.engine.tensorboard import tensorboard_command, tensorboard_link
 from taas_operator.tfjob import replica_name
 
-#: The annotation a TFJob names its TensorBoard with: an http(s) URL, shown as a link.
-TENSORBOARD_ANNOTATION = "taas.dev/tensorboard"
 _DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)
 
 
@@ -68,6 +69,8 @@ class JobSummary(BaseModel):
     completed: str | None = None
     suspended: bool = False
     tensorboard: str | None = None
+    #: The command that opens the TensorBoard the operator runs for the job, on this machine.
+    tensorboard_command: str | None = None
 
 
 class ConditionView(BaseModel):
@@ -130,11 +133,17 @@ def job_state(tfjob: dict[str, Any]) -> tuple[str, str]:
 def tensorboard_url(tfjob: dict[str, Any]) -> str | None:
     """The job's TensorBoard link (annotation `taas.dev/tensorboard`), http(s) URLs only: any
     other scheme (javascript:, data:) would run in the page."""
-    value = (_meta(tfjob).get("annotations") or {}).get(TENSORBOARD_ANNOTATION)
-    if not value:
+    return tensorboard_link((_meta(tfjob).get("annotations") or {}).get(TENSORBOARD_ANNOTATION))
+
+
+def tensorboard_hint(tfjob: dict[str, Any]) -> str | None:
+    """`taas tensorboard NAME -n NS` for a cluster's job that asks the operator for a
+    TensorBoard (annotation "true"); None for any other job, and for a local run (no uid)."""
+    meta = _meta(tfjob)
+    value = str((meta.get("annotations") or {}).get(TENSORBOARD_ANNOTATION) or "")
+    if value.strip().lower() != "true" or not meta.get("uid"):
         return None
-    parsed = urlparse(str(value).strip())
-    return parsed.geturl() if parsed.scheme in ("http", "https") and parsed.netloc else None
+    return tensorboard_command(str(meta.get("namespace") or "default"), str(meta.get("name", "")))
 
 
 def job_summary(tfjob: dict[str, Any]) -> JobSummary:
@@ -164,6 +173,7 @@ def job_summary(tfjob: dict[str, Any]) -> JobSummary:
         completed=status.get("completionTime"),
         suspended=bool((spec.get("runPolicy") or {}).get("suspend")),
         tensorboard=tensorboard_url(tfjob),
+        tensorboard_command=tensorboard_hint(tfjob),
     )
 
 

@@ -14,7 +14,8 @@ code  meaning                                                    ExitCode policy
       cluster not up within ``startup_timeout_secs``             resumes from checkpoint
 137   killed (SIGKILL, e.g. OOM or ``kubectl delete``)           retryable (set by the kernel)
 143   terminated (SIGTERM); the TensorFlow 2 engine first saves  retryable: pod recreated,
-      a checkpoint (:class:`PreemptedError`)                     resumes from that checkpoint
+      a checkpoint (:class:`PreemptedError`) unless the peers    resumes from the latest
+      it saves from stopped too (a peer lost after SIGTERM: 143) checkpoint
 ====  =========================================================  ===========================
 
 This module does not import TensorFlow: TensorFlow's errors are recognised only when a program
@@ -90,7 +91,8 @@ def classify(exc: BaseException) -> ExitCode:
         return ExitCode.TERMINATED
     if loss_not_finite(exc) is not None:
         return ExitCode.LOSS_NOT_FINITE
-    errors = getattr(sys.modules.get("tensorflow"), "errors", None)
+    # TensorFlow's error classes (also loaded when a task serves without its Python API)
+    errors = sys.modules.get("tensorflow.python.framework.errors_impl")
     if errors is None:  # TensorFlow not loaded: none of its errors can have been raised
         return ExitCode.USER_ERROR
     retryable = (

@@ -58,10 +58,19 @@ def run(trainer_cls: type, argv: Sequence[str] | None, choose_engine: EngineChoi
         code = exc.code if isinstance(exc.code, int) else ExitCode.USER_ERROR
     except BaseException as exc:
         code = classify(exc)
+        if code == ExitCode.PEER_LOST and stopping.requested():
+            # Asked to stop, and its peers stopped with it (the whole job deleted): a stop.
+            code = ExitCode.TERMINATED
+            exc = RuntimeError(f"stopped (SIGTERM); its peers went with it: {_first_line(exc)}")
         _report(cluster.task_name, code, exc)
     finally:
         _flush()
     os._exit(int(code))
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 def _apply_visible_devices(settings: TrainerSettings) -> None:
@@ -80,7 +89,7 @@ def _report(task: str, code: int, exc: BaseException) -> None:
     elif code == ExitCode.TERMINATED:
         print(f"[{task}] {exc}", file=sys.stderr)
         print(
-            f"[{task}] exit 143: terminated (retryable: resumes from that checkpoint)",
+            f"[{task}] exit 143: terminated (retryable: resumes from the latest checkpoint)",
             file=sys.stderr,
         )
     elif code == ExitCode.USER_ERROR:

@@ -27,6 +27,9 @@ LEGACY_ENV: dict[str, tuple[str, ...]] = {
     "batch_size": ("TF_BATCH_SIZE",),
     "sync": ("TF_SYNC",),
 }
+#: Where the chief writes checkpoints and summaries unless told (the operator's TensorBoard reads
+#: the same default: taas_operator.engine.tensorboard, kept equal by a test).
+DEFAULT_MODEL_DIR = "/tmp/taas-model"
 # Extra flag names per field (the seeds' and Caicloud's flags).
 FLAG_ALIASES: dict[str, str] = {"logdir": "model_dir", "train_dir": "model_dir"}
 
@@ -65,7 +68,7 @@ class TrainerSettings(BaseSettings):
         1000, ge=1, description="global steps to train", validation_alias=_aliases("max_steps")
     )
     model_dir: str = Field(
-        "/tmp/taas-model",
+        DEFAULT_MODEL_DIR,
         min_length=1,
         description="checkpoints and summaries (chief writes)",
         validation_alias=_aliases("model_dir"),

@@ -15,10 +15,6 @@ import tempfile
 from collections.abc import Mapping
 from typing import Any
 
-import tensorflow as tf
-
-v1 = tf.compat.v1
-
 
 class ModelExporter:
     """Snapshots the graph now; writes the SavedModel on :meth:`save`."""
@@ -38,6 +34,9 @@ class ModelExporter:
         op = main_op if main_op is not None else legacy_init_op
         self.main_op = op.name if op is not None else None
         self.assets = [t.name for t in assets_collection] if assets_collection else None
+        import tensorflow as tf  # here, not at import (see taas.graph.hooks)
+
+        v1 = tf.compat.v1
         self.meta_graph = v1.train.export_meta_graph(clear_devices=True)
         self.saver = v1.train.Saver(sharded=False, allow_empty=True)
 
@@ -57,6 +56,9 @@ class ModelExporter:
         return self.export_dir
 
     def _write(self, checkpoint: str) -> None:
+        import tensorflow as tf
+
+        v1 = tf.compat.v1
         graph = tf.Graph()
         with graph.as_default():
             v1.train.import_meta_graph(self.meta_graph, clear_devices=True)

@@ -4,7 +4,9 @@ Only what a user overrides or calls lives here; ``main()`` is added by
 :class:`taas.graph.trainer.DistributedTrainer` (so the engine, which imports this class, is
 not imported by it). The engine that drives the hooks (:class:`taas.graph.engine.GraphEngine`)
 is a separate object holding the trainer, so a user method named like an engine method changes
-nothing. The TensorFlow 2 hooks (``taas.keras.hooks``) have the same hook names.
+nothing. The TensorFlow 2 hooks (``taas.keras.hooks``) have the same hook names. Importing
+this module (and ``taas.graph.trainer``) does not import TensorFlow, so a program that imports it
+in its hooks lets its PS tasks serve without it (``taas.runtime.lean_server``).
 """
 
 from __future__ import annotations
@@ -12,15 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import tensorflow as tf
-
 from taas.core.cluster import ClusterInfo
 from taas.core.publish import log_scalar
 from taas.core.settings import TrainerSettings
 from taas.graph.exporter import ModelExporter
 from taas.graph.steps import StepRunner
 
-v1 = tf.compat.v1
 InitFn = Callable[[Any], None]
 
 
@@ -61,7 +60,9 @@ class GraphHooks:
         Called once, right after ``build_model``, on every task that builds the graph. The
         default is gradient descent at ``settings.learning_rate``.
         """
-        return v1.train.GradientDescentOptimizer(self.settings.learning_rate)
+        import tensorflow as tf  # not at import: a PS task may serve without it (lean_server)
+
+        return tf.compat.v1.train.GradientDescentOptimizer(self.settings.learning_rate)
 
     def get_init_fn(self, checkpoint_path: str) -> InitFn | None:
         """Return ``fn(session)`` to warm-start from ``checkpoint_path``, or None.

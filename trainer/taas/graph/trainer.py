@@ -10,9 +10,15 @@ is the Caicloud name of the same class.
 
 from __future__ import annotations
 
-from taas.core.engine import EngineFactory
+from typing import Any
+
+from taas.core.cluster import ClusterInfo
+from taas.core.engine import Engine, EngineFactory
 from taas.core.runner import run
+from taas.core.settings import TrainerSettings
 from taas.graph.hooks import GraphHooks, InitFn
+from taas.runtime.coordination import expected_trainers
+from taas.runtime.lean_server import LeanServer, lean_available
 
 
 class DistributedTrainer(GraphHooks):
@@ -57,10 +63,43 @@ class DistributedTrainer(GraphHooks):
 
 
 def graph_engine(trainer_cls: type) -> EngineFactory:
-    """The engine of every :class:`DistributedTrainer` subclass: :class:`GraphEngine`."""
-    from taas.graph.engine import GraphEngine
+    """The engine of every :class:`DistributedTrainer` subclass: :class:`GraphEngine`; a PS
+    task whose program has not imported TensorFlow serves without its Python API
+    (:func:`lean_ps`)."""
 
-    return GraphEngine
+    def make(trainer: Any, settings: TrainerSettings, cluster: ClusterInfo) -> Engine:
+        lean = lean_ps(settings, cluster)
+        if lean is not None:
+            return lean
+        from taas.graph.engine import GraphEngine
+
+        return GraphEngine(trainer, settings, cluster)
+
+    return make
+
+
+def lean_ps(settings: TrainerSettings, cluster: ClusterInfo) -> LeanServer | None:
+    """The lean server of a PS task when TensorFlow's Python API is not imported yet (the same
+    server options and filters as ``taas.graph.devices.session_config``); None otherwise."""
+    if cluster.task_type != "ps" or not cluster.distributed or not lean_available():
+        return None
+    fields: dict[str, Any] = {
+        "allow_soft_placement": settings.allow_soft_placement,
+        "log_device_placement": settings.log_device_placement,
+        "gpu_options.allow_growth": settings.gpu_memory_growth,
+        "device_filters": [cluster.device],
+    }
+    if settings.gpu_memory_fraction is not None:
+        fields["gpu_options.per_process_gpu_memory_fraction"] = settings.gpu_memory_fraction
+    return LeanServer(
+        cluster.task_name,
+        "ps",
+        cluster.task_index,
+        cluster.cluster_dict(),
+        fields,
+        expected_trainers(cluster),
+        "trainer",
+    )
 
 
 CaicloudDistTensorflowBase = DistributedTrainer

@@ -8,7 +8,10 @@
         .watch_sigterm(resolver)        from here SIGTERM means "checkpoint, then exit 143"
 
 Only the chief writes (``ckpt-<global step>`` in ``model_dir``, the step in the name as in graph
-mode: the optimizer's update count, which is what a resumed run starts from). Under
+mode: the optimizer's update count, which is what a resumed run starts from); under
+ParameterServerStrategy it reads and writes every file itself (the PS tasks, which hold the
+variables, need not see ``model_dir``: ``experimental_io_device``, as graph mode's unsharded
+saver). Under
 MultiWorkerMirroredStrategy saving is collective (every worker must save, at the same step): the
 others save to a scratch directory they delete, and a time-based checkpoint is decided by the
 chief's clock, shared in a small all-reduce every ``AGREE_EVERY_STEPS`` steps (step-based ones
@@ -40,6 +43,8 @@ from taas.keras.strategies import StrategyPlan
 
 MAX_TO_KEEP = 5
 AGREE_EVERY_STEPS = 10
+#: The ParameterServerStrategy coordinator's device, as TensorFlow names it (`strategies`).
+COORDINATOR_DEVICE = "/job:chief/replica:0/task:0/device:CPU:0"
 
 
 class CheckpointKeeper:
@@ -64,6 +69,15 @@ class CheckpointKeeper:
         self.manager = tf.train.CheckpointManager(
             self.checkpoint, settings.model_dir, max_to_keep=MAX_TO_KEEP, checkpoint_name="ckpt"
         )
+        # Under ParameterServerStrategy the variables live on the PS tasks, and TensorFlow has
+        # each one write (and read) its own variables' files: on a cluster, a model_dir no PS
+        # has mounted fails the first save ("ckpt-100_temp; No such file or directory"). All
+        # of it goes through the coordinator instead, which owns model_dir.
+        self.options = (
+            tf.train.CheckpointOptions(experimental_io_device=COORDINATOR_DEVICE)
+            if plan.kind == "parameter_server"
+            else None
+        )
         self.writes = plan.is_chief
         self.saved_step: int | None = None
         self._saved_at = time.monotonic()
@@ -81,7 +95,7 @@ class CheckpointKeeper:
 
     def restore(self, path: str) -> None:
         """Restore model and optimizer from ``path`` (the optimizer's slots when created)."""
-        self.checkpoint.restore(path).expect_partial()
+        self.checkpoint.restore(path, options=self.options).expect_partial()
 
     # ------------------------------------------------------------------ SIGTERM
 
@@ -177,7 +191,7 @@ class CheckpointKeeper:
             # Named by the updates it holds: under ParameterServerStrategy steps still in flight
             # may have reached the variables, so that can be a few more than the loop's count.
             number = int(self.optimizer.iterations.numpy())
-            path = self.manager.save(checkpoint_number=number)
+            path = self.manager.save(checkpoint_number=number, options=self.options)
             print(f"[{self.task}] saved checkpoint {os.path.basename(path)}", flush=True)
         elif self.collective:
             scratch = tempfile.mkdtemp(prefix="taas-ckpt-")

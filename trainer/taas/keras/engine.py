@@ -22,6 +22,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from taas.core import stopping
 from taas.core.cluster import ClusterInfo
 from taas.core.loop import TrainLoop
 from taas.core.progress import nothing_to_train, process_age
@@ -181,6 +182,8 @@ class KerasEngine:
             flush=True,
         )
         keeper.watch_sigterm(resolver)
+        if plan.kind == "parameter_server":
+            stopping.needs(plan.hosts("ps"))  # the variables its checkpoint saves live there
         loop = TrainLoop(task, settings, start, plan.is_chief)
         if not loop.running:
             line = nothing_to_train(
@@ -229,17 +232,11 @@ def configure_devices(settings: Any, plan: StrategyPlan, gpus: list[Any]) -> Non
             cpus[0], [tf.config.LogicalDeviceConfiguration()] * len(plan.devices)
         )
     if plan.kind == "parameter_server":
-        # On few cores a PS training task deadlocks with fewer inter-op threads than
-        # workers + 1 (TENSORFLOW-NOTES); one more for the "done" queue's waiting session.
-        tf.config.threading.set_inter_op_parallelism_threads(_inter_op_threads(plan))
-
-
-def _inter_op_threads(plan: StrategyPlan) -> int:
-    return len(plan.hosts("worker")) + 2
+        tf.config.threading.set_inter_op_parallelism_threads(plan.inter_op_threads)
 
 
 def _server_config(plan: StrategyPlan) -> Any:
-    return tf.compat.v1.ConfigProto(inter_op_parallelism_threads=_inter_op_threads(plan))
+    return tf.compat.v1.ConfigProto(inter_op_parallelism_threads=plan.inter_op_threads)
 
 
 def _describe(plan: StrategyPlan) -> str:

@@ -21,6 +21,7 @@ from taas.core.checkpoints import new_checkpoints
 from taas.core.progress import checkpoint_step
 from taas.core.settings import TrainerSettings
 from taas.keras.hooks import KerasHooks
+from taas.runtime.preflight import require_writable_model_dir
 
 
 def run_evaluator(trainer: KerasHooks, settings: TrainerSettings, task: str) -> None:
@@ -30,6 +31,11 @@ def run_evaluator(trainer: KerasHooks, settings: TrainerSettings, task: str) -> 
             f"[{task}] evaluator: {type(trainer).__name__} has no evaluate(); exiting", flush=True
         )
         return
+    require_writable_model_dir(
+        settings,
+        "eval",
+        "The evaluator reads the checkpoints there and writes its metrics to eval/",
+    )
     result = trainer.build_model()
     model = result[0] if isinstance(result, tuple) else result
     trainer.model = model

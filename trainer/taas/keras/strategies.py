@@ -76,6 +76,13 @@ class StrategyPlan:
         """Host:port of every task of ``job`` in TensorFlow's view."""
         return list(self.cluster_spec.get(job, []))
 
+    @property
+    def inter_op_threads(self) -> int:
+        """A ParameterServerStrategy task's inter-op threads: on few cores a PS training task
+        deadlocks with fewer than workers + 1 (TENSORFLOW-NOTES); one more for the "done"
+        queue's waiting session."""
+        return len(self.hosts("worker")) + 2
+
 
 def plan_strategy(settings: TrainerSettings, cluster: ClusterInfo, gpus: int) -> StrategyPlan:
     """The plan for this task (see the module table); :class:`SettingsError` when it cannot be."""

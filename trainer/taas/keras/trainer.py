@@ -14,9 +14,18 @@ with ``import tf_keras as keras``.
 
 from __future__ import annotations
 
-from taas.core.engine import EngineFactory
+from typing import Any
+
+from taas.core.checkpoints import AfterFirstCheckpoint, evaluator_waits_first
+from taas.core.cluster import ClusterInfo
+from taas.core.engine import Engine, EngineFactory
 from taas.core.runner import run
+from taas.core.settings import SettingsError, TrainerSettings
 from taas.keras.hooks import KerasHooks, WarmStartFn
+from taas.keras.strategies import plan_strategy
+from taas.runtime.coordination import task_id
+from taas.runtime.lean_server import LeanServer, lean_available
+from taas.runtime.preflight import EVALUATOR_WRITES, require_writable_model_dir
 
 
 class KerasTrainer(KerasHooks):
@@ -57,10 +66,59 @@ class KerasTrainer(KerasHooks):
 
 
 def keras_engine(trainer_cls: type) -> EngineFactory:
-    """The engine of every :class:`KerasTrainer` subclass: :class:`KerasEngine`."""
-    from taas.keras.engine import KerasEngine
+    """The engine of every :class:`KerasTrainer` subclass: :class:`KerasEngine`; a PS or worker
+    task of a ParameterServerStrategy job whose program has not imported TensorFlow serves
+    without its Python API (:func:`lean_serving`), and its evaluator imports it only once the
+    first checkpoint is there (``taas.core.checkpoints.AfterFirstCheckpoint``)."""
 
-    return KerasEngine
+    def make(trainer: Any, settings: TrainerSettings, cluster: ClusterInfo) -> Engine:
+        lean = lean_serving(settings, cluster)
+        if lean is not None:
+            return lean
+
+        def engine() -> Engine:
+            from taas.keras.engine import KerasEngine
+
+            return KerasEngine(trainer, settings, cluster)
+
+        if evaluator_waits_first(settings, cluster.task_type):
+            return AfterFirstCheckpoint(
+                engine, settings, cluster.task_name, lambda: evaluator_preflight(settings)
+            )
+        return engine()
+
+    return make
+
+
+def evaluator_preflight(settings: TrainerSettings) -> None:
+    """An evaluator writes its metrics' summaries to model_dir/eval."""
+    require_writable_model_dir(settings, "eval", EVALUATOR_WRITES)
+
+
+def lean_serving(settings: TrainerSettings, cluster: ClusterInfo) -> LeanServer | None:
+    """The lean server of a ParameterServerStrategy PS or worker task, when TensorFlow's Python
+    API is not imported yet; None for every other task (and for settings the engine refuses:
+    it says why)."""
+    if not lean_available():
+        return None
+    try:
+        plan = plan_strategy(settings, cluster, gpus=0)
+    except SettingsError:
+        return None
+    if plan.role != "serve":
+        return None
+    return LeanServer(
+        cluster.task_name,
+        plan.task_type,
+        plan.task_index,
+        plan.cluster_spec,
+        {
+            "inter_op_parallelism_threads": plan.inter_op_threads,
+            "gpu_options.allow_growth": settings.gpu_memory_growth,
+        },
+        {task_id("chief", 0)},
+        "coordinator",
+    )
 
 
 __all__ = ["KerasTrainer", "WarmStartFn", "keras_engine"]

@@ -27,9 +27,12 @@ from taas.core import stopping
 from taas.core.cluster import TRAINER_TYPES, ClusterInfo
 from taas.core.exit_codes import PeerUnreachableError
 
-_QUEUE_CAPACITY = 1 << 20
+QUEUE_CAPACITY = 1 << 20
+#: The queue a trainer enqueues its id on when it is done (`taas.runtime.lean_server` too).
+DONE_QUEUE = "taas_done"
 _POLL_SECS = 0.05
-_LINGER_SECS = 0.5
+#: How long a server stays after its last "done", so that enqueue gets its reply.
+LINGER_SECS = 0.5
 
 
 def task_id(task_type: str, index: int) -> int:
@@ -42,7 +45,7 @@ def _queue(name: str, ps_index: int, job: str = "ps") -> Any:
 
     with tf.compat.v1.device(f"/job:{job}/task:{ps_index}"):
         return tf.compat.v1.FIFOQueue(
-            _QUEUE_CAPACITY,
+            QUEUE_CAPACITY,
             [tf.int64],
             shapes=[[]],
             shared_name=name,
@@ -55,7 +58,7 @@ def done_signal_op(cluster: ClusterInfo) -> Any:
     import tensorflow as tf
 
     me = task_id(cluster.task_type, cluster.task_index)
-    ops = [_queue("taas_done", i).enqueue(tf.constant(me, tf.int64)) for i, _ in cluster.ps_tasks]
+    ops = [_queue(DONE_QUEUE, i).enqueue(tf.constant(me, tf.int64)) for i, _ in cluster.ps_tasks]
     return tf.group(*ops, name="taas_signal_done")
 
 
@@ -102,13 +105,23 @@ def wait_for_ps(cluster: ClusterInfo, timeout: float) -> None:
                 time.sleep(_POLL_SECS * 2)
 
 
+def expected_trainers(cluster: ClusterInfo) -> set[int]:
+    """The ids a graph-mode PS waits for: every trainer task it knows of (the dynamic-worker
+    form: the chief's alone)."""
+    expected = {task_id(kind, i) for kind, i in cluster.trainer_tasks}
+    return expected or {task_id(*cluster.chief_task)}
+
+
 def serve_ps(cluster: ClusterInfo, server: Any, config: Any) -> None:
     """Serve variables until every known trainer task has said it is done."""
-    expected = {task_id(kind, i) for kind, i in cluster.trainer_tasks}
-    if not expected:
-        expected = {task_id(*cluster.chief_task)}
     serve_until_done(
-        cluster.task_name, "ps", cluster.task_index, server.target, config, expected, "trainer"
+        cluster.task_name,
+        "ps",
+        cluster.task_index,
+        server.target,
+        config,
+        expected_trainers(cluster),
+        "trainer",
     )
 
 
@@ -125,7 +138,7 @@ def serve_until_done(
 
     graph = tf.Graph()
     with graph.as_default():
-        dequeue = _queue("taas_done", index, job).dequeue()
+        dequeue = _queue(DONE_QUEUE, index, job).dequeue()
     print(
         f"[{task}] serving at {target}; waiting for {len(expected)} {who} task(s) to finish",
         flush=True,
@@ -138,7 +151,7 @@ def serve_until_done(
         # this pod as soon as the chief succeeds) is a clean end, not a kill.
         stopping.finished(0)
         # Let the last trainer's enqueue call get its reply before this server goes away.
-        time.sleep(_LINGER_SECS)
+        time.sleep(LINGER_SECS)
     print(f"[{task}] all {who} tasks done; exiting", file=sys.stdout, flush=True)
 
 
@@ -154,7 +167,7 @@ def signal_done_to(task: str, me: int, targets: list[tuple[str, int, str]], time
     for job, index, host in targets:
         graph = tf.Graph()
         with graph.as_default():
-            enqueue = _queue("taas_done", index, job).enqueue(tf.constant(me, tf.int64))
+            enqueue = _queue(DONE_QUEUE, index, job).enqueue(tf.constant(me, tf.int64))
         config = v1.ConfigProto(device_filters=[f"/job:{job}/task:{index}"])
         options = v1.RunOptions(timeout_in_ms=int(timeout * 1000))
         session = v1.Session(f"grpc://{host}", graph=graph, config=config)

@@ -48,6 +48,7 @@ from taas_operator.controller.reconcile.events import (
 )
 from taas_operator.controller.reconcile.progress import ProgressPoller
 from taas_operator.controller.reconcile.status import StatusWriter
+from taas_operator.controller.reconcile.tensorboard import TensorBoards
 from taas_operator.controller.watch.children import ChildCache, Children, children_from
 from taas_operator.controller.watch.echoes import Echoes
 from taas_operator.controller.watch.jobcache import JobCache, JobKey
@@ -104,6 +105,7 @@ class JobPass:
             options=self.options,
         )
         self.progress = ProgressPoller(settings, request)
+        self.tensorboards = TensorBoards(kube, settings.tensorboard_image)
         self._forget_job = forget
         self._must_list: set[JobKey] = set()  # jobs whose next pass must LIST their children
 
@@ -114,6 +116,7 @@ class JobPass:
         self.writer.forget_job(key)
         self.actions.forget(key)
         self.progress.forget(key)
+        self.tensorboards.forget(key)
 
     async def run(self, key: JobKey) -> datetime | None:
         """Run one pass for the job; return when it must run again (None: on the next event)."""
@@ -159,6 +162,8 @@ class JobPass:
         applied = await self.actions.apply(job, plan, children.policies)
         metrics.pods_created(job, plan, bool(applied.errors))
         events = pass_events(applied.done, applied.problems, plan.events)
+        if not plan.delete_job:
+            events += await self.tensorboards.sync(job)
         if applied.taken_pods and fresh:  # listed, and still another incarnation's names
             events.append(waiting_for_names(applied.taken_pods))
         await self.recorder.post(key, body, events)

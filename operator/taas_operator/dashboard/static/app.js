@@ -411,6 +411,9 @@ function renderDetail(detail) {
   const tb = $("tensorboard");
   tb.hidden = !job.tensorboard;
   if (job.tensorboard) tb.href = job.tensorboard;
+  const tbCommand = $("tensorboard-command");
+  tbCommand.hidden = !job.tensorboard_command;
+  tbCommand.querySelector("code").textContent = job.tensorboard_command || "";
   renderProgress(job);
   renderTimeline(detail.conditions);
   renderReplicas(detail.replicas, job);

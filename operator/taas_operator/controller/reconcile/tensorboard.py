@@ -1,0 +1,103 @@
+"""The TensorBoard the operator runs for a TFJob that asks for one (`engine.tensorboard`).
+
+    boards = TensorBoards(kube, image)
+    await boards.sync(job) -> list[Event]     # a pass's TensorBoard work, and what to tell
+    boards.forget(key)
+
+A job annotated `taas.dev/tensorboard: "true"` gets the Deployment and Service
+`<job>-tensorboard` (`engine.desired_tensorboard`), owned by the job, so Kubernetes' garbage
+collector removes them with it; they outlive the job's pods (cleanPodPolicy), since a finished
+job is when its summaries are read. Not watched, as the PodGroup is not: a pass sends nothing
+once this incarnation's TensorBoard was made or found (remembered per job and uid), so the cost
+is two POSTs per annotated job (and per operator start). A name still taken by an earlier
+incarnation's TensorBoard (on its way out with that job) is tried again on a later pass.
+What makes it impossible (the chief's model_dir on no volume another pod can mount, a name too
+long) is a Warning `TensorBoardUnavailable` naming the fix, once per problem; the job runs on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from taas_operator.api.constants import (
+    REASON_TENSORBOARD_CREATED,
+    REASON_TENSORBOARD_UNAVAILABLE,
+)
+from taas_operator.api.models import TFJob
+from taas_operator.api.resources import DEPLOYMENT
+from taas_operator.controller.apiserver.kube import SERVICE, ApiError, Kind, KubeClient
+from taas_operator.controller.reconcile.events import log_api_error
+from taas_operator.controller.watch.jobcache import JobKey
+from taas_operator.engine import Event
+from taas_operator.engine.tensorboard import (
+    ModelDirError,
+    desired_tensorboard,
+    tensorboard_command,
+    tensorboard_request,
+)
+
+
+class TensorBoards:
+    """Makes each asking job's TensorBoard once per incarnation (see the module)."""
+
+    def __init__(self, kube: KubeClient, image: str) -> None:
+        self.kube, self.image = kube, image
+        self._made: dict[JobKey, str] = {}  # job -> the uid whose TensorBoard exists
+        self._told: dict[JobKey, tuple[str, str]] = {}  # job -> (uid, problem) posted
+
+    def forget(self, key: JobKey) -> None:
+        self._made.pop(key, None)
+        self._told.pop(key, None)
+
+    async def sync(self, job: TFJob) -> list[Event]:
+        """Create the job's TensorBoard when it asks for one and it was not made yet."""
+        if tensorboard_request(job) != "run":
+            return []
+        key, uid = (job.namespace, job.name), job.metadata.uid or ""
+        if self._made.get(key) == uid:
+            return []
+        try:
+            deployment, service = desired_tensorboard(job, self.image)
+        except ModelDirError as err:
+            return self._tell(key, uid, f"no TensorBoard for this job: {err}")
+        made = await asyncio.gather(
+            self._create(DEPLOYMENT, job, deployment), self._create(SERVICE, job, service)
+        )
+        problems = [m for m in made if isinstance(m, str)]
+        if problems:
+            return self._tell(key, uid, "; ".join(problems), retried=True)
+        if not all(made):
+            return []  # an earlier incarnation's still holds the name: a later pass makes it
+        self._made[key] = uid
+        name = deployment["metadata"]["name"]
+        return [
+            Event(
+                type="Normal",
+                reason=REASON_TENSORBOARD_CREATED,
+                message=f"TensorBoard {name} reads the chief's model_dir; serve it on your "
+                f"machine with: {tensorboard_command(job.namespace, job.name)}",
+            )
+        ]
+
+    def _tell(self, key: JobKey, uid: str, problem: str, retried: bool = False) -> list[Event]:
+        if self._told.get(key) == (uid, problem):
+            return []
+        self._told[key] = (uid, problem)
+        if retried:
+            problem += " (tried again on the job's next change)"
+        return [Event(type="Warning", reason=REASON_TENSORBOARD_UNAVAILABLE, message=problem)]
+
+    async def _create(self, kind: Kind, job: TFJob, manifest: dict[str, Any]) -> bool | str:
+        """True when this incarnation's object exists now, False when another's holds the
+        name, else the failure's message."""
+        name = manifest["metadata"]["name"]
+        try:
+            if await self.kube.create(kind, job.namespace, manifest) is not None:
+                return True
+            found = await self.kube.get(kind, job.namespace, name) or {}
+        except ApiError as err:
+            log_api_error(err)
+            return f"cannot create {kind.plural} {name}: {err}"
+        owners = (found.get("metadata") or {}).get("ownerReferences") or []
+        return any(o.get("uid") == job.metadata.uid for o in owners)

@@ -1,0 +1,230 @@
+"""The operator's TensorBoard for a TFJob annotated `taas.dev/tensorboard: "true"`, on the real
+apiserver: a Deployment and a Service `<job>-tensorboard` owned by the job, reading the chief's
+model_dir volume read-only, invisible to the job's own pod and service logic; a job whose
+model_dir no other pod can read gets one Warning naming the fix and runs on; a job that does
+not ask gets nothing. `taas tensorboard JOB` says what each kind of job lacks, bounded; its
+local proxy forwards to this apiserver with the kubeconfig's identity and refuses whatever could
+leave its one Service (a path climbing out, another Host, another site's Origin). That the
+TensorBoard serves the job's scalars is tests/e2e's, on a node (no pod runs here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http.client
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, wait_for
+
+from taas_controlplane.launcher import ControlPlane
+from taas_operator.client.kube import Connection
+from taas_operator.tensorboard.proxy import ServiceProxy
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
+
+DEPLOYMENTS = "/apis/apps/v1/namespaces/{ns}/deployments"
+IMAGE = "registry.example/tensorboard:1"
+
+
+@pytest.fixture(scope="module")
+def ns(admin: Api, start_operator: StartOperator) -> str:
+    name = new_namespace(admin, "tb")
+    start_operator(name, args=(f"--tensorboard-image={IMAGE}",))
+    return name
+
+
+def _job(name: str, annotation: str | None, model_dir: str, volume: dict[str, Any]) -> dict:
+    container = {
+        "name": "tensorflow",
+        "image": "example.com/trainer:1",
+        "env": [{"name": "TF_LOGDIR", "value": model_dir}],
+        "volumeMounts": [{"name": "model", "mountPath": "/model"}],
+    }
+    manifest = tfjob(name, {"PS": {}, "Worker": {"replicas": 2, "containers": [container]}})
+    manifest["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["volumes"] = [
+        {"name": "model", **volume}
+    ]
+    if annotation is not None:
+        manifest["metadata"]["annotations"] = {"taas.dev/tensorboard": annotation}
+    return manifest
+
+
+def _warnings(admin: Api, ns: str, name: str, reason: str) -> list[str]:
+    return [e["message"] for e in admin.events(ns, name) if e["reason"] == reason]
+
+
+def test_an_annotated_job_gets_a_tensorboard_on_its_model_dir(admin: Api, ns: str) -> None:
+    name = unique("tb")
+    volume = {"persistentVolumeClaim": {"claimName": "runs"}}
+    job = admin.create_tfjob(ns, _job(name, "true", "/model/run", volume))
+    board = f"{name}-tensorboard"
+    deployment = wait_for(
+        lambda: admin.find(f"{DEPLOYMENTS.format(ns=ns)}/{board}"), "the TensorBoard Deployment"
+    )
+    service = admin.get(f"/api/v1/namespaces/{ns}/services/{board}")
+    for obj in (deployment, service):
+        (owner,) = obj["metadata"]["ownerReferences"]
+        assert owner["uid"] == job["metadata"]["uid"] and owner["controller"] is True
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["image"] == IMAGE
+    assert "--logdir=/model/run" in container["args"]
+    assert container["volumeMounts"] == [{"name": "model", "mountPath": "/model", "readOnly": True}]
+    assert pod["volumes"] == [{"name": "model", **volume}]
+    assert service["spec"]["ports"][0]["port"] == 6006
+    # The job's own children are what they always were: 3 pods, 3 services, none of them ours.
+    wait_for(lambda: len(admin.pods(ns, name)) == 3, "the job's 3 pods")
+    assert sorted(admin.services(ns, name)) == sorted(admin.pods(ns, name))
+    created = wait_for(
+        lambda: [m for m in _warnings(admin, ns, name, "TensorBoardCreated")], "the event"
+    )
+    assert f"taas tensorboard {name} -n {ns}" in created[0]
+
+
+def test_a_model_dir_no_pod_can_share_is_one_warning(admin: Api, ns: str) -> None:
+    name = unique("tbx")
+    admin.create_tfjob(ns, _job(name, "true", "/model/run", {"emptyDir": {}}))
+    wait_for(lambda: len(admin.pods(ns, name)) == 3, "the job's 3 pods: it runs on")
+    warned = wait_for(lambda: _warnings(admin, ns, name, "TensorBoardUnavailable"), "the Warning")
+    assert "emptyDir volume 'model'" in warned[0] and "PersistentVolumeClaim" in warned[0]
+    # more passes (pods change phase) tell it no more
+    for pod in admin.pods(ns, name):
+        admin.set_pod_phase(ns, pod, "Running", pod_ip="127.0.0.1")
+    wait_for(lambda: (admin.tfjob(ns, name) or {}).get("status", {}).get("conditions"), "status")
+    assert len(_warnings(admin, ns, name, "TensorBoardUnavailable")) == 1
+    assert admin.find(f"{DEPLOYMENTS.format(ns=ns)}/{name}-tensorboard") is None
+
+
+def test_no_annotation_no_tensorboard(admin: Api, ns: str) -> None:
+    name = unique("plain")
+    admin.create_tfjob(ns, _job(name, None, "/model/run", {"hostPath": {"path": "/srv"}}))
+    wait_for(lambda: len(admin.pods(ns, name)) == 3, "the job's 3 pods")
+    link = unique("link")
+    admin.create_tfjob(ns, _job(link, "https://tb.example/x", "/model/run", {"emptyDir": {}}))
+    wait_for(lambda: len(admin.pods(ns, link)) == 3, "the other job's 3 pods")
+    for job in (name, link):
+        found = admin.get(
+            f"{DEPLOYMENTS.format(ns=ns)}?labelSelector=taas.dev/tensorboard-for={job}"
+        )
+        assert found["items"] == []
+    assert not _warnings(admin, ns, link, "TensorBoardUnavailable")
+
+
+# -- `taas tensorboard JOB` against this apiserver (no node: no TensorBoard pod ever runs) ------
+
+
+def _taas_tensorboard(kubeconfig: str, ns: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "taas_operator.cli", "tensorboard", *args, "-n", ns,
+         "--kubeconfig", kubeconfig, "--port", "0"],
+        capture_output=True, text=True, timeout=90, check=False,
+    )  # fmt: skip
+
+
+def test_the_command_says_what_each_job_lacks(
+    admin: Api, ns: str, control_plane: ControlPlane
+) -> None:
+    kubeconfig = control_plane.kubeconfig
+    plain, link, unshareable, waiting = (unique(p) for p in ("p", "l", "u", "w"))
+    admin.create_tfjob(ns, _job(plain, None, "/model/run", {"hostPath": {"path": "/srv"}}))
+    admin.create_tfjob(ns, _job(link, "https://tb.example/x", "/model/r", {"emptyDir": {}}))
+    admin.create_tfjob(ns, _job(unshareable, "true", "/model/run", {"emptyDir": {}}))
+    admin.create_tfjob(ns, _job(waiting, "true", "/model/run", {"hostPath": {"path": "/srv"}}))
+    wait_for(lambda: _warnings(admin, ns, unshareable, "TensorBoardUnavailable"), "the Warning")
+
+    missing = _taas_tensorboard(kubeconfig, ns, "no-such-job")
+    assert missing.returncode == 2 and 'TFJob "no-such-job" not found' in missing.stderr
+
+    asks_none = _taas_tensorboard(kubeconfig, ns, plain)
+    assert asks_none.returncode == 2
+    assert f"kubectl annotate tfjob {plain} -n {ns} taas.dev/tensorboard=true" in asks_none.stderr
+
+    linked = _taas_tensorboard(kubeconfig, ns, link)
+    assert linked.returncode == 0 and "https://tb.example/x" in linked.stdout
+    for job, line in (
+        (link, "TensorBoard: https://tb.example/x"),
+        (waiting, f"TensorBoard: taas tensorboard {waiting} -n {ns}"),
+    ):
+        got = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "taas_operator.cli",
+                "get",
+                job,
+                "-n",
+                ns,
+                "--kubeconfig",
+                kubeconfig,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        assert got.stdout.splitlines()[-1] == line  # `taas get JOB` says where it is
+
+    refused = _taas_tensorboard(kubeconfig, ns, unshareable)
+    assert refused.returncode == 2 and "emptyDir volume 'model'" in refused.stderr
+
+    started = time.monotonic()
+    slow = _taas_tensorboard(kubeconfig, ns, waiting, "--timeout", "4")
+    assert slow.returncode == 1, slow
+    assert "did not answer within 4s" in slow.stderr
+    assert f"kubectl get pods -n {ns} -l taas.dev/tensorboard-for={waiting}" in slow.stderr
+    assert time.monotonic() - started < 30
+    for done in (missing, asks_none, linked, refused, slow):
+        assert "Traceback" not in done.stderr
+
+
+# -- the local proxy's guard, in front of this apiserver -----------------------------------------
+
+
+@pytest.fixture
+def proxy_port(control_plane: ControlPlane, ns: str) -> Iterator[int]:
+    """`ServiceProxy` to service `absent` (none such) in `ns`, listening in its own loop."""
+    loop = asyncio.new_event_loop()
+    transport = Connection(control_plane.kubeconfig).transport()
+    proxy = ServiceProxy(transport, ns, "absent", "http")
+    runner, port = loop.run_until_complete(proxy.listen("127.0.0.1", 0))
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    yield port
+    asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
+    asyncio.run_coroutine_threadsafe(transport.close(), loop).result(10)
+    loop.call_soon_threadsafe(loop.stop)
+    thread.join(10)
+    loop.close()
+
+
+def _raw(port: int, method: str, path: str, **headers: str) -> tuple[int, str]:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    body = headers.pop("body", None)
+    connection.putrequest(method, path, skip_host=True)
+    connection.putheader("Host", headers.pop("Host", f"127.0.0.1:{port}"))
+    for key, value in headers.items():
+        connection.putheader(key, value)
+    connection.putheader("Content-Length", str(len(body or "")))
+    connection.endheaders(body.encode() if body else None)
+    answer = connection.getresponse()
+    return answer.status, answer.read().decode(errors="replace")
+
+
+def test_the_proxy_reaches_only_its_service_for_only_this_machine(proxy_port: int) -> None:
+    # Forwarded with the kubeconfig's identity: the apiserver's own answer for the Service.
+    status, text = _raw(proxy_port, "GET", "/data/environment")
+    assert status == 404 and 'services \\"absent\\" not found' in text, text
+    for path in ("/a/../../secrets", "/%2e%2e/%2E%2E/secrets", "/a%2Fb", "/a%5Cb", "/./x"):
+        assert _raw(proxy_port, "GET", path)[0] == 400, path
+    assert _raw(proxy_port, "GET", "/", Host=f"rebind.evil.example:{proxy_port}")[0] == 421
+    assert _raw(proxy_port, "GET", "/", Origin="http://evil.example")[0] == 403
+    assert _raw(proxy_port, "DELETE", "/x")[0] == 405
+    assert _raw(proxy_port, "POST", "/x", body="x" * (2 << 20))[0] == 413
+    assert _raw(proxy_port, "GET", "/" + "a" * 5000)[0] == 414
+    assert _raw(proxy_port, "GET", "/" + "a" * 9000)[0] == 400  # aiohttp's own bound
