@@ -10,19 +10,15 @@ node and the scheduler's name are this test's own, so no other test's pod is pla
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from crds import install_crd
 from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, wait_for
 
-from taas_controlplane.binaries import ensure
 from taas_controlplane.launcher import ControlPlane
-from taas_operator.processes import free_ports, spawn, stop
+from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(240)]
 
@@ -63,79 +59,17 @@ def node(admin: Api, scheduler_name: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def scheduler(
+def gang_scheduler(
     control_plane: ControlPlane,
     podgroup_crd: Path,
     scheduler_name: str,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[subprocess.Popen[bytes]]:
-    """scheduler-plugins' scheduler with a Coscheduling profile named `scheduler_name`."""
-    directory = tmp_path_factory.mktemp("gang-scheduler")
-    config = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "leaderElection": {"leaderElect": False},
-        "clientConnection": {"kubeconfig": control_plane.kubeconfig},
-        "profiles": [
-            {
-                "schedulerName": scheduler_name,
-                "plugins": {
-                    "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
-                    "queueSort": {
-                        "enabled": [{"name": "Coscheduling"}],
-                        "disabled": [{"name": "*"}],
-                    },
-                },
-                "pluginConfig": [
-                    {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}
-                ],
-            }
-        ],
-    }
-    (directory / "config.yaml").write_text(yaml.safe_dump(config))
-    (port,) = free_ports(1)
-    log = (directory / "scheduler.log").open("wb")
-    proc = spawn(
-        [
-            str(ensure("scheduler-plugins-scheduler")),
-            f"--config={directory / 'config.yaml'}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-            f"--kubeconfig={control_plane.kubeconfig}",
-            f"--authentication-kubeconfig={control_plane.kubeconfig}",
-            f"--authorization-kubeconfig={control_plane.kubeconfig}",
-            "--v=3",  # binds and rejections in the log
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    yield proc
-    stop(proc)
-    log.close()
-
-
-@pytest.fixture(scope="module")
-def group_controller(
-    control_plane: ControlPlane, podgroup_crd: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[subprocess.Popen[bytes]]:
-    """scheduler-plugins' controller (PodGroup and ElasticQuota status); it needs both CRDs."""
-    quota = podgroup_crd.parents[1] / "capacityscheduling" / "crd.yaml"
-    install_crd(control_plane, quota, name="elasticquotas.scheduling.x-k8s.io")
-    log = (tmp_path_factory.mktemp("gang-controller") / "controller.log").open("wb")
-    metrics, probe = free_ports(2)
-    proc = spawn(
-        [
-            str(ensure("scheduler-plugins-controller")),
-            f"--kubeconfig={control_plane.kubeconfig}",
-            f"--metricsAddr=127.0.0.1:{metrics}",
-            f"--probeAddr=127.0.0.1:{probe}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    yield proc
-    stop(proc)
-    log.close()
+) -> Iterator[SchedulingStack]:
+    """scheduler-plugins' scheduler (Coscheduling, under `scheduler_name`) and its controller
+    (PodGroup status), started as the one-node and simulated clusters start them."""
+    options = SchedulingOptions(coscheduling=True, scheduler_name=scheduler_name)
+    with SchedulingStack(control_plane, tmp_path_factory.mktemp("gang"), options) as stack:
+        yield stack
 
 
 def _gang_job(name: str, workers: int) -> dict[str, Any]:
@@ -166,8 +100,7 @@ def _running_false(admin: Api, ns: str, name: str) -> dict[str, Any] | None:
 def test_two_gangs_that_cannot_both_fit_run_one_after_the_other(
     admin: Api,
     start_operator: StartOperator,
-    scheduler: subprocess.Popen[bytes],
-    group_controller: subprocess.Popen[bytes],
+    gang_scheduler: SchedulingStack,
     scheduler_name: str,
     node: str,
 ) -> None:
