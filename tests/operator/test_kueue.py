@@ -16,16 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kueue_helpers import KUEUE, PRIORITY_LABEL, QUEUE_LABEL, kueue_object, queues
 from operator_harness import Api, StartOperator, condition, new_namespace, tfjob, unique, wait_for
 
 from taas_controlplane.launcher import ControlPlane
 from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
-
-KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 
 
 @pytest.fixture(scope="module")
@@ -36,49 +33,6 @@ def kueue(
     options = SchedulingOptions(kueue=True)
     with SchedulingStack(control_plane, tmp_path_factory.mktemp("kueue"), options) as stack:
         yield stack
-
-
-def kueue_object(kind: str, name: str, **fields: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": kind,
-        "metadata": {"name": name},
-        **fields,
-    }
-
-
-def queues(
-    admin: Api,
-    ns: str,
-    cpu: int,
-    *,
-    node_labels: dict[str, str] | None = None,
-    preemption: bool = False,
-) -> str:
-    """A ResourceFlavor and ClusterQueue with `cpu` CPUs of quota, and a LocalQueue in `ns`
-    pointing at it; returns the LocalQueue's name."""
-    flavor, cluster_queue = unique("flavor"), unique("cq")
-    admin.create(
-        f"{KUEUE}/resourceflavors",
-        kueue_object("ResourceFlavor", flavor, spec={"nodeLabels": node_labels or {}}),
-    )
-    spec: dict[str, Any] = {
-        "namespaceSelector": {},
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu"],
-                "flavors": [{"name": flavor, "resources": [{"name": "cpu", "nominalQuota": cpu}]}],
-            }
-        ],
-    }
-    if preemption:
-        spec["preemption"] = {"withinClusterQueue": "LowerPriority"}
-    admin.create(f"{KUEUE}/clusterqueues", kueue_object("ClusterQueue", cluster_queue, spec=spec))
-    admin.create(
-        f"{KUEUE}/namespaces/{ns}/localqueues",
-        kueue_object("LocalQueue", "team", spec={"clusterQueue": cluster_queue}),
-    )
-    return "team"
 
 
 def queued_job(name: str, queue: str, workers: int, cpu: str, priority: str = "") -> dict:

@@ -22,6 +22,10 @@ watched: a pass sends nothing when the PodGroup it last made or checked for this
 the job already has the wanted spec (remembered per job), so a hand edit of a PodGroup stays
 until the job changes or the operator restarts. A missing PodGroup CRD is a `FailedCreatePodGroup`
 Warning naming the fix, and the pass is retried with backoff.
+
+Kueue's pod groups (`options.kueue_pod_groups`, `engine.kueue`): `plan.release_pods` lose
+Kueue's finalizer and `plan.close_pods` get `kueue.x-k8s.io/retriable-in-group: "false"`, each
+one strategic-merge patch of the pod's metadata (the `patch` verb on pods), alongside the rest.
 """
 
 from __future__ import annotations
@@ -144,6 +148,8 @@ class Actions:
             *(self._delete(SERVICE, ns, name) for name in plan.delete_services),
             *(self._create(POD, job, manifest) for manifest in plan.create_pods),
             *(self._create(SERVICE, job, manifest) for manifest in plan.create_services),
+            *(self._release(ns, name) for name in plan.release_pods),
+            *(self._close(ns, name) for name in plan.close_pods),
         ]
         if self.network_policy and not plan.delete_job:
             calls.append(self._sync_policy(job, policies))
@@ -154,6 +160,12 @@ class Actions:
             name_taken=any(isinstance(o, _Taken) for o in outcomes),
             taken_pods=[o.name for o in outcomes if isinstance(o, _Taken) and o.pod],
         )
+
+    async def close_groups(self, namespace: str, names: Sequence[str]) -> list[Event]:
+        """Mark pods of a gone run `retriable-in-group: "false"` (`engine.kueue`): those of a
+        deleted job, or of an earlier job of the same name; the Warnings of calls that failed."""
+        outcomes = await asyncio.gather(*(self._close(namespace, name) for name in names))
+        return [o for o in outcomes if isinstance(o, Event)]
 
     def forget(self, key: JobKey) -> None:
         """The job is gone: drop what was remembered of its PodGroup."""
@@ -210,6 +222,26 @@ class Actions:
             log_api_error(err)
             return failed(DELETE, kind, name, err)
         return Done(DELETE, kind, name) if gone else None
+
+    async def _release(self, ns: str, name: str) -> _Outcome:
+        """Remove Kueue's finalizer from an ended pod TaaS replaces (`engine.kueue`)."""
+        removal = {"$deleteFromPrimitiveList/finalizers": [c.KUEUE_FINALIZER]}
+        try:
+            await self.kube.patch_metadata(POD, ns, name, removal)
+        except ApiError as err:
+            log_api_error(err)
+            return failed(UPDATE, POD, name, err)
+        return None
+
+    async def _close(self, ns: str, name: str) -> _Outcome:
+        """Tell Kueue the pod's group will not retry it: the run is over (`engine.kueue`)."""
+        closed = {"annotations": {c.KUEUE_RETRIABLE_ANNOTATION: "false"}}
+        try:
+            await self.kube.patch_metadata(POD, ns, name, closed)
+        except ApiError as err:
+            log_api_error(err)
+            return failed(UPDATE, POD, name, err)
+        return None
 
     async def _sync_policy(self, job: TFJob, policies: dict[str, dict[str, Any]]) -> _Outcome:
         """Create the job's NetworkPolicy, or put its spec back if someone changed it
