@@ -31,9 +31,12 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from taas_controlplane.binaries import BuildError
 from taas_controlplane.launcher import ControlPlane
 from taas_controlplane.scheduling import coscheduling, kueue_config, kueue_process
 from taas_controlplane.scheduling.coscheduling import DEFAULT_SCHEDULER_NAME
+from taas_controlplane.scheduling.kueue_process import KueueError
+from taas_controlplane.scheduling.kustomize import KustomizeError
 from taas_operator.processes import free_ports, spawn
 from taas_operator.processes import stop as stop_process
 
@@ -84,14 +87,18 @@ class SchedulingStack:
 
     # -- public surface ----------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> SchedulingStack:
-        if self.options.kueue:
-            kueue_process.check_can_run()
+        """Start what the options ask for; raises SchedulingError (what failed and its log)."""
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
+            if self.options.kueue:
+                kueue_process.check_can_run()
             if self.options.coscheduling:
                 self._start_coscheduling(timeout)
             if self.options.kueue:
                 self._start_kueue(timeout)
+        except (BuildError, KueueError, KustomizeError) as err:
+            self.stop()
+            raise SchedulingError(str(err)) from err
         except BaseException:
             self.stop()
             raise
