@@ -144,6 +144,8 @@ def _add_scheduling_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _scheduling(args: argparse.Namespace) -> SchedulingOptions:
+    """The schedulers asked for. TaaS's TFJob CRD is left to the chart (Helm refuses to adopt a
+    CRD it did not make): Kueue starts its TFJob integration when it next polls for the API."""
     return SchedulingOptions(
         coscheduling=args.gang == "scheduler-plugins",
         kueue=args.kueue is not None,

@@ -36,7 +36,7 @@ from taas_controlplane.launcher import ControlPlane
 from taas_controlplane.scheduling import coscheduling, kueue_config, kueue_process
 from taas_controlplane.scheduling.coscheduling import DEFAULT_SCHEDULER_NAME
 from taas_controlplane.scheduling.kueue_process import KueueError
-from taas_controlplane.scheduling.kustomize import KustomizeError
+from taas_controlplane.scheduling.kustomize import KustomizeError, load_documents
 from taas_operator.processes import free_ports, spawn
 from taas_operator.processes import stop as stop_process
 
@@ -61,6 +61,10 @@ class SchedulingOptions(BaseModel):
     #: Kueue's `kubeflow.org/tfjob` integration on (else only its defaults, `pod` among them:
     #: the plain pod-group way, TaaS's `--kueue-pod-groups`).
     kueue_tfjob: bool = True
+    #: CRD files of the jobs Kueue is to manage (TaaS's TFJob CRD), applied before it starts:
+    #: Kueue starts an integration whose API is missing only when a poll finds it (backing
+    #: off to every 2 minutes).
+    job_crds: list[Path] = []
 
     @property
     def any(self) -> bool:
@@ -92,6 +96,10 @@ class SchedulingStack:
         try:
             if self.options.kueue:
                 kueue_process.check_can_run()
+                for crd in self.options.job_crds:
+                    self._apply_file(crd)
+                names = [load_documents(c)[0]["metadata"]["name"] for c in self.options.job_crds]
+                self._wait_established(names)
             if self.options.coscheduling:
                 self._start_coscheduling(timeout)
             if self.options.kueue:
@@ -220,7 +228,8 @@ class SchedulingStack:
             got = self.plane.kubectl(
                 "get", "crd", *waiting, "-o", "json", "--ignore-not-found", check=False
             )
-            items = json.loads(got.stdout or "{}").get("items", []) if got.returncode == 0 else []
+            found = json.loads(got.stdout or "{}") if got.returncode == 0 else {}
+            items = found.get("items", []) if found.get("kind") == "List" else [found]
             ready = {
                 c["metadata"]["name"]
                 for c in items
