@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from node_helpers import SESSION_VALUES, get_json, install_chart
+from node_helpers import SESSION_VALUES, get_json, install_chart, wait_for
 
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.oci import TOOLBOX_IMAGE
@@ -59,13 +59,22 @@ def _millicpu(value: str) -> int:
     return int(value[:-1]) if value.endswith("m") else int(float(value) * 1000)
 
 
-def free_millicpu(cluster: Cluster) -> int:
-    """The node's allocatable CPU minus what its live pods request."""
+def _node_pods(cluster: Cluster) -> list[dict[str, Any]]:
+    selector = f"spec.nodeName={cluster.node_name}"
+    return list(get_json(cluster, "pods", "-A", "--field-selector", selector)["items"])
+
+
+def free_millicpu(cluster: Cluster, settle_s: float = 120.0) -> int:
+    """The node's allocatable CPU minus what its live pods request, once no pod on it is being
+    deleted (an earlier test's pods, whose CPU is about to be free)."""
+    wait_for(
+        "the node's terminating pods gone",
+        lambda: not any(p["metadata"].get("deletionTimestamp") for p in _node_pods(cluster)),
+        timeout=settle_s,
+    )
     node = get_json(cluster, "node", cluster.node_name)
     free = _millicpu(node["status"]["allocatable"]["cpu"])
-    for pod in get_json(
-        cluster, "pods", "-A", "--field-selector", f"spec.nodeName={cluster.node_name}"
-    )["items"]:
+    for pod in _node_pods(cluster):
         if pod["status"].get("phase") in ("Succeeded", "Failed"):
             continue
         for container in pod["spec"]["containers"]:
