@@ -108,15 +108,15 @@ def test_two_gangs_without_a_gang_scheduler_can_deadlock(
         ),
     )
     assert {p["metadata"]["name"] for p in stuck} == set(order[3:]), pods.keys()
-    # Each job says what holds it (the operator's gang setting is on, so in its words a job
-    # waits for its gang); nothing finishes while the placed workers wait for peers.
+    # Each job says what holds it (its pods go to the default scheduler: no gang); nothing
+    # finishes while the placed workers wait for peers.
     for name in ("a", "b"):
         running = wait_for(
             f"{name} saying it is not running",
             lambda n=name: (
                 (c := condition_of(_job(cluster, ns, n), "Running"))
                 and c["status"] == "False"
-                and c["reason"] in ("Unschedulable", "WaitingForGang")
+                and c["reason"] == "Unschedulable"
                 and c
             ),
         )
