@@ -202,8 +202,9 @@ class SchedulingStack:
         )
         self._wait_up(["kueue"], timeout)
         webhooks = kueue_config.webhook_configurations(source, endpoint)
-        self._apply(webhooks)
+        # Known before they are applied: a failure half-way still removes what was made.
         self._webhooks = [f"{w['kind'].lower()}/{w['metadata']['name']}" for w in webhooks]
+        self._apply(webhooks)
 
     # -- helpers -----------------------------------------------------------------------------
     def _apply(self, objects: list[dict[str, Any]]) -> None:
