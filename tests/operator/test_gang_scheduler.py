@@ -138,3 +138,48 @@ def test_two_gangs_that_cannot_both_fit_run_one_after_the_other(
         "the second gang placed after the first finished",
         timeout=90,
     )
+
+
+def _free_the_node(admin: Api, node: str) -> None:
+    """Every pod an earlier test left bound to the node ends (the test plays the kubelet)."""
+    bound = admin.get(f"/api/v1/pods?fieldSelector=spec.nodeName={node}")["items"]
+    for pod in bound:
+        if pod["status"].get("phase") not in ("Succeeded", "Failed"):
+            meta = pod["metadata"]
+            admin.set_pod_phase(meta["namespace"], meta["name"], "Succeeded")
+
+
+def test_lowering_min_available_of_a_waiting_gang_places_it_at_once(
+    admin: Api,
+    start_operator: StartOperator,
+    gang_scheduler: SchedulingStack,
+    scheduler_name: str,
+    node: str,
+) -> None:
+    """Kubeflow's SDK gang flow, on the scheduler: a gang of 3 x 2 CPUs cannot fit the 4-CPU
+    node and waits; `minAvailable: 2` (the PodGroup's minMember and minResources follow) lets
+    two workers be placed within seconds. Coscheduling reads PodGroups through a cache of its
+    own that can lag the event that wakes the waiting pods, so without TaaS marking the
+    PodGroup again once its spec has changed the gang waits for the scheduler's 5-minute
+    flush of unschedulable pods."""
+    _free_the_node(admin, node)
+    ns = new_namespace(admin, "lower")
+    start_operator(
+        ns,
+        args=(
+            "--gang-scheduler-name=scheduler-plugins",
+            f"--gang-pod-scheduler-name={scheduler_name}",
+        ),
+    )
+    name = unique("lower")
+    admin.create_tfjob(ns, _gang_job(name, 3))
+    cond = wait_for(lambda: _running_false(admin, ns, name), "the gang waiting", 60)
+    assert cond["reason"] == "WaitingForGang", cond
+    assert not any(_placed(admin, ns, name).values())
+    admin.patch_tfjob(ns, name, {"spec": {"runPolicy": {"schedulingPolicy": {"minAvailable": 2}}}})
+    placed = wait_for(
+        lambda: (p := _placed(admin, ns, name)) and sum(1 for n in p.values() if n) == 2 and p,
+        "two workers placed once minAvailable is 2",
+        timeout=45,
+    )
+    assert set(placed.values()) == {node, ""}, placed

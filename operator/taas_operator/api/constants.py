@@ -85,6 +85,9 @@ DEFAULT_GANG_POD_SCHEDULER: Final = "scheduler-plugins-scheduler"
 POD_GROUP_API_VERSION: Final = "scheduling.x-k8s.io/v1alpha1"
 #: The label that makes a pod a member of the PodGroup it names.
 LABEL_POD_GROUP: Final = "scheduling.x-k8s.io/pod-group"
+#: TaaS: when it last changed the PodGroup's spec, written a moment after the change so that
+#: coscheduling looks at a waiting gang again (`controller.reconcile.actions`).
+ANNOTATION_POD_GROUP_CHANGED: Final = "taas.dev/pod-group-spec-changed"
 
 # Kueue (`kueue.x-k8s.io`): what its `pod` integration reads on pods and writes on them
 # (`--kueue-pod-groups`, `taas_operator.engine.kueue`).

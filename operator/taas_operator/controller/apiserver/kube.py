@@ -301,6 +301,17 @@ class KubeClient:
         )  # fmt: skip
         return status != 404
 
+    async def annotate(
+        self, kind: Kind, namespace: str, name: str, annotations: dict[str, str]
+    ) -> bool:
+        """Set annotations (a JSON merge patch: custom resources too, which take no strategic
+        merge); False when the object is already gone."""
+        status, _ = await self._request(
+            "PATCH", kind, namespace, name, body={"metadata": {"annotations": annotations}},
+            content_type="application/merge-patch+json", ok=(404,),
+        )  # fmt: skip
+        return status != 404
+
     # -- events ---------------------------------------------------------------------------------
     async def post_event(self, job: dict[str, Any], type_: str, reason: str, message: str) -> None:
         """Record a core/v1 Event on the TFJob (what `kubectl describe tfjob` shows)."""

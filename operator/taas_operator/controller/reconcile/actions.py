@@ -21,7 +21,12 @@ replicas, requests); finished jobs are left as they are (the PodGroup goes with 
 watched: a pass sends nothing when the PodGroup it last made or checked for this incarnation of
 the job already has the wanted spec (remembered per job), so a hand edit of a PodGroup stays
 until the job changes or the operator restarts. A missing PodGroup CRD is a `FailedCreatePodGroup`
-Warning naming the fix, and the pass is retried with backoff.
+Warning naming the fix, and the pass is retried with backoff. A changed spec is followed, a
+moment later, by one more write (the annotation `taas.dev/pod-group-spec-changed`): coscheduling
+(scheduler-plugins v0.33) wakes a waiting gang on the PodGroup's update event but reads the
+PodGroup through a second cache that can lag that event, and a gang judged by its old spec (say,
+before its `minAvailable` was lowered) would otherwise wait for the scheduler's 5-minute flush
+of unschedulable pods.
 
 Kueue's pod groups (`options.kueue_pod_groups`, `engine.kueue`): `plan.release_pods` lose
 Kueue's finalizer and `plan.close_pods` get `kueue.x-k8s.io/retriable-in-group: "false"`, each
@@ -31,12 +36,13 @@ one strategic-merge patch of the pod's metadata (the `patch` verb on pods), alon
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from taas_operator.api import constants as c
-from taas_operator.api.models import TFJob
+from taas_operator.api.models import TFJob, format_time
 from taas_operator.api.resources import POD_GROUP
 from taas_operator.controller.apiserver.kube import (
     POD,
@@ -70,6 +76,9 @@ from taas_operator.engine import (
     desired_network_policy,
     desired_pod_group,
 )
+
+#: Seconds between a PodGroup's spec change and the write that wakes its gang again (above).
+POD_GROUP_NUDGE_SECONDS = 2.0
 
 # replica-type label value (lowercase) -> the tfReplicaSpecs key, for messages
 _REPLICA_KEYS = {kind.lower(): kind for kind in c.REPLICA_TYPES}
@@ -130,6 +139,7 @@ class Actions:
         self.options = options or BuildOptions()
         #: job -> (uid, PodGroup spec) last made or found so (`_sync_pod_group`)
         self._pod_groups: dict[JobKey, tuple[str, dict[str, Any]]] = {}
+        self._nudges: set[asyncio.Task[None]] = set()  # `_nudge_pod_group`s not yet done
         self.network_policy, self.extra_namespaces = network_policy, tuple(extra_namespaces)
         self.progress_namespace = progress_namespace  # admitted to the chief's progress port
 
@@ -280,6 +290,7 @@ class Actions:
             if current.get("spec") != desired["spec"]:
                 await self.kube.replace_spec(POD_GROUP, job.namespace, job.name, desired["spec"])
                 self._pod_groups[key] = (uid, desired["spec"])
+                self._later(self._nudge_pod_group(job.namespace, job.name))
                 return Done(UPDATE, POD_GROUP, job.name)
         except NotFound as err:  # no such resource: the CRD is not installed
             log_api_error(err)
@@ -294,3 +305,19 @@ class Actions:
             return failed(CREATE, POD_GROUP, job.name, err)
         self._pod_groups[key] = (uid, desired["spec"])
         return None
+
+    def _later(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` beside the passes (a reference is kept until it is done)."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._nudges.add(task)
+        task.add_done_callback(self._nudges.discard)
+
+    async def _nudge_pod_group(self, ns: str, name: str) -> None:
+        """Write the PodGroup once more after its spec changed, so coscheduling looks at its
+        waiting gang again with the new spec in its cache (the module's docstring says why)."""
+        await asyncio.sleep(POD_GROUP_NUDGE_SECONDS)
+        stamp = format_time(datetime.now(UTC))
+        try:
+            await self.kube.annotate(POD_GROUP, ns, name, {c.ANNOTATION_POD_GROUP_CHANGED: stamp})
+        except ApiError as err:  # the scheduler's 5-minute flush remains
+            log_api_error(err)
