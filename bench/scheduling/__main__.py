@@ -21,7 +21,8 @@ import tempfile
 from pathlib import Path
 
 from bench.scheduling.report import table
-from bench.scheduling.scenario import GangRun, GangShape
+from bench.scheduling.scenario import GangRun
+from bench.scheduling.shape import GPUS_PER_NODE, GangShape
 from taas_controlplane.sim.cluster import SimClusterError
 
 
@@ -46,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.run_seconds is not None:
         changes["run_seconds"] = args.run_seconds
     shape = shape.model_copy(update=changes)
-    if shape.queues * shape.quota > shape.nodes * 8 or shape.min_workers > shape.max_workers:
+    too_much = shape.queues * shape.quota > shape.nodes * GPUS_PER_NODE
+    if too_much or shape.min_workers > shape.max_workers:
         parser.error("the queues' quotas must fit the nodes' GPUs (8 each), min <= max workers")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="taas-bench-scheduling-"))
     workdir.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.scheduling.scenario import GangRun, GangShape
+from bench.scheduling.scenario import GangRun
+from bench.scheduling.shape import GangShape
 
 pytestmark = [pytest.mark.sim, pytest.mark.controlplane, pytest.mark.timeout(420)]
 
