@@ -148,6 +148,14 @@ class OperatorSettings(BaseSettings):
         "`tensorboard` command: the trainer image has it).",
         json_schema_extra=_flag("--tensorboard-image", "IMAGE"),
     )
+    kueue_pod_groups: bool = Field(
+        default=False,
+        description="Make the pods of every TFJob labelled kueue.x-k8s.io/queue-name one Kueue "
+        "pod group (that label, a pod-group-name label and a pod-group-total-count annotation "
+        "from creation), so Kueue's `pod` integration admits the job whole: for a Kueue whose "
+        "kubeflow.org/tfjob integration is not enabled.",
+        json_schema_extra=_flag("--kueue-pod-groups"),
+    )
 
     @field_validator("gang_scheduler_name")
     @classmethod

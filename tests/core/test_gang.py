@@ -167,6 +167,15 @@ def test_gang_waiting_message() -> None:
     assert gang_waiting(job, [pod("Worker", i, phase="Pending") for i in range(8)], GANG) is None
 
 
+def test_pods_sent_to_another_scheduler_are_no_gang() -> None:
+    """A template naming its own scheduler keeps it (as in Kubeflow): those pods are placed one
+    by one, so the job is not said to wait for a gang."""
+    m = manifest({"Worker": 3})
+    m["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["schedulerName"] = "default-scheduler"
+    pods = [_unschedulable("Worker", i, "0/1 nodes are available.") for i in range(3)]
+    assert gang_waiting(parse_tfjob(m), pods, GANG) is None
+
+
 def test_gang_of_min_available_already_running_does_not_wait() -> None:
     job = _job({"Worker": 4}, {"minAvailable": 2})
     pods = [pod("Worker", 0), pod("Worker", 1), *(_unschedulable("Worker", i, "") for i in (2, 3))]

@@ -180,6 +180,7 @@ CHART_VALUES: dict[str, tuple[str, str, object]] = {
         "tensorboard.image=registry.example/tb:1",
         "registry.example/tb:1",
     ),
+    "kueue_pod_groups": ("kueue.podGroups", "kueue.podGroups=true", True),
 }
 
 
@@ -455,3 +456,14 @@ def test_gang_scheduling_adds_only_the_pod_group_rule(render_docs: Render) -> No
     )
     (role,) = of_kind(namespaced, "Role")
     assert rules(role) == WORKLOAD_RULES | pod_groups
+
+
+def test_kueue_pod_groups_add_only_patch_on_pods(render_docs: Render) -> None:
+    """kueue.podGroups: the operator gets the setting and may patch pods (Kueue's finalizer,
+    the retriable-in-group annotation), nothing else; off by default."""
+    docs = render_docs("kueue.podGroups=true")
+    assert container_env(docs)["TAAS_KUEUE_POD_GROUPS"] == "true"
+    granted = set().union(*(rules(role) for role in of_kind(docs, "ClusterRole")))
+    assert granted == WORKLOAD_RULES | CLUSTER_RULES | {("", "pods", "patch")}
+    (role,) = of_kind(render_docs("kueue.podGroups=true", "watchNamespaces={team-a}"), "Role")
+    assert rules(role) == WORKLOAD_RULES | {("", "pods", "patch")}

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from node_helpers import OPERATOR_NS, RELEASE, helm, install_chart
+from node_helpers import OPERATOR_NS, RELEASE, SESSION_VALUES, helm, install_chart
 
 from taas_controlplane.cluster import Cluster, ClusterError
 from taas_controlplane.images import ensure_image
@@ -78,7 +78,7 @@ def trainer_image(cluster: Cluster) -> str:
 def operator(cluster: Cluster, operator_image: str) -> Iterator[str]:
     """The chart installed once (one replica, every namespace); yields its namespace. Progress
     is read every 5 s, not 30, so jobs of a few tens of seconds show theirs."""
-    install_chart(cluster, "logLevel=DEBUG", "progress.intervalSeconds=5")
+    install_chart(cluster, *SESSION_VALUES)
     yield OPERATOR_NS
     helm(cluster, "uninstall", RELEASE, "--namespace", OPERATOR_NS, "--wait", check=False)
 

@@ -19,6 +19,9 @@ from taas_controlplane.oci import TOOLBOX_IMAGE
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "taas"
 RELEASE, OPERATOR_NS = "taas", "taas-system"
+#: The chart values of the session's release (conftest's `operator`): progress read every 5 s,
+#: so jobs of a few tens of seconds show theirs.
+SESSION_VALUES = ("logLevel=DEBUG", "progress.intervalSeconds=5")
 
 
 def helm(cluster: Cluster, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

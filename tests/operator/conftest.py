@@ -16,8 +16,12 @@ import pytest
 from crds import install_crd
 from operator_harness import Api, OperatorProcess, StartOperator, launch_operator
 
-from taas_controlplane.binaries import SCHEDULER_PLUGINS_VERSION, module_source
 from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.scheduling.coscheduling import (
+    PODGROUP_CRD,
+    crd_files,
+    scheduler_plugins_source,
+)
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
 
@@ -32,9 +36,8 @@ def tfjob_crd(control_plane: ControlPlane) -> Path:
 @pytest.fixture(scope="session")
 def podgroup_crd(control_plane: ControlPlane) -> Path:
     """scheduler-plugins' PodGroup CRD (gang scheduling), from its Go module, Established."""
-    source = module_source("sigs.k8s.io/scheduler-plugins", SCHEDULER_PLUGINS_VERSION)
-    crd = source / "manifests" / "coscheduling" / "crd.yaml"
-    install_crd(control_plane, crd, name="podgroups.scheduling.x-k8s.io")
+    crd = crd_files(scheduler_plugins_source())[0]
+    install_crd(control_plane, crd, name=PODGROUP_CRD)
     return crd
 
 

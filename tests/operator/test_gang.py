@@ -161,27 +161,33 @@ def test_min_available_above_the_replicas_is_refused_by_the_crd(
     assert "fix: lower minAvailable" in str(err.value)
 
 
-def test_kueue_example_is_accepted_by_kueues_own_crds(
+def test_kueue_examples_are_accepted_by_kueues_own_crds(
     control_plane: ControlPlane, tfjob_crd: Path
 ) -> None:
-    """examples/gang/kueue-tfjob.yaml (ResourceFlavor, ClusterQueue, LocalQueue, TFJob) against
-    the CRDs of the Kueue version TaaS builds: a server-side dry run, every object accepted."""
+    """examples/gang/kueue-tfjob.yaml (ResourceFlavor, ClusterQueue, LocalQueue, TFJob) and
+    kueue-priorities.yaml (WorkloadPriorityClasses) against the CRDs of the Kueue version TaaS
+    builds: a server-side dry run, every object accepted."""
     bases = module_source("sigs.k8s.io/kueue", KUEUE_VERSION) / "config/components/crd/bases"
-    for plural in ("resourceflavors", "clusterqueues", "localqueues"):
+    for plural in ("resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses"):
         install_crd(
             control_plane, bases / f"kueue.x-k8s.io_{plural}.yaml", f"{plural}.kueue.x-k8s.io"
         )
-    example = Path(__file__).resolve().parents[2] / "examples" / "gang" / "kueue-tfjob.yaml"
+    examples = Path(__file__).resolve().parents[2] / "examples" / "gang"
     control_plane.kubectl("create", "namespace", "team-a", check=False)
-    done = control_plane.kubectl(
-        "create", "--dry-run=server", "-f", str(example), "-o", "name", check=False
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == [
+    made = []
+    for example in ("kueue-tfjob.yaml", "kueue-priorities.yaml"):
+        done = control_plane.kubectl(
+            "create", "--dry-run=server", "-f", str(examples / example), "-o", "name", check=False
+        )
+        assert done.returncode == 0, done.stderr
+        made += done.stdout.split()
+    assert made == [
         "resourceflavor.kueue.x-k8s.io/default-flavor",
         "clusterqueue.kueue.x-k8s.io/training",
         "localqueue.kueue.x-k8s.io/team-a",
         "tfjob.kubeflow.org/mnist-queued",
+        "workloadpriorityclass.kueue.x-k8s.io/training-low",
+        "workloadpriorityclass.kueue.x-k8s.io/training-high",
     ]
 
 

@@ -10,19 +10,15 @@ node and the scheduler's name are this test's own, so no other test's pod is pla
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from crds import install_crd
 from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, wait_for
 
-from taas_controlplane.binaries import ensure
 from taas_controlplane.launcher import ControlPlane
-from taas_operator.processes import free_ports, spawn, stop
+from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(240)]
 
@@ -63,79 +59,17 @@ def node(admin: Api, scheduler_name: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def scheduler(
+def gang_scheduler(
     control_plane: ControlPlane,
     podgroup_crd: Path,
     scheduler_name: str,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[subprocess.Popen[bytes]]:
-    """scheduler-plugins' scheduler with a Coscheduling profile named `scheduler_name`."""
-    directory = tmp_path_factory.mktemp("gang-scheduler")
-    config = {
-        "apiVersion": "kubescheduler.config.k8s.io/v1",
-        "kind": "KubeSchedulerConfiguration",
-        "leaderElection": {"leaderElect": False},
-        "clientConnection": {"kubeconfig": control_plane.kubeconfig},
-        "profiles": [
-            {
-                "schedulerName": scheduler_name,
-                "plugins": {
-                    "multiPoint": {"enabled": [{"name": "Coscheduling"}]},
-                    "queueSort": {
-                        "enabled": [{"name": "Coscheduling"}],
-                        "disabled": [{"name": "*"}],
-                    },
-                },
-                "pluginConfig": [
-                    {"name": "Coscheduling", "args": {"permitWaitingTimeSeconds": 10}}
-                ],
-            }
-        ],
-    }
-    (directory / "config.yaml").write_text(yaml.safe_dump(config))
-    (port,) = free_ports(1)
-    log = (directory / "scheduler.log").open("wb")
-    proc = spawn(
-        [
-            str(ensure("scheduler-plugins-scheduler")),
-            f"--config={directory / 'config.yaml'}",
-            "--bind-address=127.0.0.1",
-            f"--secure-port={port}",
-            f"--kubeconfig={control_plane.kubeconfig}",
-            f"--authentication-kubeconfig={control_plane.kubeconfig}",
-            f"--authorization-kubeconfig={control_plane.kubeconfig}",
-            "--v=3",  # binds and rejections in the log
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    yield proc
-    stop(proc)
-    log.close()
-
-
-@pytest.fixture(scope="module")
-def group_controller(
-    control_plane: ControlPlane, podgroup_crd: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[subprocess.Popen[bytes]]:
-    """scheduler-plugins' controller (PodGroup and ElasticQuota status); it needs both CRDs."""
-    quota = podgroup_crd.parents[1] / "capacityscheduling" / "crd.yaml"
-    install_crd(control_plane, quota, name="elasticquotas.scheduling.x-k8s.io")
-    log = (tmp_path_factory.mktemp("gang-controller") / "controller.log").open("wb")
-    metrics, probe = free_ports(2)
-    proc = spawn(
-        [
-            str(ensure("scheduler-plugins-controller")),
-            f"--kubeconfig={control_plane.kubeconfig}",
-            f"--metricsAddr=127.0.0.1:{metrics}",
-            f"--probeAddr=127.0.0.1:{probe}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    yield proc
-    stop(proc)
-    log.close()
+) -> Iterator[SchedulingStack]:
+    """scheduler-plugins' scheduler (Coscheduling, under `scheduler_name`) and its controller
+    (PodGroup status), started as the one-node and simulated clusters start them."""
+    options = SchedulingOptions(coscheduling=True, scheduler_name=scheduler_name)
+    with SchedulingStack(control_plane, tmp_path_factory.mktemp("gang"), options) as stack:
+        yield stack
 
 
 def _gang_job(name: str, workers: int) -> dict[str, Any]:
@@ -166,8 +100,7 @@ def _running_false(admin: Api, ns: str, name: str) -> dict[str, Any] | None:
 def test_two_gangs_that_cannot_both_fit_run_one_after_the_other(
     admin: Api,
     start_operator: StartOperator,
-    scheduler: subprocess.Popen[bytes],
-    group_controller: subprocess.Popen[bytes],
+    gang_scheduler: SchedulingStack,
     scheduler_name: str,
     node: str,
 ) -> None:
@@ -205,3 +138,48 @@ def test_two_gangs_that_cannot_both_fit_run_one_after_the_other(
         "the second gang placed after the first finished",
         timeout=90,
     )
+
+
+def _free_the_node(admin: Api, node: str) -> None:
+    """Every pod an earlier test left bound to the node ends (the test plays the kubelet)."""
+    bound = admin.get(f"/api/v1/pods?fieldSelector=spec.nodeName={node}")["items"]
+    for pod in bound:
+        if pod["status"].get("phase") not in ("Succeeded", "Failed"):
+            meta = pod["metadata"]
+            admin.set_pod_phase(meta["namespace"], meta["name"], "Succeeded")
+
+
+def test_lowering_min_available_of_a_waiting_gang_places_it_at_once(
+    admin: Api,
+    start_operator: StartOperator,
+    gang_scheduler: SchedulingStack,
+    scheduler_name: str,
+    node: str,
+) -> None:
+    """Kubeflow's SDK gang flow, on the scheduler: a gang of 3 x 2 CPUs cannot fit the 4-CPU
+    node and waits; `minAvailable: 2` (the PodGroup's minMember and minResources follow) lets
+    two workers be placed within seconds. Coscheduling reads PodGroups through a cache of its
+    own that can lag the event that wakes the waiting pods, so without TaaS marking the
+    PodGroup again once its spec has changed the gang waits for the scheduler's 5-minute
+    flush of unschedulable pods."""
+    _free_the_node(admin, node)
+    ns = new_namespace(admin, "lower")
+    start_operator(
+        ns,
+        args=(
+            "--gang-scheduler-name=scheduler-plugins",
+            f"--gang-pod-scheduler-name={scheduler_name}",
+        ),
+    )
+    name = unique("lower")
+    admin.create_tfjob(ns, _gang_job(name, 3))
+    cond = wait_for(lambda: _running_false(admin, ns, name), "the gang waiting", 60)
+    assert cond["reason"] == "WaitingForGang", cond
+    assert not any(_placed(admin, ns, name).values())
+    admin.patch_tfjob(ns, name, {"spec": {"runPolicy": {"schedulingPolicy": {"minAvailable": 2}}}})
+    placed = wait_for(
+        lambda: (p := _placed(admin, ns, name)) and sum(1 for n in p.values() if n) == 2 and p,
+        "two workers placed once minAvailable is 2",
+        timeout=45,
+    )
+    assert set(placed.values()) == {node, ""}, placed

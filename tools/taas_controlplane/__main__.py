@@ -7,9 +7,11 @@ taas-controlplane images [NAME]    # build (or find cached) the operator and tra
 taas-controlplane up [--dir DIR]   # start them; prints the KUBECONFIG line; Ctrl-C stops
 taas-controlplane crd [--fetch]    # regenerate the TFJob CRD (see taas_controlplane.crd)
 taas-controlplane cluster up [--dir DIR] [--images] [--no-network-policy]
+                            [--gang scheduler-plugins] [--kueue [tfjob|pod]]
                                    # a whole one-node cluster (root); Ctrl-C stops and cleans
 taas-controlplane cluster clean    # remove what a killed `cluster up` left behind
 taas-controlplane sim up --nodes N [--gpu-nodes M] [--dir DIR] [--default-timings]
+                            [--gang scheduler-plugins] [--kueue [tfjob|pod]]
                                    # a simulated cluster (kwok nodes); Ctrl-C stops
 taas-controlplane sim down         # stop the running `sim up`s
 """
@@ -30,6 +32,7 @@ from taas_controlplane.containers import ImageBuildError
 from taas_controlplane.images import TARGETS, ensure_image
 from taas_controlplane.images import main as images_main
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
+from taas_controlplane.scheduling import SchedulingOptions
 
 
 def _up(directory: Path | None) -> int:
@@ -81,10 +84,12 @@ def _crd(fetch: bool) -> int:
     return 0
 
 
-def _cluster_up(directory: Path | None, network_policy: bool, images: bool) -> int:
+def _cluster_up(
+    directory: Path | None, network_policy: bool, images: bool, scheduling: SchedulingOptions
+) -> int:
     if directory is not None:
         directory.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster(directory, network_policy=network_policy)
+    cluster = Cluster(directory, network_policy=network_policy, scheduling=scheduling)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -103,6 +108,8 @@ def _cluster_up(directory: Path | None, network_policy: bool, images: bool) -> i
     print(f"  export KUBECONFIG={cluster.kubeconfig}")
     print("  kubectl get pods -A -o wide")
     print(f"Images: `{cluster.ctr_hint}` (imagePullPolicy: Never or IfNotPresent)")
+    for line in _scheduling_lines(scheduling):
+        print(line)
     print("Ctrl-C stops every component and removes what the cluster created.", flush=True)
     try:
         while not stop.wait(1.0):
@@ -114,6 +121,52 @@ def _cluster_up(directory: Path | None, network_policy: bool, images: bool) -> i
         cluster.stop()
         print("cluster stopped and cleaned up", flush=True)
     return 0
+
+
+def _add_scheduling_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--gang",
+        choices=["scheduler-plugins"],
+        default=None,
+        help="also run scheduler-plugins' coscheduling scheduler and controller (with the "
+        "PodGroup CRD), as scheduler `scheduler-plugins-scheduler`",
+    )
+    parser.add_argument(
+        "--kueue",
+        nargs="?",
+        const="tfjob",
+        choices=["tfjob", "pod"],
+        default=None,
+        help="also run Kueue (its CRDs, RBAC and webhooks); `tfjob` (the default) turns on its "
+        "kubeflow.org/tfjob integration, `pod` leaves it off (for the operator's "
+        "--kueue-pod-groups)",
+    )
+
+
+def _scheduling(args: argparse.Namespace) -> SchedulingOptions:
+    """The schedulers asked for. TaaS's TFJob CRD is left to the chart (Helm refuses to adopt a
+    CRD it did not make): Kueue starts its TFJob integration when it next polls for the API."""
+    return SchedulingOptions(
+        coscheduling=args.gang == "scheduler-plugins",
+        kueue=args.kueue is not None,
+        kueue_tfjob=args.kueue != "pod",
+    )
+
+
+def _scheduling_lines(options: SchedulingOptions) -> list[str]:
+    """What `cluster up` / `sim up` say about the schedulers of gang jobs they started."""
+    lines = []
+    if options.coscheduling:
+        lines.append(
+            f"Gang scheduling: pods with schedulerName {options.scheduler_name} (operator: "
+            "--gang-scheduler-name=scheduler-plugins)"
+        )
+    if options.kueue:
+        how = "kubeflow.org/tfjob integration on" if options.kueue_tfjob else "pod integration"
+        lines.append(
+            f"Kueue: {how}; label TFJobs kueue.x-k8s.io/queue-name (docs/gang-scheduling.md)"
+        )
+    return lines
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     cluster_up.add_argument(
         "--no-network-policy", action="store_true", help="do not run kube-router's firewall"
     )
+    _add_scheduling_flags(cluster_up)
     cluster_sub.add_parser("clean", help="remove what a killed `cluster up` left behind")
     sim = sub.add_parser("sim", help="a simulated cluster: real control plane, kwok nodes")
     sim_sub = sim.add_subparsers(dest="action", required=True)
@@ -172,6 +226,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="Kubernetes' node-failure timings instead of the shortened ones for tests",
     )
+    _add_scheduling_flags(sim_up)
     sim_sub.add_parser("down", help="stop the running `sim up`s")
     return parser
 
@@ -184,7 +239,9 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.action == "down":
             return sim_cli.down()
-        return sim_cli.up(args.nodes, args.gpu_nodes, args.dir, args.default_timings)
+        return sim_cli.up(
+            args.nodes, args.gpu_nodes, args.dir, args.default_timings, _scheduling(args)
+        )
     if args.command == "build":
         return build_main(args.names)
     if args.command == "env":
@@ -200,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.action == "clean":
             print(clean_stale_run())
             return 0
-        return _cluster_up(args.dir, not args.no_network_policy, args.images)
+        return _cluster_up(args.dir, not args.no_network_policy, args.images, _scheduling(args))
     return _up(args.dir)
 
 

@@ -8,10 +8,12 @@ Start order: the pod network (hostnet.py), etcd + kube-apiserver on the bridge a
 (launcher.py), containerd (runtime.py) with the sandbox image, then kube-controller-manager,
 kube-scheduler, kube-proxy, CoreDNS, kube-router (NetworkPolicy) and kubelet (components.py);
 ready when the node is Ready, kube-proxy and CoreDNS answer, and `default` has its
-ServiceAccount. Stop order: controller-manager and scheduler (nothing recreates pods), every pod
-deleted and its sandbox torn down by kubelet, kubelet and the host components, containerd's
-remaining containers, containerd, the control plane; then hoststate.scrub removes whatever is
-left. One cluster per machine (a lock): kube-proxy and kube-router own host-wide iptables chains.
+ServiceAccount; then, if asked (`scheduling`), scheduler-plugins and Kueue
+(`taas_controlplane.scheduling`). Stop order: those schedulers, controller-manager and
+scheduler (nothing recreates pods), every pod deleted and its sandbox torn down by kubelet,
+kubelet and the host components, containerd's remaining containers, containerd, the control
+plane; then hoststate.scrub removes whatever is left. One cluster per machine (a lock):
+kube-proxy and kube-router own host-wide iptables chains.
 A run killed before it could stop is scrubbed by the next start (`<cache>/node/last-run.json`).
 """
 
@@ -35,6 +37,7 @@ from taas_controlplane.binaries import BuildError, cache_root, ensure
 from taas_controlplane.hostnet import NetworkConfig, NodeNetwork
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 from taas_controlplane.runtime import Containerd, missing_packages
+from taas_controlplane.scheduling import SchedulingError, SchedulingOptions, SchedulingStack
 from taas_operator.processes import spawn
 from taas_operator.processes import stop as stop_process
 
@@ -113,6 +116,7 @@ class Cluster:
         directory: Path | None = None,
         network: NetworkConfig | None = None,
         network_policy: bool = True,
+        scheduling: SchedulingOptions | None = None,
     ) -> None:
         self._own_dir = directory is None
         self.directory = directory or Path(tempfile.mkdtemp(prefix="taas-node-", dir="/tmp"))
@@ -131,6 +135,10 @@ class Cluster:
             oci.SANDBOX_IMAGE,
         )
         self.net = NodeNetwork(self.network)
+        #: scheduler-plugins and/or Kueue, started last and stopped first (`scheduling`).
+        self.schedulers = SchedulingStack(
+            self.plane, self.directory / "scheduling", scheduling or SchedulingOptions()
+        )
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.ctx: components.NodeContext | None = None
         self._lock: IO[str] | None = None
@@ -156,7 +164,8 @@ class Cluster:
         """The name of a component that has exited, if any."""
         procs = {**self.procs, "etcd": self.plane.etcd, "kube-apiserver": self.plane.apiserver}
         procs["containerd"] = self.runtime.proc
-        return next((n for n, p in procs.items() if p is not None and p.poll() is not None), None)
+        gone = next((n for n, p in procs.items() if p is not None and p.poll() is not None), None)
+        return gone or self.schedulers.exited()
 
     @property
     def kubeconfig(self) -> str:
@@ -199,6 +208,7 @@ class Cluster:
         """Stop everything and remove what the run left; safe to call more than once."""
         if self._lock is None:  # never started, or already stopped: nothing of ours is left
             return
+        self.schedulers.stop()  # Kueue's webhooks first: nothing may call a Kueue that is gone
         for name in ("kube-controller-manager", "kube-scheduler"):
             self._stop(name)
         if "kubelet" in self.procs and self.plane.apiserver is not None:
@@ -297,6 +307,11 @@ class Cluster:
             self._wait_ready(timeout, ["node registered"])
             self._spawn(components.kube_router(self.ctx))
         self._wait_ready(timeout)
+        if self.schedulers.options.any:
+            try:
+                self.schedulers.start()
+            except SchedulingError as err:
+                raise ClusterError(str(err)) from err
 
     def _spawn(self, component: components.Component) -> None:
         with (self.directory / f"{component.name}.log").open("ab") as log:

@@ -2,7 +2,8 @@
 Rules for the objects the operator manages inside a watched namespace, shared by the
 cluster-wide ClusterRole and the per-namespace Roles. Argument: dict "ha" (bool) adds the
 namespaced kopf peering objects (leader election when watching a list of namespaces); "gang"
-(gangScheduling.schedulerName, non-empty) adds scheduler-plugins' PodGroups.
+(gangScheduling.schedulerName, non-empty) adds scheduler-plugins' PodGroups; "kueue"
+(kueue.podGroups) adds patch on pods.
 */}}
 {{- define "taas.workloadRules" -}}
 # TFJobs: the operator lists and watches them (its own watches; nothing is written on them but
@@ -49,6 +50,13 @@ namespaced kopf peering objects (leader election when watching a list of namespa
 - apiGroups: ["scheduling.x-k8s.io"]
   resources: ["podgroups"]
   verbs: ["get", "create", "patch"]
+{{- end }}
+{{- if .kueue }}
+# Kueue's pod groups (kueue.podGroups): Kueue's finalizer removed from an ended pod the operator
+# replaces, and a finished run's pods marked kueue.x-k8s.io/retriable-in-group: "false".
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["patch"]
 {{- end }}
 {{- if .ha }}
 # Leader election between replicas: kopf patches the KopfPeering object here (its keepalive),

@@ -85,6 +85,30 @@ DEFAULT_GANG_POD_SCHEDULER: Final = "scheduler-plugins-scheduler"
 POD_GROUP_API_VERSION: Final = "scheduling.x-k8s.io/v1alpha1"
 #: The label that makes a pod a member of the PodGroup it names.
 LABEL_POD_GROUP: Final = "scheduling.x-k8s.io/pod-group"
+#: TaaS: when it last changed the PodGroup's spec, written a moment after the change so that
+#: coscheduling looks at a waiting gang again (`controller.reconcile.actions`).
+ANNOTATION_POD_GROUP_CHANGED: Final = "taas.dev/pod-group-spec-changed"
+
+# Kueue (`kueue.x-k8s.io`): what its `pod` integration reads on pods and writes on them
+# (`--kueue-pod-groups`, `taas_operator.engine.kueue`).
+KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+KUEUE_PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
+KUEUE_GROUP_LABEL: Final = "kueue.x-k8s.io/pod-group-name"
+KUEUE_TOTAL_COUNT_ANNOTATION: Final = "kueue.x-k8s.io/pod-group-total-count"
+#: "false" on a pod of a group: the group ends once none of its pods runs or waits.
+KUEUE_RETRIABLE_ANNOTATION: Final = "kueue.x-k8s.io/retriable-in-group"
+#: Kueue's finalizer on the pods it manages (it counts their ends).
+KUEUE_FINALIZER: Final = "kueue.x-k8s.io/managed"
+#: Kueue's scheduling gate on a pod until it admits the pod's group.
+KUEUE_GATE: Final = "kueue.x-k8s.io/admission"
+#: The pod condition Kueue sets on the pods it stops (preemption, eviction), then deletes.
+KUEUE_STOPPED_CONDITION: Final = "TerminationTarget"
+#: TaaS: Running False while Kueue has not admitted the job's pod group.
+REASON_WAITING_FOR_ADMISSION: Final = "WaitingForAdmission"
+#: TaaS: Running False after Kueue stopped the job's pods (preemption, eviction).
+REASON_EVICTED_BY_KUEUE: Final = "EvictedByKueue"
+#: TaaS: Running False once Kueue admitted the group, until the pods run.
+REASON_ADMITTED_BY_KUEUE: Final = "AdmittedByKueue"
 
 # Training progress (TaaS): the chief of a job run with the trainer library publishes a JSON
 # document (`taas_operator.api.progress.ProgressReport`): over HTTP at GET PROGRESS_PATH on

@@ -6,8 +6,8 @@
     UsageError(ValueError)
 
 One flag per field of `taas_operator.settings.OperatorSettings`, written from the field: its
-`flag` extra (name, metavar, short form), its type (a list: a repeatable flag; a bool that
-defaults to true: a `--no-...` switch; an int: a number), its description and its default,
+`flag` extra (name, metavar, short form), its type (a list: a repeatable flag; a bool: a switch,
+`--no-...` for one that defaults to true; an int: a number), its description and its default,
 so help text never repeats a default by hand. Flags override the environment
 (`TAAS_NAMESPACES='["a","b"]'`, `TAAS_CLUSTER_DOMAIN=...`), which overrides the defaults.
 `--kubeconfig` is not a setting: it only says where the credentials are.
@@ -46,7 +46,7 @@ def _help(name: str, field: FieldInfo) -> str:
     text = (field.description or "").replace("%", "%%")
     value = field.get_default(call_default_factory=True)
     if field.annotation is bool:
-        text = f"Turn off: {text[:1].lower()}{text[1:]}"
+        text = f"Turn {'off' if value else 'on'}: {text[:1].lower()}{text[1:]}"
         default = "on" if value else "off"
     else:
         default = "none" if value in ("", []) else str(value)
@@ -70,9 +70,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         flags = [cli["flag"], *([cli["short"]] if cli["short"] else [])]
         options: dict[str, Any] = {"dest": name, "help": _help(name, field)}
         if field.annotation is bool:
-            # A switch that turns off a setting on by default; absent: the env or the default.
-            assert field.default is True, f"{name}: a bool setting must default to on"
-            options.update(action="store_false", default=None)
+            # A switch that turns the setting away from its default; absent: the env or the
+            # default.
+            on = field.default is True
+            options.update(action="store_false" if on else "store_true", default=None)
         else:
             options["metavar"] = cli["metavar"] or None
             if _is_list(field):

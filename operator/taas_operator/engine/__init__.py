@@ -12,6 +12,7 @@ Public surface:
     BuildOptions(cluster_domain="", hosts=None, gang_scheduler="", gang_pod_scheduler=...)
     desired_pod_group(job, options), gang_waiting(job, pods, options), min_member(job)
                                                                           (gang.py)
+    Kueue's pod groups: pod_group, join, to_release, to_close, ...        (kueue.py)
     desired_pod(s), desired_service(s), desired_network_policy, owner_reference,
     replica_labels, job_selector                                          (objects.py)
     set_condition, fail_invalid_spec                                      (conditions.py)

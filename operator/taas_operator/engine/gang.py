@@ -142,15 +142,25 @@ def desired_pod_group(job: TFJob, options: BuildOptions | None = None) -> dict[s
     }
 
 
+def _gang_scheduled(job: TFJob, options: BuildOptions) -> bool:
+    """Whether every replica goes to the gang scheduler (a template may name another one)."""
+    return all(
+        (spec.template.get("spec") or {}).get("schedulerName", options.gang_pod_scheduler)
+        in ("", options.gang_pod_scheduler)
+        for spec in job.spec.tf_replica_specs.values()
+    )
+
+
 def gang_waiting(
     job: TFJob, pods: Sequence[ObservedPod], options: BuildOptions | None = None
 ) -> str | None:
     """While the gang scheduler reports pods of the job unschedulable (PodScheduled=False,
     reason Unschedulable) and fewer than the gang's size run: "waiting for N pods to be scheduled
-    together: <its message>", N the gang's size. None when gang scheduling is off or no gang
+    together: <its message>", N the gang's size. None when gang scheduling is off, a template
+    sends its pods to another scheduler (no gang then: each pod is placed alone), or no gang
     waits."""
     options = options or BuildOptions()
-    if options.gang_scheduler != GANG_SCHEDULER_PLUGINS:
+    if options.gang_scheduler != GANG_SCHEDULER_PLUGINS or not _gang_scheduled(job, options):
         return None
     waiting = [p for p in pods if p.unschedulable is not None and not p.deleting]
     members = min_member(job)

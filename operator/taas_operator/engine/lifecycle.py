@@ -71,6 +71,7 @@ from taas_operator.api import FieldError, template_errors
 from taas_operator.api import constants as c
 from taas_operator.api.constants import REASON_NODE_LOST, ReplicaType
 from taas_operator.api.models import ReplicaStatus, TFJob
+from taas_operator.engine import kueue
 from taas_operator.engine.conditions import fail_invalid_spec, set_condition
 from taas_operator.engine.failures import (
     count_recreation,
@@ -187,14 +188,30 @@ class _Pass:
             self.condition(
                 c.COND_SUSPENDED, "False", c.REASON_RESUMED, f"TFJob {self.name} is resumed."
             )
-            self.status.start_time = self.now
+            # Strictly later than the last run's: a Kueue pod group is named after it.
+            last = self.status.start_time
+            self.status.start_time = (
+                self.now if last is None or self.now > last else last + timedelta(seconds=1)
+            )
         if self.status.start_time is None:
             self.status.start_time = self.now
         self.run_active()
         return self.finish()
 
+    def close_groups(self) -> None:
+        """The run is over: tell Kueue its pod group will not retry (`engine.kueue`)."""
+        for name in kueue.to_close(self.pods):
+            if name not in self.plan.close_pods:
+                self.plan.close_pods.append(name)
+
+    def release(self, pod: ObservedPod) -> None:
+        """Remove Kueue's finalizer from an ended pod TaaS replaces (`engine.kueue`)."""
+        if pod.kueue_finalizer and pod.name not in self.plan.release_pods:
+            self.plan.release_pods.append(pod.name)
+
     def cleanup(self) -> None:
-        """Finished job: cleanPodPolicy, then TTL."""
+        """Finished job: cleanPodPolicy, then TTL (and Kueue's pod group closed)."""
+        self.close_groups()
         policy = self.job.spec.run_policy.clean_pod_policy
         for pod in self.pods:
             if policy == "All" or (policy == "Running" and pod.active):
@@ -213,6 +230,7 @@ class _Pass:
                 self.requeue(expires)
 
     def suspend(self) -> None:
+        self.close_groups()
         for pod in self.pods:
             self.delete_pod(pod)
         for name in self.services or ():
@@ -226,6 +244,7 @@ class _Pass:
             self.condition(c.COND_SUSPENDED, "True", c.REASON_SUSPENDED, message)
 
     def run_active(self) -> None:
+        group = kueue.pod_group(self.job, self.status.start_time, self.options.kueue_pod_groups)
         slots: dict[tuple[ReplicaType, int], ObservedPod] = {}
         for pod in self.pods:
             spec = self.specs.get(pod.replica_type)
@@ -253,6 +272,9 @@ class _Pass:
                         (retry_lost if retryable(spec.restart_policy, pod) else failed_lost).append(
                             pod
                         )
+                        self.release(pod)
+                    elif kueue.ended(pod):  # stopped (by Kueue, or by TaaS for a restart)
+                        self.release(pod)
                     continue
                 if pod.phase == "Running":
                     counts[rtype].active += 1
@@ -315,6 +337,7 @@ class _Pass:
             )
             for pod in retry:
                 self.delete_pod(pod, with_service=False)
+                self.release(pod)
         elif retry_lost:
             first = retry_lost[0]
             n = sum(1 for p in retry_lost if p.replica_type == first.replica_type)
@@ -337,6 +360,18 @@ class _Pass:
                 f"restarted in place ({detail(first)}, restart count {first.restart_count}).",
                 event="Warning",
             )
+        elif (stopped := kueue.stopped_by_kueue(self.job, self.pods)) is not None:
+            self.condition(
+                c.COND_RUNNING, "False", c.REASON_EVICTED_BY_KUEUE, stopped, event="Warning"
+            )
+        elif (
+            queued := kueue.waiting_for_admission(self.job, self.pods, group, bool(missing))
+        ) is not None:
+            self.condition(c.COND_RUNNING, "False", c.REASON_WAITING_FOR_ADMISSION, queued)
+        elif (
+            admitted := kueue.admitted(self.job, self.pods, group, self.running_reason())
+        ) is not None:
+            self.condition(c.COND_RUNNING, "False", c.REASON_ADMITTED_BY_KUEUE, admitted)
         # a gang waits as a whole: its message says so (else each unplaced pod is counted)
         elif (gang := gang_waiting(self.job, self.pods, self.options)) is not None:
             self.condition(
@@ -368,7 +403,11 @@ class _Pass:
             self.condition(
                 c.COND_RUNNING, "True", c.REASON_RUNNING, f"TFJob {self.ns}/{self.name} is running."
             )
-        self.create(missing)
+        self.create(missing, group)
+
+    def running_reason(self) -> str | None:
+        cond = self.status.condition(c.COND_RUNNING)
+        return cond.reason if cond is not None else None
 
     def lost_with_node(self, pod: ObservedPod) -> bool:
         """TaaS: a pod evicted from a node that stopped responding, past its grace period, is
@@ -424,10 +463,15 @@ class _Pass:
         )
         self.cleanup()
 
-    def create(self, missing: list[tuple[ReplicaType, int]]) -> None:
+    def create(
+        self, missing: list[tuple[ReplicaType, int]], group: kueue.KueueGroup | None
+    ) -> None:
         warned: set[str] = set()
         for rtype, index in missing:
-            self.plan.create_pods.append(desired_pod(self.job, rtype, index, self.options))
+            pod = desired_pod(self.job, rtype, index, self.options)
+            if group is not None:
+                kueue.join(pod, group)
+            self.plan.create_pods.append(pod)
             template_spec = self.specs[rtype].template.get("spec") or {}
             if "restartPolicy" in template_spec and rtype not in warned:
                 warned.add(rtype)

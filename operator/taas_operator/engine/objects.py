@@ -74,6 +74,8 @@ class BuildOptions:
     #: `gang_pod_scheduler` unless their template names a scheduler.
     gang_scheduler: str = ""
     gang_pod_scheduler: str = DEFAULT_GANG_POD_SCHEDULER
+    #: The pods of a TFJob labelled with a Kueue queue form one Kueue pod group (`engine.kueue`).
+    kueue_pod_groups: bool = False
 
     def host_fn(self, job: TFJob) -> HostFn:
         """The host strategy for this job."""

@@ -2,7 +2,8 @@
 
     ObservedPod(name, replica_type, index, phase, uid, exit_code, reason, restart_count, deleting,
                 pod_ip, waiting_reason, waiting_message, unschedulable, node, evicted_from_node,
-                deletion_deadline)
+                deletion_deadline, kueue_group, kueue_finalizer, kueue_gated, kueue_stopped,
+                kueue_closed)
     ObservedPod.from_manifest(pod: Mapping) -> ObservedPod | None
 
 The operator builds them from real pod objects with `from_manifest` (camelCase JSON, e.g. what
@@ -22,6 +23,11 @@ from pydantic import BaseModel
 
 from taas_operator.api.constants import (
     DEFAULT_CONTAINER_NAME,
+    KUEUE_FINALIZER,
+    KUEUE_GATE,
+    KUEUE_GROUP_LABEL,
+    KUEUE_RETRIABLE_ANNOTATION,
+    KUEUE_STOPPED_CONDITION,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
     ReplicaType,
@@ -72,6 +78,16 @@ class ObservedPod(BaseModel):
     evicted_from_node: bool = False
     #: metadata.deletionTimestamp: when its grace period ends (a kubelet would have stopped it).
     deletion_deadline: datetime | None = None
+    #: Kueue's pod groups (`engine.kueue`): the group the pod belongs to (its label) ...
+    kueue_group: str | None = None
+    #: ... Kueue's finalizer is on it (Kueue counts how it ends) ...
+    kueue_finalizer: bool = False
+    #: ... it waits for Kueue to admit its group (Kueue's scheduling gate) ...
+    kueue_gated: bool = False
+    #: ... Kueue stopped it ("<reason>: <message>" of its TerminationTarget condition) ...
+    kueue_stopped: str | None = None
+    #: ... and TaaS has told Kueue the group will not retry it (`retriable-in-group: false`).
+    kueue_closed: bool = False
 
     @property
     def crash_looping(self) -> bool:
@@ -134,6 +150,16 @@ class ObservedPod(BaseModel):
             for cond in status.get("conditions") or []
         )
         deadline = meta.get("deletionTimestamp")
+        stopped = next(
+            (
+                f"{cond.get('reason') or 'Stopped'}: {cond.get('message') or 'by Kueue'}"
+                for cond in status.get("conditions") or []
+                if cond.get("type") == KUEUE_STOPPED_CONDITION and cond.get("status") == "True"
+            ),
+            None,
+        )
+        gates = (pod.get("spec") or {}).get("schedulingGates") or []
+        annotations = meta.get("annotations") or {}
         return cls(
             name=str(meta.get("name", "")),
             replica_type=rtype,
@@ -152,6 +178,11 @@ class ObservedPod(BaseModel):
             node=(pod.get("spec") or {}).get("nodeName") or None,
             evicted_from_node=evicted and bool(deadline),
             deletion_deadline=_timestamp(deadline),
+            kueue_group=labels.get(KUEUE_GROUP_LABEL) or None,
+            kueue_finalizer=KUEUE_FINALIZER in (meta.get("finalizers") or []),
+            kueue_gated=any(g.get("name") == KUEUE_GATE for g in gates),
+            kueue_stopped=stopped,
+            kueue_closed=annotations.get(KUEUE_RETRIABLE_ANNOTATION) == "false",
         )
 
 

@@ -15,7 +15,9 @@ How to carry out a Plan (the operator and `taas run` alike):
    the pod work cannot lose a counted recreation (counting is idempotent per pod uid);
 3. delete `plan.delete_pods` and `plan.delete_services` (names; `plan.force_delete_pods` with
    grace period 0), create `plan.create_pods` and
-   `plan.create_services` (manifests; treat AlreadyExists as success), concurrently;
+   `plan.create_services` (manifests; treat AlreadyExists as success), remove Kueue's finalizer
+   from `plan.release_pods` and mark `plan.close_pods` not retriable (`engine.kueue`; both only
+   ever name pods of a Kueue pod group), concurrently;
 4. emit `plan.events` on the TFJob;
 5. if `plan.delete_job`: delete the TFJob (its TTL has passed);
 6. if `plan.requeue_at`: plan again at that time (activeDeadlineSeconds, TTL), on time.
@@ -53,6 +55,10 @@ class Plan(BaseModel):
     force_delete_pods: list[str] = Field(default_factory=list)
     create_services: list[dict[str, Any]] = Field(default_factory=list)
     delete_services: list[str] = Field(default_factory=list)
+    #: TaaS: pods whose Kueue finalizer to remove: ended, and replaced by TaaS (`engine.kueue`).
+    release_pods: list[str] = Field(default_factory=list)
+    #: TaaS: pods to mark `kueue.x-k8s.io/retriable-in-group: "false"`: their group's run ended.
+    close_pods: list[str] = Field(default_factory=list)
     events: list[Event] = Field(default_factory=list)
     delete_job: bool = False
     requeue_at: datetime | None = None

@@ -1,6 +1,7 @@
 """`taas-controlplane sim up|down`: a simulated cluster from the command line.
 
 sim up --nodes N [--gpu-nodes M] [--dir DIR] [--default-timings]
+       [--gang scheduler-plugins] [--kueue [tfjob|pod]]
     starts it, prints the KUBECONFIG line, records itself in <cache>/sim/<pid>.json and
     waits; Ctrl-C or SIGTERM stops every process and removes what it made.
 sim down
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from taas_controlplane.binaries import BuildError, cache_root
 from taas_controlplane.launcher import ControlPlaneError
+from taas_controlplane.scheduling import SchedulingOptions
 from taas_controlplane.sim.cluster import SimCluster, SimClusterError
 from taas_controlplane.sim.processes import Timings
 
@@ -39,7 +41,13 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def up(nodes: int, gpu_nodes: int, directory: Path | None, default_timings: bool) -> int:
+def up(
+    nodes: int,
+    gpu_nodes: int,
+    directory: Path | None,
+    default_timings: bool,
+    scheduling: SchedulingOptions | None = None,
+) -> int:
     if directory is not None:
         directory.mkdir(parents=True, exist_ok=True)
     try:
@@ -48,6 +56,7 @@ def up(nodes: int, gpu_nodes: int, directory: Path | None, default_timings: bool
             gpu_nodes,
             directory,
             Timings.defaults() if default_timings else Timings.for_tests(),
+            scheduling,
         )
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)

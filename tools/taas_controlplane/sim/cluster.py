@@ -8,10 +8,11 @@
 Start order: etcd + kube-apiserver (launcher.ControlPlane, unchanged), kube-scheduler,
 kube-controller-manager (every default controller, node-failure timings from
 `processes.Timings`: shortened unless `timings=Timings.defaults()`), kwok with stages.yaml,
-then the Node objects (nodes.py); ready when every node is Ready. Stop order: kwok, the
-controller-manager and scheduler, then the control plane; every process runs in its own
-process group and gets SIGTERM if this process dies, and `stop()` removes the working
-directory it made. Nothing listens anywhere but 127.0.0.1.
+then the Node objects (nodes.py); ready when every node is Ready; then, if asked
+(`scheduling`), scheduler-plugins and Kueue (`taas_controlplane.scheduling`). Stop order:
+those, kwok, the controller-manager and scheduler, then the control plane; every process
+runs in its own process group and gets SIGTERM if this process dies, and `stop()` removes the
+working directory it made. Nothing listens anywhere but 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from kubernetes import client, config
 
 from taas_controlplane.binaries import ensure
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
+from taas_controlplane.scheduling import SchedulingError, SchedulingOptions, SchedulingStack
 from taas_controlplane.sim import processes
 from taas_controlplane.sim.nodes import KWOK_LABEL, KWOK_VALUE, node_manifests
 from taas_controlplane.sim.processes import Timings
@@ -66,12 +68,17 @@ class SimCluster:
         gpu_nodes: int = 0,
         directory: Path | None = None,
         timings: Timings | None = None,
+        scheduling: SchedulingOptions | None = None,
     ) -> None:
         self.node_objects = node_manifests(nodes, gpu_nodes)  # checks the counts first
         self._own_dir = directory is None
         self.directory = directory or Path(tempfile.mkdtemp(prefix="taas-sim-"))
         self.timings = timings or Timings.for_tests()
         self.plane = ControlPlane(self.directory / "controlplane")
+        #: scheduler-plugins and/or Kueue, started once the nodes are Ready, stopped first.
+        self.schedulers = SchedulingStack(
+            self.plane, self.directory / "scheduling", scheduling or SchedulingOptions()
+        )
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.ports: dict[str, int] = {}
         self._api: client.ApiClient | None = None
@@ -104,11 +111,13 @@ class SimCluster:
     def exited(self) -> str | None:
         """The name of a process that has exited, if any."""
         procs = {**self.procs, "etcd": self.plane.etcd, "kube-apiserver": self.plane.apiserver}
-        return next((n for n, p in procs.items() if p is None or p.poll() is not None), None)
+        gone = next((n for n, p in procs.items() if p is None or p.poll() is not None), None)
+        return gone or self.schedulers.exited()
 
     def pids(self) -> dict[str, int]:
         procs = {**self.procs, "etcd": self.plane.etcd, "kube-apiserver": self.plane.apiserver}
-        return {name: p.pid for name, p in procs.items() if p is not None}
+        found = {name: p.pid for name, p in procs.items() if p is not None}
+        return {**found, **self.schedulers.pids()}
 
     def start(self, timeout: float = 180.0) -> SimCluster:
         binaries = {
@@ -123,13 +132,20 @@ class SimCluster:
             self._wait_healthy(timeout)
             self._create_nodes()
             self._wait_nodes_ready(timeout)
+            if self.schedulers.options.any:
+                self.schedulers.start()
+        except SchedulingError as err:
+            self.stop()
+            raise SimClusterError(str(err)) from err
         except BaseException:
             self.stop()
             raise
         return self
 
     def stop(self) -> None:
-        """Stop every process (kwok first, the control plane last); safe to call twice."""
+        """Stop every process (the schedulers of gang jobs and kwok first, the control plane
+        last); safe to call twice."""
+        self.schedulers.stop()
         for name in ("kwok", "kube-controller-manager", "kube-scheduler"):
             proc = self.procs.pop(name, None)
             if proc is not None:

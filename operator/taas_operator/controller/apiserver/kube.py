@@ -290,6 +290,28 @@ class KubeClient:
             "PATCH", kind, namespace, name, body=patch, content_type="application/json-patch+json"
         )
 
+    async def patch_metadata(
+        self, kind: Kind, namespace: str, name: str, metadata: dict[str, Any]
+    ) -> bool:
+        """A strategic-merge patch of `.metadata` (core kinds: `$deleteFromPrimitiveList/...`
+        removes list entries without a read); False when the object is already gone."""
+        status, _ = await self._request(
+            "PATCH", kind, namespace, name, body={"metadata": metadata},
+            content_type="application/strategic-merge-patch+json", ok=(404,),
+        )  # fmt: skip
+        return status != 404
+
+    async def annotate(
+        self, kind: Kind, namespace: str, name: str, annotations: dict[str, str]
+    ) -> bool:
+        """Set annotations (a JSON merge patch: custom resources too, which take no strategic
+        merge); False when the object is already gone."""
+        status, _ = await self._request(
+            "PATCH", kind, namespace, name, body={"metadata": {"annotations": annotations}},
+            content_type="application/merge-patch+json", ok=(404,),
+        )  # fmt: skip
+        return status != 404
+
     # -- events ---------------------------------------------------------------------------------
     async def post_event(self, job: dict[str, Any], type_: str, reason: str, message: str) -> None:
         """Record a core/v1 Event on the TFJob (what `kubectl describe tfjob` shows)."""

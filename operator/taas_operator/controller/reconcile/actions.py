@@ -21,18 +21,28 @@ replicas, requests); finished jobs are left as they are (the PodGroup goes with 
 watched: a pass sends nothing when the PodGroup it last made or checked for this incarnation of
 the job already has the wanted spec (remembered per job), so a hand edit of a PodGroup stays
 until the job changes or the operator restarts. A missing PodGroup CRD is a `FailedCreatePodGroup`
-Warning naming the fix, and the pass is retried with backoff.
+Warning naming the fix, and the pass is retried with backoff. A changed spec is followed, a
+moment later, by one more write (the annotation `taas.dev/pod-group-spec-changed`): coscheduling
+(scheduler-plugins v0.33) wakes a waiting gang on the PodGroup's update event but reads the
+PodGroup through a second cache that can lag that event, and a gang judged by its old spec (say,
+before its `minAvailable` was lowered) would otherwise wait for the scheduler's 5-minute flush
+of unschedulable pods.
+
+Kueue's pod groups (`options.kueue_pod_groups`, `engine.kueue`): `plan.release_pods` lose
+Kueue's finalizer and `plan.close_pods` get `kueue.x-k8s.io/retriable-in-group: "false"`, each
+one strategic-merge patch of the pod's metadata (the `patch` verb on pods), alongside the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from taas_operator.api import constants as c
-from taas_operator.api.models import TFJob
+from taas_operator.api.models import TFJob, format_time
 from taas_operator.api.resources import POD_GROUP
 from taas_operator.controller.apiserver.kube import (
     POD,
@@ -66,6 +76,9 @@ from taas_operator.engine import (
     desired_network_policy,
     desired_pod_group,
 )
+
+#: Seconds between a PodGroup's spec change and the write that wakes its gang again (above).
+POD_GROUP_NUDGE_SECONDS = 2.0
 
 # replica-type label value (lowercase) -> the tfReplicaSpecs key, for messages
 _REPLICA_KEYS = {kind.lower(): kind for kind in c.REPLICA_TYPES}
@@ -126,6 +139,7 @@ class Actions:
         self.options = options or BuildOptions()
         #: job -> (uid, PodGroup spec) last made or found so (`_sync_pod_group`)
         self._pod_groups: dict[JobKey, tuple[str, dict[str, Any]]] = {}
+        self._nudges: set[asyncio.Task[None]] = set()  # `_nudge_pod_group`s not yet done
         self.network_policy, self.extra_namespaces = network_policy, tuple(extra_namespaces)
         self.progress_namespace = progress_namespace  # admitted to the chief's progress port
 
@@ -144,6 +158,8 @@ class Actions:
             *(self._delete(SERVICE, ns, name) for name in plan.delete_services),
             *(self._create(POD, job, manifest) for manifest in plan.create_pods),
             *(self._create(SERVICE, job, manifest) for manifest in plan.create_services),
+            *(self._release(ns, name) for name in plan.release_pods),
+            *(self._close(ns, name) for name in plan.close_pods),
         ]
         if self.network_policy and not plan.delete_job:
             calls.append(self._sync_policy(job, policies))
@@ -154,6 +170,12 @@ class Actions:
             name_taken=any(isinstance(o, _Taken) for o in outcomes),
             taken_pods=[o.name for o in outcomes if isinstance(o, _Taken) and o.pod],
         )
+
+    async def close_groups(self, namespace: str, names: Sequence[str]) -> list[Event]:
+        """Mark pods of a gone run `retriable-in-group: "false"` (`engine.kueue`): those of a
+        deleted job, or of an earlier job of the same name; the Warnings of calls that failed."""
+        outcomes = await asyncio.gather(*(self._close(namespace, name) for name in names))
+        return [o for o in outcomes if isinstance(o, Event)]
 
     def forget(self, key: JobKey) -> None:
         """The job is gone: drop what was remembered of its PodGroup."""
@@ -211,6 +233,26 @@ class Actions:
             return failed(DELETE, kind, name, err)
         return Done(DELETE, kind, name) if gone else None
 
+    async def _release(self, ns: str, name: str) -> _Outcome:
+        """Remove Kueue's finalizer from an ended pod TaaS replaces (`engine.kueue`)."""
+        removal = {"$deleteFromPrimitiveList/finalizers": [c.KUEUE_FINALIZER]}
+        try:
+            await self.kube.patch_metadata(POD, ns, name, removal)
+        except ApiError as err:
+            log_api_error(err)
+            return failed(UPDATE, POD, name, err)
+        return None
+
+    async def _close(self, ns: str, name: str) -> _Outcome:
+        """Tell Kueue the pod's group will not retry it: the run is over (`engine.kueue`)."""
+        closed = {"annotations": {c.KUEUE_RETRIABLE_ANNOTATION: "false"}}
+        try:
+            await self.kube.patch_metadata(POD, ns, name, closed)
+        except ApiError as err:
+            log_api_error(err)
+            return failed(UPDATE, POD, name, err)
+        return None
+
     async def _sync_policy(self, job: TFJob, policies: dict[str, dict[str, Any]]) -> _Outcome:
         """Create the job's NetworkPolicy, or put its spec back if someone changed it
         (`policies`: the job's policies that exist, name -> spec)."""
@@ -248,6 +290,7 @@ class Actions:
             if current.get("spec") != desired["spec"]:
                 await self.kube.replace_spec(POD_GROUP, job.namespace, job.name, desired["spec"])
                 self._pod_groups[key] = (uid, desired["spec"])
+                self._later(self._nudge_pod_group(job.namespace, job.name))
                 return Done(UPDATE, POD_GROUP, job.name)
         except NotFound as err:  # no such resource: the CRD is not installed
             log_api_error(err)
@@ -262,3 +305,19 @@ class Actions:
             return failed(CREATE, POD_GROUP, job.name, err)
         self._pod_groups[key] = (uid, desired["spec"])
         return None
+
+    def _later(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` beside the passes (a reference is kept until it is done)."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._nudges.add(task)
+        task.add_done_callback(self._nudges.discard)
+
+    async def _nudge_pod_group(self, ns: str, name: str) -> None:
+        """Write the PodGroup once more after its spec changed, so coscheduling looks at its
+        waiting gang again with the new spec in its cache (the module's docstring says why)."""
+        await asyncio.sleep(POD_GROUP_NUDGE_SECONDS)
+        stamp = format_time(datetime.now(UTC))
+        try:
+            await self.kube.annotate(POD_GROUP, ns, name, {c.ANNOTATION_POD_GROUP_CHANGED: stamp})
+        except ApiError as err:  # the scheduler's 5-minute flush remains
+            log_api_error(err)

@@ -60,6 +60,7 @@ from taas_operator.engine import (
     plan_job,
     skip_reason,
 )
+from taas_operator.engine.kueue import to_close
 from taas_operator.settings import OperatorSettings
 
 logger = logging.getLogger("taas_operator.controller")
@@ -92,6 +93,7 @@ class JobPass:
             cluster_domain=settings.cluster_domain,
             gang_scheduler=settings.gang_scheduler_name,
             gang_pod_scheduler=settings.gang_pod_scheduler_name,
+            kueue_pod_groups=settings.kueue_pod_groups,
         )
         self.recorder = EventRecorder(kube)
         self.writer = StatusWriter(kube, cache, echoes, request, forget)
@@ -125,6 +127,7 @@ class JobPass:
         if body is None:
             body = await self.kube.get_job(*key)
             if body is None:
+                await self._close_groups(key, "")  # its pods, on their way out with it
                 return None
             self.cache.remember(body)
         meta, spec = body.get("metadata") or {}, body.get("spec") or {}
@@ -142,6 +145,7 @@ class JobPass:
 
     async def _run_job(self, key: JobKey, body: dict[str, Any], job: TFJob) -> datetime | None:
         uid = job.metadata.uid or ""
+        await self._close_groups(key, uid)
         # The watch cache, unless this job's own writes are not all in it yet, or a creation
         # found a name taken that the cache did not show: then a fresh LIST.
         fresh = key in self._must_list or self.echoes.pending(key, _CHILD_PLURALS)
@@ -182,6 +186,16 @@ class JobPass:
             raise PassError(f"{job.namespace}/{job.name}: " + "; ".join(applied.errors))
         self.recorder.clear(key)
         return plan.requeue_at
+
+    async def _close_groups(self, key: JobKey, uid: str) -> None:
+        """Kueue pod groups of runs that are gone (a deleted job, an earlier job of the name):
+        marked not retriable, so Kueue ends them and frees their quota (`engine.kueue`)."""
+        names = to_close(self.children.others(*key, uid))
+        if names:
+            logger.info("%s/%s: ending Kueue pod groups of gone runs: %s", *key, names)
+            problems = await self.actions.close_groups(key[0], names)
+            if problems:
+                raise PassError("; ".join(e.message for e in problems))
 
     async def _list_children(self, job: TFJob) -> Children:
         """The job's pods, services and NetworkPolicies (when managed), read fresh."""

@@ -139,6 +139,16 @@ class ChildCache:
             if not refs:
                 del self._by_job[(ns, entry.job)]
 
+    def others(self, namespace: str, job: str, uid: str) -> list[ObservedPod]:
+        """Pods labelled with the job's name that another object controls: an earlier
+        incarnation's (or, with `uid` "", those of a job that is gone)."""
+        found = []
+        for plural, name in self._by_job.get((namespace, job), ()):
+            entry = self._objects[(plural, namespace, name)]
+            if plural == PODS and entry.value is not None and entry.owner not in (None, uid):
+                found.append(entry.value)
+        return found
+
     def of(self, namespace: str, job: str, uid: str) -> Children:
         """The job's children (those of incarnation `uid`)."""
         found = Children()

@@ -1,0 +1,255 @@
+"""Many gang jobs competing for GPU quotas on a simulated cluster: Kueue admits each whole within
+its queue's quota, coscheduling places each whole, TaaS runs them.
+
+    shape = GangShape.full() / GangShape.quick()
+    with GangRun(shape, workdir) as run:       # the simulated cluster, schedulers, operator
+        result = run.run()                     # creates the jobs, waits, measures, checks
+    result.problems                            # [] when every check held
+
+What runs: a `SimCluster` (real etcd, kube-apiserver, kube-scheduler, kube-controller-manager;
+kwok plays `shape.nodes` GPU nodes of 8 `nvidia.com/gpu` each), scheduler-plugins' scheduler and
+controller and Kueue with its `kubeflow.org/tfjob` integration (`taas_controlplane.scheduling`),
+and TaaS's operator (`python -m taas_operator.controller --gang-scheduler-name=scheduler-plugins`,
+defaults otherwise). Kueue's objects: one ResourceFlavor `gpu` (node label
+`nvidia.com/gpu.present: "true"`), and per queue a ClusterQueue with `shape.quota` GPUs (and CPU
+and memory to match) and a LocalQueue in the queue's own namespace. The jobs: `shape.jobs`
+TFJobs of Workers only, between `shape.min_workers` and `shape.max_workers` replicas (seeded),
+one GPU each, spread over the queues in turn, created at once from 16 threads; every fake
+container exits 0 after `shape.run_seconds` (kwok, `sim.taas.dev/run-seconds`);
+`successPolicy: AllWorkers` and `cleanPodPolicy: None`, so a job ends when its last pod does and
+the pods stay to be measured.
+
+Checks (each failure is a line in `problems`): every job Succeeded within `shape.timeout_s` (no
+deadlock); the GPUs Kueue had admitted in each queue never above its quota (its ClusterQueue
+status, sampled every second); and, independently of Kueue, the GPUs the pods of each queue
+held at any instant never above the quota; every pod ran on a node and ended (measure.py,
+which also gives the figures per job).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from kubernetes import client
+
+from bench.scheduling.measure import KUEUE, GangResult, job_name, measure_jobs
+from bench.scheduling.shape import GangShape
+from taas_controlplane.scheduling import SchedulingOptions
+from taas_controlplane.sim.annotations import container_plan
+from taas_controlplane.sim.cluster import SimCluster
+from taas_operator.processes import spawn, stop
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TAAS_CRD = REPO_ROOT / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
+GPU = "nvidia.com/gpu"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+class _UsageSampler:
+    """Samples each ClusterQueue's admitted GPUs (Kueue's own accounting) every second."""
+
+    def __init__(self, api: client.ApiClient, queues: int) -> None:
+        self.api, self.queues = api, queues
+        self.peak: dict[int, int] = dict.fromkeys(range(queues), 0)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> _UsageSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _loop(self) -> None:
+        custom: Any = client.CustomObjectsApi(self.api)
+        while not self._stop.wait(1.0):
+            for queue in range(self.queues):
+                try:
+                    cq = custom.get_cluster_custom_object(*KUEUE, "clusterqueues", f"gang-{queue}")
+                except client.ApiException:
+                    continue
+                for flavor in (cq.get("status") or {}).get("flavorsReservation") or []:
+                    for resource in flavor.get("resources") or []:
+                        if resource["name"] == GPU:
+                            used = int(str(resource.get("total", "0")))
+                            self.peak[queue] = max(self.peak[queue], used)
+
+
+class GangRun:
+    """One run: the simulated cluster with both schedulers, the operator, the jobs."""
+
+    def __init__(self, shape: GangShape, workdir: Path) -> None:
+        self.shape, self.workdir = shape, workdir
+        options = SchedulingOptions(coscheduling=True, kueue=True, job_crds=[TAAS_CRD])
+        self.sim = SimCluster(
+            nodes=shape.nodes, gpu_nodes=shape.nodes, directory=workdir / "sim", scheduling=options
+        )
+        self.operator: Any = None
+
+    def __enter__(self) -> GangRun:
+        self.sim.start(timeout=600)
+        try:
+            self._queues()
+            kubeconfig = self.sim.plane.kubeconfig_for("taas-operator", ["system:masters"])
+            log = (self.workdir / "operator.log").open("ab")
+            self.operator = spawn(
+                [
+                    sys.executable, "-m", "taas_operator.controller", "--all-namespaces",
+                    "--kubeconfig", kubeconfig, "--gang-scheduler-name=scheduler-plugins",
+                    "--health-port=0", "--metrics-port=0",
+                ],
+                cwd=REPO_ROOT, stdout=log,
+            )  # fmt: skip
+            log.close()
+        except BaseException:
+            self.sim.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.operator is not None:
+            stop(self.operator)
+        self.sim.stop()
+
+    # -- set-up -----------------------------------------------------------------------------
+    def _queues(self) -> None:
+        custom: Any = client.CustomObjectsApi(self.sim.api)
+        core: Any = client.CoreV1Api(self.sim.api)
+
+        def kueue(kind: str, name: str, **fields: Any) -> dict[str, Any]:
+            meta = {"name": name}
+            return {"apiVersion": "/".join(KUEUE), "kind": kind, "metadata": meta, **fields}
+
+        flavor = kueue("ResourceFlavor", "gpu", spec={"nodeLabels": {f"{GPU}.present": "true"}})
+        custom.create_cluster_custom_object(*KUEUE, "resourceflavors", flavor)
+        quota = self.shape.quota
+        resources = [
+            {"name": "cpu", "nominalQuota": quota},
+            {"name": "memory", "nominalQuota": f"{quota}Gi"},
+            {"name": GPU, "nominalQuota": quota},
+        ]
+        for queue in range(self.shape.queues):
+            spec = {
+                "namespaceSelector": {},
+                "resourceGroups": [
+                    {
+                        "coveredResources": ["cpu", "memory", GPU],
+                        "flavors": [{"name": "gpu", "resources": resources}],
+                    }
+                ],
+            }
+            custom.create_cluster_custom_object(
+                *KUEUE, "clusterqueues", kueue("ClusterQueue", f"gang-{queue}", spec=spec)
+            )
+            ns = GangShape.namespace(queue)
+            core.createGangShape.namespace({"metadata": {"name": ns}})
+            local = kueue("LocalQueue", "team", spec={"clusterQueue": f"gang-{queue}"})
+            local["metadata"]["namespace"] = ns
+            custom.create_namespaced_custom_object(*KUEUE, ns, "localqueues", local)
+
+    def job_manifest(self, index: int, workers: int) -> dict[str, Any]:
+        one_gpu = {"cpu": "1", "memory": "1Gi", GPU: "1"}
+        container = {
+            "name": "tensorflow",
+            "image": "example.com/trainer:1",
+            "resources": {"requests": one_gpu, "limits": one_gpu},
+        }
+        plan = container_plan(exit_code=0, run_seconds=self.shape.run_seconds)
+        return {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "TFJob",
+            "metadata": {"name": job_name(index), "labels": {QUEUE_LABEL: "team"}},
+            "spec": {
+                "successPolicy": "AllWorkers",
+                "runPolicy": {"cleanPodPolicy": "None"},
+                "tfReplicaSpecs": {
+                    "Worker": {
+                        "replicas": workers,
+                        "restartPolicy": "Never",
+                        "template": {
+                            "metadata": {"annotations": plan},
+                            "spec": {"containers": [container]},
+                        },
+                    }
+                },
+            },
+        }
+
+    # -- the run ----------------------------------------------------------------------------
+    def run(self) -> GangResult:
+        shape, result = self.shape, GangResult(shape=self.shape)
+        custom = client.CustomObjectsApi(self.sim.api)
+        sizes = shape.sizes()
+        too_big = [s for s in sizes if s > shape.quota]
+        if too_big:
+            result.problems.append(f"jobs of {too_big} GPUs can never fit a {shape.quota} quota")
+            return result
+        jobs = [(i, i % shape.queues, workers) for i, workers in enumerate(sizes)]
+        started = time.time()
+        with _UsageSampler(self.sim.api, shape.queues) as sampler, ThreadPoolExecutor(16) as pool:
+            list(
+                pool.map(
+                    lambda job: custom.create_namespaced_custom_object(
+                        "kubeflow.org", "v1", GangShape.namespace(job[1]), "tfjobs",
+                        self.job_manifest(job[0], job[2]),
+                    ),
+                    jobs,
+                )
+            )  # fmt: skip
+            finished = self._wait_finished(shape)
+            result.peak_admitted = dict(sampler.peak)
+        result.makespan_s = time.time() - started
+        if finished:
+            result.problems.append(f"not Succeeded after {shape.timeout_s:.0f}s: {finished}")
+        measure_jobs(self.sim.api, jobs, result, self.workdir)
+        for queue, peak in {**result.peak_admitted}.items():
+            if peak > shape.quota:
+                result.problems.append(f"queue {queue}: Kueue admitted {peak} GPUs > {shape.quota}")
+        for queue, peak in result.peak_held.items():
+            if peak > shape.quota:
+                result.problems.append(f"queue {queue}: pods held {peak} GPUs > {shape.quota}")
+        return result
+
+    def _jobs(self) -> dict[str, dict[str, Any]]:
+        custom: Any = client.CustomObjectsApi(self.sim.api)
+        found: dict[str, dict[str, Any]] = {}
+        for queue in range(self.shape.queues):
+            items = custom.list_namespaced_custom_object(
+                "kubeflow.org", "v1", GangShape.namespace(queue), "tfjobs"
+            )["items"]
+            found.update({item["metadata"]["name"]: item for item in items})
+        return found
+
+    def _wait_finished(self, shape: GangShape) -> list[str]:
+        """Wait until every job Succeeded (or one failed); the ones still not Succeeded."""
+        deadline = time.monotonic() + shape.timeout_s
+        while True:
+            jobs = self._jobs()
+            states = {name: _state(job) for name, job in jobs.items()}
+            pending = sorted(n for n, s in states.items() if s != "Succeeded")
+            failed = [n for n, s in states.items() if s == "Failed"]
+            if failed or (not pending and len(jobs) == shape.jobs):
+                return failed
+            if time.monotonic() > deadline or self.sim.exited():
+                return pending
+            time.sleep(2.0)
+
+
+def _state(job: dict[str, Any]) -> str:
+    for cond in (job.get("status") or {}).get("conditions") or []:
+        if cond["type"] in ("Succeeded", "Failed") and cond["status"] == "True":
+            return str(cond["type"])
+    return "Running"

@@ -1,0 +1,211 @@
+"""What the gang and queue tests on the node share: the schedulers started on the shared cluster
+with the chart switched to gang scheduling, the node's free CPU, small barrier jobs, Kueue's
+objects.
+
+    scheduling_on(cluster, directory) -> context manager   # stack + chart value, both undone
+    free_millicpu(cluster) -> int                          # allocatable minus pods' requests
+    barrier_job(name, workers, millicpu, hold_s=3, ...) -> dict   # workers wait for each other
+    kueue_queue(cluster, cpu_milli, preemption=False) -> (cluster_queue, cleanup)
+    placed(pod) / scheduled_at(pod) / finished_at(pod)
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from node_helpers import SESSION_VALUES, get_json, install_chart, wait_for
+
+from taas_controlplane.cluster import Cluster
+from taas_controlplane.oci import TOOLBOX_IMAGE
+from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+GANG_VALUE = "gangScheduling.schedulerName=scheduler-plugins"
+#: Each worker listens on its TensorFlow port, waits until it reaches every peer (WORKER_HOSTS,
+#: from the operator), holds, then exits 0: what synchronous training does with its peers.
+BARRIER = """
+(while true; do nc -l -p 2222 </dev/null >/dev/null 2>&1; done) &
+for peer in $(echo "$WORKER_HOSTS" | tr ',' ' '); do
+  until nc -w 1 "${peer%:*}" "${peer##*:}" </dev/null >/dev/null 2>&1; do sleep 1; done
+done
+echo "all $(echo "$WORKER_HOSTS" | tr ',' ' ' | wc -w) workers reached"
+sleep "$HOLD_SECONDS"
+"""
+
+
+@contextmanager
+def scheduling_on(cluster: Cluster, directory: Path) -> Iterator[SchedulingStack]:
+    """scheduler-plugins (scheduler + controller) and Kueue (TFJob integration) on the shared
+    cluster, and the session's chart release upgraded with gangScheduling.schedulerName; at the
+    end the release goes back to the session's values and the schedulers stop (Kueue's
+    webhooks removed first)."""
+    options = SchedulingOptions(coscheduling=True, kueue=True)
+    with SchedulingStack(cluster.plane, directory, options) as stack:
+        install_chart(cluster, *SESSION_VALUES, GANG_VALUE)
+        try:
+            yield stack
+        finally:
+            install_chart(cluster, *SESSION_VALUES)
+
+
+def _millicpu(value: str) -> int:
+    return int(value[:-1]) if value.endswith("m") else int(float(value) * 1000)
+
+
+def _node_pods(cluster: Cluster) -> list[dict[str, Any]]:
+    selector = f"spec.nodeName={cluster.node_name}"
+    return list(get_json(cluster, "pods", "-A", "--field-selector", selector)["items"])
+
+
+def free_millicpu(cluster: Cluster, settle_s: float = 120.0) -> int:
+    """The node's allocatable CPU minus what its live pods request, once no pod on it is being
+    deleted (an earlier test's pods, whose CPU is about to be free)."""
+    wait_for(
+        "the node's terminating pods gone",
+        lambda: not any(p["metadata"].get("deletionTimestamp") for p in _node_pods(cluster)),
+        timeout=settle_s,
+    )
+    node = get_json(cluster, "node", cluster.node_name)
+    free = _millicpu(node["status"]["allocatable"]["cpu"])
+    for pod in _node_pods(cluster):
+        if pod["status"].get("phase") in ("Succeeded", "Failed"):
+            continue
+        for container in pod["spec"]["containers"]:
+            requests = (container.get("resources") or {}).get("requests") or {}
+            free -= _millicpu(requests.get("cpu", "0"))
+    return free
+
+
+def barrier_job(
+    name: str,
+    workers: int,
+    millicpu: int,
+    *,
+    hold_s: int = 3,
+    labels: dict[str, str] | None = None,
+    template_spec: dict[str, Any] | None = None,
+    scheduling_policy: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A TFJob of `workers` busybox workers running BARRIER, each requesting `millicpu`."""
+    container = {
+        "name": "tensorflow",
+        "image": TOOLBOX_IMAGE,
+        "imagePullPolicy": "Never",
+        "command": ["sh", "-c", BARRIER],
+        "env": [{"name": "HOLD_SECONDS", "value": str(hold_s)}],
+        "resources": {"requests": {"cpu": f"{millicpu}m", "memory": "16Mi"}},
+    }
+    run_policy: dict[str, Any] = {"cleanPodPolicy": "None"}
+    if scheduling_policy is not None:
+        run_policy["schedulingPolicy"] = scheduling_policy
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": name, "labels": labels or {}},
+        "spec": {
+            "successPolicy": "AllWorkers",
+            "runPolicy": run_policy,
+            "tfReplicaSpecs": {
+                "Worker": {
+                    "replicas": workers,
+                    "restartPolicy": "Never",
+                    "template": {"spec": {"containers": [container], **(template_spec or {})}},
+                }
+            },
+        },
+    }
+
+
+def kueue_queue(
+    cluster: Cluster, ns: str, cpu_milli: int, preemption: bool = False
+) -> tuple[str, Callable[[], None]]:
+    """A ResourceFlavor and ClusterQueue of `cpu_milli` CPU (memory to spare) and a LocalQueue
+    `team` in `ns`; returns the LocalQueue's name and how to delete the cluster-scoped ones."""
+    suffix = uuid.uuid4().hex[:6]
+    flavor, queue = f"e2e-flavor-{suffix}", f"e2e-queue-{suffix}"
+    spec: dict[str, Any] = {
+        "namespaceSelector": {},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory"],
+                "flavors": [
+                    {
+                        "name": flavor,
+                        "resources": [
+                            {"name": "cpu", "nominalQuota": f"{cpu_milli}m"},
+                            {"name": "memory", "nominalQuota": "8Gi"},
+                        ],
+                    }
+                ],
+            }
+        ],
+    }
+    if preemption:
+        spec["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    api = "kueue.x-k8s.io/v1beta2"
+    objects = [
+        {"apiVersion": api, "kind": "ResourceFlavor", "metadata": {"name": flavor}},
+        {"apiVersion": api, "kind": "ClusterQueue", "metadata": {"name": queue}, "spec": spec},
+        {
+            "apiVersion": api,
+            "kind": "LocalQueue",
+            "metadata": {"name": "team", "namespace": ns},
+            "spec": {"clusterQueue": queue},
+        },
+    ]
+    cluster.kubectl(
+        "apply", "-f", "-", input=json.dumps({"kind": "List", "apiVersion": "v1", "items": objects})
+    )
+
+    def cleanup() -> None:
+        cluster.kubectl(
+            "delete", "--ignore-not-found", "--wait=false",
+            f"clusterqueue/{queue}", f"resourceflavor/{flavor}", check=False,
+        )  # fmt: skip
+
+    return "team", cleanup
+
+
+def job_pods(cluster: Cluster, ns: str, job: str) -> list[dict[str, Any]]:
+    selector = f"training.kubeflow.org/job-name={job}"
+    return list(get_json(cluster, "pods", "-n", ns, "-l", selector)["items"])
+
+
+def _stamp(value: str) -> float:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def scheduled_at(pod: dict[str, Any]) -> float | None:
+    for cond in pod["status"].get("conditions") or []:
+        if cond["type"] == "PodScheduled" and cond["status"] == "True":
+            return _stamp(cond["lastTransitionTime"])
+    return None
+
+
+def finished_at(pod: dict[str, Any]) -> float | None:
+    for status in pod["status"].get("containerStatuses") or []:
+        ended = (status.get("state") or {}).get("terminated") or {}
+        if ended.get("finishedAt"):
+            return _stamp(ended["finishedAt"])
+    return None
+
+
+def condition_of(job: dict[str, Any], type_: str) -> dict[str, Any] | None:
+    for cond in (job.get("status") or {}).get("conditions") or []:
+        if cond["type"] == type_:
+            return dict(cond)
+    return None
+
+
+def workload_of(cluster: Cluster, ns: str, job: str) -> dict[str, Any] | None:
+    for item in get_json(cluster, "workloads.kueue.x-k8s.io", "-n", ns)["items"]:
+        if any(o["name"] == job for o in item["metadata"].get("ownerReferences") or []):
+            return dict(item)
+    return None

@@ -1,0 +1,279 @@
+"""Start and stop the schedulers of gang jobs against one control plane, the same way everywhere.
+
+    options = SchedulingOptions(coscheduling=True, kueue=True)
+    with SchedulingStack(plane, directory, options) as stack:   # plane: a started ControlPlane
+        stack.exited()   # the name of a part that has exited, if any
+
+The bare control plane of the tests, the one-node cluster (`cluster up --gang scheduler-plugins
+--kueue`) and the simulated cluster (`sim up ... --gang ... --kueue`) all start their
+schedulers through this class. Start order: scheduler-plugins' CRDs, its scheduler and
+controller (each healthy); then Kueue's CRDs and RBAC, its manager (ready: caches synced,
+webhook server serving), and only then its webhook configurations, so no request is ever sent
+to a Kueue that is not there yet. Stop order: Kueue's webhook configurations first (Kueue's pod
+webhook fails closed: left behind, it would refuse every pod), then Kueue, then the
+scheduler-plugins processes. CRDs and the objects made with them stay, as with any uninstall
+that keeps its CRDs. Logs: `<directory>/<part>.log`. Every process runs in its own process
+group and gets SIGTERM if this process dies (`taas_operator.processes.spawn`).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import ssl
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from taas_controlplane.binaries import BuildError
+from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.scheduling import coscheduling, kueue_config, kueue_process
+from taas_controlplane.scheduling.coscheduling import DEFAULT_SCHEDULER_NAME
+from taas_controlplane.scheduling.kueue_process import KueueError
+from taas_controlplane.scheduling.kustomize import KustomizeError, load_documents
+from taas_operator.processes import free_ports, spawn
+from taas_operator.processes import stop as stop_process
+
+SCHEDULER_PLUGINS_USER = "system:taas:scheduler-plugins"
+KUEUE_USER = "system:taas:kueue"
+FIELD_MANAGER = "taas-controlplane"
+
+
+class SchedulingError(RuntimeError):
+    """A scheduler did not come up; the message names it and its log."""
+
+
+class SchedulingOptions(BaseModel):
+    """Which schedulers to run, and how."""
+
+    #: scheduler-plugins' coscheduling scheduler and controller, with their CRDs.
+    coscheduling: bool = False
+    #: the schedulerName it runs under (TaaS's `--gang-pod-scheduler-name` must match).
+    scheduler_name: str = DEFAULT_SCHEDULER_NAME
+    #: Kueue's manager with its CRDs, RBAC and webhooks.
+    kueue: bool = False
+    #: Kueue's `kubeflow.org/tfjob` integration on (else only its defaults, `pod` among them:
+    #: the plain pod-group way, TaaS's `--kueue-pod-groups`).
+    kueue_tfjob: bool = True
+    #: CRD files of the jobs Kueue is to manage (TaaS's TFJob CRD), applied before it starts:
+    #: Kueue starts an integration whose API is missing only when a poll finds it (backing
+    #: off to every 2 minutes).
+    job_crds: list[Path] = []
+
+    @property
+    def any(self) -> bool:
+        return self.coscheduling or self.kueue
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
+    except OSError:
+        return ""
+
+
+class SchedulingStack:
+    """scheduler-plugins (coscheduling) and/or Kueue running against one control plane."""
+
+    def __init__(self, plane: ControlPlane, directory: Path, options: SchedulingOptions) -> None:
+        self.plane = plane
+        self.directory = directory
+        self.options = options
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._health: dict[str, str] = {}  # part -> the URL that says it is up
+        self._webhooks: list[str] = []  # kind/name of the webhook configurations made
+
+    # -- public surface ----------------------------------------------------------------------
+    def start(self, timeout: float = 120.0) -> SchedulingStack:
+        """Start what the options ask for; raises SchedulingError (what failed and its log)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            if self.options.kueue:
+                kueue_process.check_can_run()
+                for crd in self.options.job_crds:
+                    self._apply_file(crd)
+                names = [load_documents(c)[0]["metadata"]["name"] for c in self.options.job_crds]
+                self._wait_established(names)
+            if self.options.coscheduling:
+                self._start_coscheduling(timeout)
+            if self.options.kueue:
+                self._start_kueue(timeout)
+        except (BuildError, KueueError, KustomizeError) as err:
+            self.stop()
+            raise SchedulingError(str(err)) from err
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Webhook configurations, then Kueue, then scheduler-plugins; safe to call twice."""
+        if self._webhooks and self.plane.apiserver is not None:
+            self.plane.kubectl(
+                "delete", "--ignore-not-found", "--wait=false",
+                *self._webhooks,
+                check=False,
+            )  # fmt: skip
+        self._webhooks = []
+        for name in ("kueue", "scheduler-plugins-scheduler", "scheduler-plugins-controller"):
+            proc = self.procs.pop(name, None)
+            if proc is not None:
+                stop_process(proc, signal.SIGTERM, grace=10.0)
+
+    def exited(self) -> str | None:
+        """The name of a part that has exited, if any."""
+        return next((n for n, p in self.procs.items() if p.poll() is not None), None)
+
+    def pids(self) -> dict[str, int]:
+        return {name: p.pid for name, p in self.procs.items()}
+
+    def log(self, name: str) -> Path:
+        return self.directory / f"{name}.log"
+
+    def __enter__(self) -> SchedulingStack:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- scheduler-plugins -------------------------------------------------------------------
+    def _start_coscheduling(self, timeout: float) -> None:
+        source = coscheduling.scheduler_plugins_source()
+        for crd in coscheduling.crd_files(source):
+            self._apply_file(crd)
+        self._wait_established([coscheduling.PODGROUP_CRD, coscheduling.ELASTICQUOTA_CRD])
+        kubeconfig = self.plane.kubeconfig_for(SCHEDULER_PLUGINS_USER, ["system:masters"])
+        config = self.directory / "scheduler-plugins.yaml"
+        config.write_text(
+            yaml.safe_dump(
+                coscheduling.scheduler_config(source, kubeconfig, self.options.scheduler_name)
+            )
+        )
+        scheduler_port, metrics_port, probe_port = free_ports(3)
+        self._spawn(
+            "scheduler-plugins-scheduler",
+            coscheduling.scheduler_argv(config, kubeconfig, scheduler_port),
+            f"https://127.0.0.1:{scheduler_port}/healthz",
+        )
+        self._spawn(
+            "scheduler-plugins-controller",
+            coscheduling.controller_argv(kubeconfig, metrics_port, probe_port),
+            f"http://127.0.0.1:{probe_port}/healthz",
+        )
+        self._wait_up(["scheduler-plugins-scheduler", "scheduler-plugins-controller"], timeout)
+
+    # -- Kueue -------------------------------------------------------------------------------
+    def _start_kueue(self, timeout: float) -> None:
+        source = kueue_config.kueue_source()
+        files = kueue_process.KueueFiles.create(
+            self.directory / "kueue", self.plane.issue_server_certificate
+        )
+        webhook_port, health_port, metrics_port = free_ports(3)
+        endpoint = kueue_config.WebhookEndpoint(
+            base_url=f"https://127.0.0.1:{webhook_port}",
+            ca_pem=Path(self.plane.ca_file).read_bytes(),
+        )
+        crds = kueue_config.crds(source, endpoint)
+        self._apply(crds + kueue_config.rbac(source, KUEUE_USER))
+        self._wait_established([c["metadata"]["name"] for c in crds])
+        config = self.directory / "kueue.yaml"
+        ports = kueue_config.ManagerPorts(
+            webhook=webhook_port, health=health_port, metrics=metrics_port
+        )
+        enabled = kueue_config.frameworks(source, tfjob=self.options.kueue_tfjob)
+        config.write_text(
+            yaml.safe_dump(kueue_config.manager_config(source, ports, files.cert_dir, enabled))
+        )
+        self._spawn(
+            "kueue",
+            kueue_process.kueue_argv(files, config, self.plane.kubeconfig_for(KUEUE_USER)),
+            f"http://127.0.0.1:{health_port}/readyz",
+        )
+        self._wait_up(["kueue"], timeout)
+        webhooks = kueue_config.webhook_configurations(source, endpoint)
+        # Known before they are applied: a failure half-way still removes what was made.
+        self._webhooks = [f"{w['kind'].lower()}/{w['metadata']['name']}" for w in webhooks]
+        self._apply(webhooks)
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _apply(self, objects: list[dict[str, Any]]) -> None:
+        document = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
+        self._kubectl_apply("-", document)
+
+    def _apply_file(self, path: Path) -> None:
+        self._kubectl_apply(str(path), None)
+
+    def _kubectl_apply(self, source: str, document: str | None) -> None:
+        done = self.plane.kubectl(
+            "apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}",
+            "-f", source, input=document, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise SchedulingError(f"kubectl apply failed: {done.stderr.strip()[-2000:]}")
+
+    def _wait_established(self, names: list[str], timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        waiting = list(names)
+        while waiting:
+            got = self.plane.kubectl(
+                "get", "crd", *waiting, "-o", "json", "--ignore-not-found", check=False
+            )
+            found = json.loads(got.stdout or "{}") if got.returncode == 0 else {}
+            items = found.get("items", []) if found.get("kind") == "List" else [found]
+            ready = {
+                c["metadata"]["name"]
+                for c in items
+                if any(
+                    cond["type"] == "Established" and cond["status"] == "True"
+                    for cond in (c.get("status") or {}).get("conditions") or []
+                )
+            }
+            waiting = [n for n in waiting if n not in ready]
+            if waiting and time.monotonic() > deadline:
+                raise SchedulingError(f"CRDs not Established after {timeout:.0f}s: {waiting}")
+            if waiting:
+                time.sleep(0.2)
+
+    def _spawn(self, name: str, argv: list[str], health: str) -> None:
+        with self.log(name).open("ab") as log:
+            self.procs[name] = spawn(argv, death_signal=signal.SIGTERM, stdout=log)
+        self._health[name] = health
+
+    def _wait_up(self, names: list[str], timeout: float) -> None:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE  # the scheduler's self-signed serving certificate
+        deadline = time.monotonic() + timeout
+        for name in names:
+            while True:
+                proc = self.procs[name]
+                if proc.poll() is not None:
+                    raise SchedulingError(
+                        f"{name} exited with code {proc.returncode} during start-up; log "
+                        f"{self.log(name)}:\n{_tail(self.log(name))}"
+                    )
+                try:
+                    with urllib.request.urlopen(
+                        self._health[name], context=context, timeout=2
+                    ) as answer:
+                        if answer.status == 200:
+                            break
+                except OSError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise SchedulingError(
+                        f"{name} not up after {timeout:.0f}s; log {self.log(name)}:\n"
+                        f"{_tail(self.log(name))}"
+                    )
+                time.sleep(0.25)
