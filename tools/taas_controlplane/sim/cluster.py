@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -66,12 +67,15 @@ class SimCluster:
         gpu_nodes: int = 0,
         directory: Path | None = None,
         timings: Timings | None = None,
+        audit_users: Sequence[str] = (),
     ) -> None:
+        """`audit_users`: log these users' requests (the plane's `audit.log`), e.g. a
+        benchmarked controller's."""
         self.node_objects = node_manifests(nodes, gpu_nodes)  # checks the counts first
         self._own_dir = directory is None
         self.directory = directory or Path(tempfile.mkdtemp(prefix="taas-sim-"))
         self.timings = timings or Timings.for_tests()
-        self.plane = ControlPlane(self.directory / "controlplane")
+        self.plane = ControlPlane(self.directory / "controlplane", audit_users=audit_users)
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.ports: dict[str, int] = {}
         self._api: client.ApiClient | None = None

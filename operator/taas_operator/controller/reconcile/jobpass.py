@@ -15,10 +15,12 @@ A pass (level-triggered, idempotent; the rules are `taas_operator.engine.lifecyc
    creations are not in the watch yet, or when a creation found a name taken that the cache
    did not show. Objects controlled by another incarnation of the same name are ignored;
 4. `engine.plan_job` -> Plan; the status written FIRST (`status.StatusWriter`: a Conflict reads
-   the job again and repeats the pass), then deletions and creations concurrently
+   the job again and repeats the pass; a change of the replica counts alone may be held a few
+   seconds, `StatusWriter.hold_until`), then deletions and creations concurrently
    (`actions.Actions`), then the pass's events (`events.pass_events`: one Normal event naming
    what it did, Warnings apart), then the TTL deletion;
-5. the plan's `requeue_at` is returned, so the work queue wakes the job exactly then.
+5. the plan's `requeue_at` (or the end of a held status write, if sooner) is returned, so the
+   work queue wakes the job exactly then.
 Failed API calls become Warning events (once per distinct error) and a `PassError`, so the
 work queue retries with backoff; 403s name the missing verb and resource.
 
@@ -150,7 +152,13 @@ class JobPass:
         if plan.skipped:
             return None
         self.progress.fold(key, job, children.pods, plan, now)
+        held = None
         if plan.status_changed:
+            replicas = sum(spec.replicas for spec in job.spec.tf_replica_specs.values())
+            held = self.writer.hold_until(key, job.status, plan.status, replicas, now)
+            if held is not None:
+                logger.debug("%s/%s: replica counts held until %s", *key, held.isoformat())
+        if plan.status_changed and held is None:
             written = plan.status.to_dict()
             stored = await self.writer.write(key, body, written, job.status.to_dict())
             if stored is None:
@@ -176,7 +184,7 @@ class JobPass:
         if applied.errors:
             raise PassError(f"{job.namespace}/{job.name}: " + "; ".join(applied.errors))
         self.recorder.clear(key)
-        return plan.requeue_at
+        return min((t for t in (plan.requeue_at, held) if t is not None), default=None)
 
     async def _list_children(self, job: TFJob) -> Children:
         """The job's pods, services and NetworkPolicies (when managed), read fresh."""
