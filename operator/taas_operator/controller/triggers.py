@@ -158,6 +158,7 @@ class Controller:
 
     def _gone(self, key: JobKey) -> None:
         self.jobs.forget(key)
+        self.children.forget_job(*key)
         self._echoes.forget(key)
         self.passes.forget(key)
         self.queue.forget(key)

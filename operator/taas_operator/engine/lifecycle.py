@@ -50,7 +50,11 @@ Rules (Kubeflow's unless marked TaaS):
   Terminating forever, as no kubelet confirms it stopped. Once its grace period has passed too
   (deletionTimestamp), it is force-deleted; with OnFailure/ExitCode/Always its replica is then
   recreated (a recreation counted with reason NodeLost; Restarting names the node), with Never
-  the job fails naming the node. Why this is safe: `failures.lost_detail`.
+  the job fails naming the node. Why this is safe: `failures.lost_detail`. A pod of a node
+  deleted from the cluster (DisruptionTarget, reason DeletionByPodGC: the pod garbage
+  collector marks it Failed and deletes it) is lost the same way, named as such, and never
+  counted as a failure of its container; once it is gone (the watch remembers it,
+  `ObservedPod.gone`) its replica is made again, or with Never the job has failed.
 - TaaS: replicas the scheduler cannot place (PodScheduled False, reason Unschedulable) set
   Running False with reason Unschedulable and a message counting them per type with the
   scheduler's words ("3 of 8 Worker pods unschedulable: 0/20 nodes are available: ..."), kept
@@ -248,11 +252,13 @@ class _Pass:
                     missing.append((rtype, index))
                     continue
                 pod = found
-                if pod.deleting:
-                    if self.lost_with_node(pod):
+                if pod.deleting or pod.node_deleted:
+                    if self.lost_now(pod):
                         (retry_lost if retryable(spec.restart_policy, pod) else failed_lost).append(
                             pod
                         )
+                        if pod.gone:  # its name is free: the replacement now
+                            missing.append((rtype, index))
                     continue
                 if pod.phase == "Running":
                     counts[rtype].active += 1
@@ -370,15 +376,17 @@ class _Pass:
             )
         self.create(missing)
 
-    def lost_with_node(self, pod: ObservedPod) -> bool:
-        """TaaS: a pod evicted from a node that stopped responding, past its grace period, is
+    def lost_now(self, pod: ObservedPod) -> bool:
+        """TaaS: whether the pod's replica counts as lost with its node now. A pod of a
+        deleted node: at once (the pod garbage collector deletes it itself). A pod evicted
+        from a node that stopped responding: once its grace period has passed, when it is
         force-deleted (its slot is then free for a replacement); before that, a pass is
-        requeued for when its grace period ends. See `lost_detail` for why this is safe."""
-        if not pod.evicted_from_node or pod.deletion_deadline is None:
+        requeued for when the grace period ends. See `lost_detail` for why this is safe."""
+        if not pod.lost_with_node:
             return False
-        if pod.phase not in ("Running", "Pending"):  # it had ended: nothing to replace
-            return False
-        if self.now < pod.deletion_deadline:
+        if pod.node_deleted or pod.gone:
+            return True
+        if pod.deletion_deadline is not None and self.now < pod.deletion_deadline:
             self.requeue(pod.deletion_deadline)
             return False
         if pod.name not in self.plan.force_delete_pods:

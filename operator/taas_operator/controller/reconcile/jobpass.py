@@ -194,7 +194,12 @@ class JobPass:
         found = await asyncio.gather(*(self.kube.list(k, job.namespace, selector) for k in kinds))
         pods, services, *policies = found
         uid = job.metadata.uid or ""
-        return children_from(pods, services, policies[0] if policies else [], uid)
+        listed = children_from(pods, services, policies[0] if policies else [], uid)
+        # pods lost with their node that are gone already: a LIST cannot show them
+        names = {p.name for p in listed.pods}
+        lost = self.children.lost(job.namespace, job.name, uid)
+        listed.pods += [p for p in lost if p.name not in names]
+        return listed
 
     async def _reject(self, key: JobKey, body: dict[str, Any], problem: str) -> None:
         """A spec the models or the apiserver refuse: Failed condition + Warning event, once."""

@@ -4,6 +4,8 @@
     cache.put(plural, body)               # a child listed, added or modified
     cache.drop(plural, body)              # a child deleted
     cache.of(namespace, job, uid) -> Children
+    cache.lost(namespace, job, uid) -> list[ObservedPod]    # pods gone with their node
+    cache.forget_job(namespace, job)      # the job is gone: drop what it alone kept
     Children(pods, services, policies)    # what a pass plans from
     children_from(pods, services, policies, uid) -> Children    # the same from LISTed objects
 
@@ -16,6 +18,13 @@ job's own creations are in it once their watch events arrived; a pass that start
 have not (`Echoes.pending`) LISTs instead.
 Entries are small (a pod: the engine's ObservedPod; a service: its name; a policy: its spec) and
 carry the controlling owner's uid, so objects of another incarnation of the job are left out.
+A pod deleted because it was lost with its node (`ObservedPod.lost_with_node`: evicted from an
+unreachable node, or its node deleted) is kept after its DELETED event, marked `gone`, until a
+pod takes its name again or the job is gone: the pass that runs after the pod garbage
+collector removed it must still know the replica was lost with its node, and which node (to
+fail a restartPolicy Never job naming it, instead of making the replica again). An operator
+that was not running when the pod went cannot know that: it makes the replica again, as for a
+pod deleted by hand.
 """
 
 from __future__ import annotations
@@ -123,13 +132,18 @@ class ChildCache:
         self._by_job.setdefault((ns, job), set()).add((plural, name))
 
     def drop(self, plural: str, body: Mapping[str, Any]) -> None:
-        """A child was deleted."""
+        """A child was deleted (a pod lost with its node is kept, marked gone)."""
         meta = body.get("metadata") or {}
         key = (plural, str(meta.get("namespace", "")), str(meta.get("name", "")))
         old = self._objects.get(key)
-        if old is not None and old.uid == meta.get("uid"):
-            del self._objects[key]
-            self._unlink(key, old)
+        if old is None or old.uid != meta.get("uid"):
+            return
+        last = _value(plural, body) if plural == PODS else None
+        if isinstance(last, ObservedPod) and last.lost_with_node:
+            old.value = last.model_copy(update={"gone": True, "deleting": True})
+            return
+        del self._objects[key]
+        self._unlink(key, old)
 
     def _unlink(self, key: tuple[str, str, str], entry: _Entry) -> None:
         plural, ns, name = key
@@ -138,6 +152,20 @@ class ChildCache:
             refs.discard((plural, name))
             if not refs:
                 del self._by_job[(ns, entry.job)]
+
+    def lost(self, namespace: str, job: str, uid: str) -> list[ObservedPod]:
+        """The job's pods that are gone but remembered as lost with their node."""
+        return [p for p in self.of(namespace, job, uid).pods if p.gone]
+
+    def forget_job(self, namespace: str, job: str) -> None:
+        """The job is gone: drop the pods remembered as lost with their node (its other
+        children have their own DELETED events)."""
+        for plural, name in list(self._by_job.get((namespace, job), ())):
+            key = (plural, namespace, name)
+            entry = self._objects[key]
+            if isinstance(entry.value, ObservedPod) and entry.value.gone:
+                del self._objects[key]
+                self._unlink(key, entry)
 
     def of(self, namespace: str, job: str, uid: str) -> Children:
         """The job's children (those of incarnation `uid`)."""
