@@ -17,13 +17,14 @@ true, the recreations added, against `before`, the status it replaced), and comp
 was stored: recreations the installed CRD prunes are kept in memory (`pruning`) and put back by
 `restore` before the next pass parses the job.
 
-Write cost (issue 22): a change of the replica counts alone (pods going Running or ending,
-nothing else: `engine.counts_only_change`) is held until the held moves add up to a tenth of
-the job's replicas, or for at most `COUNTS_HOLD_S` after the first one held; the pass asks to
-run again then. A job of 1,100 replicas whose pods start one by one would otherwise write its
-status on nearly every pass; now about twenty times. A job of ten replicas or fewer, and every
-transition (a condition, a recreation, start and completion times, progress), is written at
-once. Nothing is lost by holding: the counts are recounted from the pods by every pass.
+Write cost (issue 22): in a job of more than `SMALL_JOB` replicas, a change of the replica
+counts alone (pods going Running or ending, nothing else: `engine.counts_only_change`) is held
+until the held moves add up to a quarter of the job's replicas, or for at most `COUNTS_HOLD_S`
+after the first one held; the pass asks to run again then. A job of 1,100 replicas whose pods
+start one by one would otherwise write its status on nearly every pass; now a few times. Every
+transition (a condition, a recreation, start and completion times, progress) is written at
+once, and so is every change of a small job. Nothing is lost by holding: each pass recounts
+the pods.
 """
 
 from __future__ import annotations
@@ -43,10 +44,13 @@ from taas_operator.controller.watch.echoes import Echoes, expecting_echo
 from taas_operator.controller.watch.jobcache import JobCache, JobKey
 from taas_operator.engine import counts_only_change
 
-#: A count-only change is written once the held moves reach this share of the job's replicas...
-COUNTS_SHARE = 0.1
+#: Jobs of at most this many replicas have every change written at once.
+SMALL_JOB = 10
+#: In a bigger job, a count-only change is written once the held moves reach this share of
+#: its replicas...
+COUNTS_SHARE = 0.25
 #: ... or this long after the first move held.
-COUNTS_HOLD_S = 5.0
+COUNTS_HOLD_S = 10.0
 
 logger = logging.getLogger("taas_operator.controller")
 
@@ -80,8 +84,8 @@ class StatusWriter:
         self, key: JobKey, before: TFJobStatus, after: TFJobStatus, replicas: int, now: datetime
     ) -> datetime | None:
         """When to write `after` over `before` if not now (see the module); None: now."""
-        moved = counts_only_change(before, after)
-        if moved is None or moved >= max(1, math.ceil(replicas * COUNTS_SHARE)):
+        moved = None if replicas <= SMALL_JOB else counts_only_change(before, after)
+        if moved is None or moved >= math.ceil(replicas * COUNTS_SHARE):
             self._held.pop(key, None)
             return None
         due = self._held.setdefault(key, now) + timedelta(seconds=COUNTS_HOLD_S)
