@@ -1,8 +1,9 @@
 """Write cost (issue 22): a change of the replica counts alone is written once the moves held
 add up to a quarter of the job's replicas, or 10 s after the first one held; a transition
-(a condition, a recreation, start or completion) at once; a small job (ten replicas or fewer)
-always at once. Pure checks of the rule, then the operator on the real apiserver: a held
-count is written later without another event."""
+(a condition, a recreation, start or completion) at once, and the count that shows every
+replica up; a small job (ten replicas or fewer) always at once. Pure checks of the rule,
+then the operator on the real apiserver: a held count is written later without another
+event."""
 
 from __future__ import annotations
 
@@ -71,6 +72,7 @@ def test_transitions_and_small_jobs_are_written_at_once() -> None:
         ],
     )
     assert statuses.hold_until(KEY, status(99, 1), finished, 100, T0) is None
+    assert statuses.hold_until(KEY, status(98, 1), status(99, 1), 100, T0) is None  # all up
     assert statuses.hold_until(("ns", "other"), status(0), status(1), 100, T0) is not None
     statuses.forget_job(("ns", "other"))  # the job is gone: a new one starts afresh
     assert statuses.hold_until(

@@ -23,8 +23,9 @@ until the held moves add up to a quarter of the job's replicas, or for at most `
 after the first one held; the pass asks to run again then. A job of 1,100 replicas whose pods
 start one by one would otherwise write its status on nearly every pass; now a few times. Every
 transition (a condition, a recreation, start and completion times, progress) is written at
-once, and so is every change of a small job. Nothing is lost by holding: each pass recounts
-the pods.
+once, and so is the count that shows every replica up (Running or Succeeded: what Kueue's
+waitForPodsReady reads) and every change of a small job. Nothing is lost by holding: each
+pass recounts the pods.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ class StatusWriter:
     ) -> datetime | None:
         """When to write `after` over `before` if not now (see the module); None: now."""
         moved = None if replicas <= SMALL_JOB else counts_only_change(before, after)
-        if moved is None or moved >= math.ceil(replicas * COUNTS_SHARE):
+        up = sum(r.active + r.succeeded for r in after.replica_statuses.values())
+        if moved is None or moved >= math.ceil(replicas * COUNTS_SHARE) or up >= replicas:
             self._held.pop(key, None)
             return None
         due = self._held.setdefault(key, now) + timedelta(seconds=COUNTS_HOLD_S)
