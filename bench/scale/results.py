@@ -6,6 +6,8 @@ percentile(values, q) -> float
 
 from __future__ import annotations
 
+import math
+
 from pydantic import BaseModel
 
 #: SIG Scalability's pod-startup SLO: p99 of (creation -> Running seen by a watch) <= 5 s for
@@ -16,7 +18,7 @@ POD_STARTUP_SLO_S = 5.0
 def percentile(values: list[float], q: float) -> float:
     """The nearest-rank percentile (q in 0..1) of a non-empty list."""
     ordered = sorted(values)
-    index = max(0, min(len(ordered) - 1, round(q * len(ordered) + 0.5) - 1))
+    index = max(0, min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1))
     return ordered[index]
 
 
