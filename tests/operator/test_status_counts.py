@@ -73,6 +73,8 @@ def test_transitions_and_small_jobs_are_written_at_once() -> None:
     )
     assert statuses.hold_until(KEY, status(99, 1), finished, 100, T0) is None
     assert statuses.hold_until(KEY, status(98, 1), status(99, 1), 100, T0) is None  # all up
+    # all up already, workers ending one by one: held
+    assert statuses.hold_until(KEY, status(99, 1), status(98, 2), 100, T0) is not None
     assert statuses.hold_until(("ns", "other"), status(0), status(1), 100, T0) is not None
     statuses.forget_job(("ns", "other"))  # the job is gone: a new one starts afresh
     assert statuses.hold_until(

@@ -126,7 +126,9 @@ class _Pass:
         services: Collection[str] | None,
         options: BuildOptions,
     ) -> None:
-        self.job, self.now, self.services, self.options = job, now, services, options
+        self.job, self.now, self.options = job, now, options
+        # names in their order, looked up in constant time (a job of 1,100 replicas asks 1,100)
+        self.services = dict.fromkeys(services) if services is not None else None
         self.pods = list(pods)
         self.status = job.status.model_copy(deep=True)
         self.plan = Plan(status=self.status)

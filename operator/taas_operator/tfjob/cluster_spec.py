@@ -5,8 +5,8 @@
     replica_port(spec: ReplicaSpec) -> int       # the tensorflow container's tfjob-port, or 2222
     is_distributed(job) -> bool                  # total replicas != 1
     cluster_spec(job, hosts) -> dict[str, list[str]]
-    tf_config(job, replica_type, index, hosts) -> str
-    classic_env(job, replica_type, index, hosts) -> dict[str, str]
+    tf_config(job, replica_type, index, hosts, cluster=None) -> str
+    classic_env(job, replica_type, index, hosts, cluster=None) -> dict[str, str]
     cluster_env(job, replica_type, index, hosts) -> list[dict]   # env entries for the container
 
 `hosts` is a strategy: in Kubernetes it is `service_hosts(job, cluster_domain)`, giving
@@ -97,10 +97,17 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def tf_config(job: TFJob, replica_type: str, index: int, hosts: HostFn) -> str:
-    """The TF_CONFIG value for one replica (dense, or sparse with enableDynamicWorker)."""
+def tf_config(
+    job: TFJob,
+    replica_type: str,
+    index: int,
+    hosts: HostFn,
+    cluster: dict[str, list[str]] | None = None,
+) -> str:
+    """The TF_CONFIG value for one replica (dense, or sparse with enableDynamicWorker);
+    `cluster`: `cluster_spec(job, hosts)` when the caller has it already."""
     rtype = replica_type.lower()
-    cluster = cluster_spec(job, hosts)
+    cluster = cluster if cluster is not None else cluster_spec(job, hosts)
     task = {"type": rtype, "index": index}
     if not job.spec.enable_dynamic_worker:
         return _dumps({"cluster": cluster, "task": task, "environment": "cloud"})
@@ -116,9 +123,15 @@ def tf_config(job: TFJob, replica_type: str, index: int, hosts: HostFn) -> str:
     return _dumps({"cluster": sparse, "task": task})
 
 
-def classic_env(job: TFJob, replica_type: str, index: int, hosts: HostFn) -> dict[str, str]:
+def classic_env(
+    job: TFJob,
+    replica_type: str,
+    index: int,
+    hosts: HostFn,
+    cluster: dict[str, list[str]] | None = None,
+) -> dict[str, str]:
     """PS_HOSTS, WORKER_HOSTS, CHIEF_HOSTS (when a Chief/Master exists), JOB_NAME, TASK_INDEX."""
-    cluster = cluster_spec(job, hosts)
+    cluster = cluster if cluster is not None else cluster_spec(job, hosts)
     env = {
         "PS_HOSTS": ",".join(cluster.get("ps", [])),
         "WORKER_HOSTS": ",".join(cluster.get("worker", [])),
@@ -134,8 +147,10 @@ def classic_env(job: TFJob, replica_type: str, index: int, hosts: HostFn) -> dic
 def cluster_env(job: TFJob, replica_type: str, index: int, hosts: HostFn) -> list[dict[str, str]]:
     """Env entries for the tensorflow container: TF_CONFIG (when distributed), then classic."""
     env: list[dict[str, str]] = []
+    cluster = cluster_spec(job, hosts)  # once for both (a host list per replica of the job)
     if is_distributed(job):
-        env.append({"name": TF_CONFIG, "value": tf_config(job, replica_type, index, hosts)})
-    for name, value in classic_env(job, replica_type, index, hosts).items():
+        value = tf_config(job, replica_type, index, hosts, cluster)
+        env.append({"name": TF_CONFIG, "value": value})
+    for name, value in classic_env(job, replica_type, index, hosts, cluster).items():
         env.append({"name": name, "value": value})
     return env

@@ -23,8 +23,8 @@ until the held moves add up to a quarter of the job's replicas, or for at most `
 after the first one held; the pass asks to run again then. A job of 1,100 replicas whose pods
 start one by one would otherwise write its status on nearly every pass; now a few times. Every
 transition (a condition, a recreation, start and completion times, progress) is written at
-once, and so is the count that shows every replica up (Running or Succeeded: what Kueue's
-waitForPodsReady reads) and every change of a small job. Nothing is lost by holding: each
+once, and so is the count that first shows every replica up (Running or Succeeded: what
+Kueue's waitForPodsReady reads) and every change of a small job. Nothing is lost by holding: each
 pass recounts the pods.
 """
 
@@ -54,6 +54,11 @@ COUNTS_SHARE = 0.25
 COUNTS_HOLD_S = 10.0
 
 logger = logging.getLogger("taas_operator.controller")
+
+
+def _up(status: TFJobStatus) -> int:
+    """Replicas Running or Succeeded."""
+    return sum(r.active + r.succeeded for r in status.replica_statuses.values())
 
 
 class StatusWriter:
@@ -86,8 +91,8 @@ class StatusWriter:
     ) -> datetime | None:
         """When to write `after` over `before` if not now (see the module); None: now."""
         moved = None if replicas <= SMALL_JOB else counts_only_change(before, after)
-        up = sum(r.active + r.succeeded for r in after.replica_statuses.values())
-        if moved is None or moved >= math.ceil(replicas * COUNTS_SHARE) or up >= replicas:
+        now_up = _up(after) >= replicas > _up(before)
+        if moved is None or moved >= math.ceil(replicas * COUNTS_SHARE) or now_up:
             self._held.pop(key, None)
             return None
         due = self._held.setdefault(key, now) + timedelta(seconds=COUNTS_HOLD_S)
