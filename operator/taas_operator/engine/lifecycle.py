@@ -91,7 +91,7 @@ from taas_operator.engine.objects import BuildOptions, desired_pod, desired_serv
 from taas_operator.engine.observed import ObservedPod
 from taas_operator.engine.plan import Event, EventType, Plan, skip_reason, status_changed
 from taas_operator.tfjob import rules
-from taas_operator.tfjob.cluster_spec import replica_name
+from taas_operator.tfjob.cluster_spec import ClusterEnv, replica_name
 
 
 def plan_job(
@@ -436,8 +436,10 @@ class _Pass:
 
     def create(self, missing: list[tuple[ReplicaType, int]]) -> None:
         warned: set[str] = set()
+        cluster = ClusterEnv(self.job, self.options.host_fn(self.job)) if missing else None
         for rtype, index in missing:
-            self.plan.create_pods.append(desired_pod(self.job, rtype, index, self.options))
+            pod = desired_pod(self.job, rtype, index, self.options, cluster)
+            self.plan.create_pods.append(pod)
             template_spec = self.specs[rtype].template.get("spec") or {}
             if "restartPolicy" in template_spec and rtype not in warned:
                 warned.add(rtype)

@@ -2,6 +2,7 @@
 
     passes = JobPass(settings, kube, cache, children, echoes, request, forget)
     await passes.run(key) -> datetime | None      # when to run again (None: on the next event)
+    passes.cost(key) -> float                     # seconds the last pass spent computing
     passes.forget(key)                            # the job is gone: drop what a pass kept
 
 A pass (level-triggered, idempotent; the rules are `taas_operator.engine.lifecycle`'s):
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -108,18 +110,26 @@ class JobPass:
         self.progress = ProgressPoller(settings, request)
         self._forget_job = forget
         self._must_list: set[JobKey] = set()  # jobs whose next pass must LIST their children
+        self._costs: dict[JobKey, float] = {}  # seconds the last pass computed (no waiting)
 
     def forget(self, key: JobKey) -> None:
         """Drop what passes kept about the job (the caller forgets its cache entry and echoes)."""
         self._must_list.discard(key)
+        self._costs.pop(key, None)
         self.recorder.clear(key)
         self.writer.forget_job(key)
         self.actions.forget(key)
         self.progress.forget(key)
 
+    def cost(self, key: JobKey) -> float:
+        """Seconds the job's last pass spent reading the job and planning (its waits for the
+        apiserver left out): what the work queue's cool-down is measured in."""
+        return self._costs.get(key, 0.0)
+
     async def run(self, key: JobKey) -> datetime | None:
         """Run one pass for the job; return when it must run again (None: on the next event)."""
         logger.debug("reconciling %s/%s", *key)  # tests and users grep for this line
+        self._costs[key] = 0.0
         body = self.cache.get(key)
         if body is None:
             body = await self.kube.get_job(*key)
@@ -132,11 +142,13 @@ class JobPass:
         if skipped:
             logger.debug("%s/%s: %s, left alone", *key, skipped)
             return None
+        started = time.perf_counter()
         try:
             job = parse_tfjob(self.writer.restore(key, body))
         except TFJobValidationError as err:
             await self._reject(key, body, "; ".join(str(e) for e in err.errors))
             return None
+        self._costs[key] = time.perf_counter() - started
         return await self._run_job(key, body, job)
 
     async def _run_job(self, key: JobKey, body: dict[str, Any], job: TFJob) -> datetime | None:
@@ -144,7 +156,9 @@ class JobPass:
         # The watch cache, unless this job's own writes are not all in it yet, or a creation
         # found a name taken that the cache did not show: then a fresh LIST.
         fresh = key in self._must_list or self.echoes.pending(key, _CHILD_PLURALS)
-        children = await self._list_children(job) if fresh else self.children.of(*key, uid)
+        listed = await self._list_children(job) if fresh else None
+        started = time.perf_counter()
+        children = listed if listed is not None else self.children.of(*key, uid)
         self.echoes.forget(key)
         self._must_list.discard(key)
         now = datetime.now(UTC)
@@ -152,6 +166,7 @@ class JobPass:
         if plan.skipped:
             return None
         self.progress.fold(key, job, children.pods, plan, now)
+        self._costs[key] = self._costs.get(key, 0.0) + time.perf_counter() - started
         held = None
         if plan.status_changed:
             replicas = sum(spec.replicas for spec in job.spec.tf_replica_specs.values())

@@ -108,7 +108,9 @@ class ChildCache:
 
     def __init__(self) -> None:
         self._objects: dict[tuple[str, str, str], _Entry] = {}
-        self._by_job: dict[tuple[str, str], set[tuple[str, str]]] = {}  # (ns, job) -> refs
+        # (ns, job) -> (plural, name) -> the same entries: a pass reads its job's children
+        # without a lookup per child (a job of 1,100 replicas has 2,200)
+        self._by_job: dict[tuple[str, str], dict[tuple[str, str], _Entry]] = {}
 
     def __len__(self) -> int:
         return len(self._objects)
@@ -127,9 +129,9 @@ class ChildCache:
             return
         if old is not None and old.job != job:  # relabelled to another job
             self._unlink(key, old)
-        value = _value(plural, body)
-        self._objects[key] = _Entry(job, str(uid), _controller_uid(meta), rv, value)
-        self._by_job.setdefault((ns, job), set()).add((plural, name))
+        entry = _Entry(job, str(uid), _controller_uid(meta), rv, _value(plural, body))
+        self._objects[key] = entry
+        self._by_job.setdefault((ns, job), {})[(plural, name)] = entry
 
     def drop(self, plural: str, body: Mapping[str, Any]) -> None:
         """A child was deleted (a pod lost with its node is kept, marked gone)."""
@@ -149,7 +151,7 @@ class ChildCache:
         plural, ns, name = key
         refs = self._by_job.get((ns, entry.job))
         if refs is not None:
-            refs.discard((plural, name))
+            refs.pop((plural, name), None)
             if not refs:
                 del self._by_job[(ns, entry.job)]
 
@@ -160,18 +162,16 @@ class ChildCache:
     def forget_job(self, namespace: str, job: str) -> None:
         """The job is gone: drop the pods remembered as lost with their node (its other
         children have their own DELETED events)."""
-        for plural, name in list(self._by_job.get((namespace, job), ())):
-            key = (plural, namespace, name)
-            entry = self._objects[key]
+        for (plural, name), entry in list(self._by_job.get((namespace, job), {}).items()):
             if isinstance(entry.value, ObservedPod) and entry.value.gone:
+                key = (plural, namespace, name)
                 del self._objects[key]
                 self._unlink(key, entry)
 
     def of(self, namespace: str, job: str, uid: str) -> Children:
         """The job's children (those of incarnation `uid`)."""
         found = Children()
-        for plural, name in self._by_job.get((namespace, job), ()):
-            entry = self._objects[(plural, namespace, name)]
+        for (plural, name), entry in self._by_job.get((namespace, job), {}).items():
             if not _owned(entry.owner, uid):
                 continue
             if plural == PODS and entry.value is not None:
