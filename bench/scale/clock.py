@@ -8,7 +8,8 @@ as the apiserver's watch shows it, and the harness's own requests.
     clock.stop()
 
 `pods`: pod uid -> PodTimes (first seen, bound to a node, first seen Running, ended, deletion
-asked, gone; its node);
+asked, gone; its node; and the objects' own stamps: the apiserver's creationTimestamp and the
+kubelet's (kwok's) containers' startedAt, whole seconds, epoch);
 `jobs`: TFJob name -> JobTimes (Succeeded, Failed, and every change of its Running condition).
 Times are `time.monotonic()` when the event arrived here. A pod's "first seen" is its creation
 as the watch shows it (the apiserver's creationTimestamp has whole seconds only), so pod start-up
@@ -25,6 +26,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 from taas_operator.api.resources import POD, TFJOB, Kind
@@ -54,6 +56,9 @@ class PodTimes:
     phase: str = "Pending"
     deleting: float | None = None
     gone: float | None = None
+    #: The apiserver's creationTimestamp and when its last container started (epoch seconds).
+    created_stamp: float | None = None
+    started_stamp: float | None = None
 
 
 @dataclass
@@ -65,6 +70,27 @@ class JobTimes:
     running: bool = False
     #: (when, Running condition True?) at every change of it.
     running_changes: list[tuple[float, bool]] = field(default_factory=list)
+
+
+def _stamp(value: object) -> float | None:
+    """An RFC 3339 timestamp of the apiserver ("2026-11-26T23:11:48Z") as epoch seconds."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value).timestamp()
+    except ValueError:
+        return None
+
+
+def _started(pod: dict[str, Any]) -> float | None:
+    """When the last of the pod's containers started, as its kubelet (kwok) wrote it; None
+    until every one has."""
+    states = (pod.get("status") or {}).get("containerStatuses") or []
+    running = [(s.get("state") or {}).get("running") or {} for s in states]
+    stamps = [_stamp(r.get("startedAt")) for r in running]
+    if not stamps or any(t is None for t in stamps):
+        return None
+    return max(t for t in stamps if t is not None)
 
 
 def _true(conditions: list[dict[str, Any]], kind: str) -> bool:
@@ -216,6 +242,7 @@ class Clock:
                 job=str(labels.get(JOB_LABEL, "")),
                 replica_type=str(labels.get(TYPE_LABEL, "")),
                 seen=now,
+                created_stamp=_stamp(meta.get("creationTimestamp")),
             )
             self.pods[uid] = record
         record.node = (pod.get("spec") or {}).get("nodeName") or record.node
@@ -225,6 +252,7 @@ class Clock:
         record.phase = phase
         if phase == "Running" and record.running is None:
             record.running = now
+            record.started_stamp = _started(pod)
         if phase in ("Succeeded", "Failed") and record.ended is None:
             record.ended = now
         if meta.get("deletionTimestamp") and record.deleting is None:

@@ -50,6 +50,10 @@ class ScaleResult(BaseModel):
     pod_start_p50_s: float | None = None
     pod_start_p99_s: float | None = None
     pod_start_max_s: float | None = None
+    #: The same start-up by the objects' own stamps (whole seconds): the apiserver's
+    #: creationTimestamp -> the kubelet's (kwok's) containers' startedAt.
+    pod_start_stamped_p50_s: float | None = None
+    pod_start_stamped_p99_s: float | None = None
     #: creation -> bound to a node, p99 (the scheduler's share of the start-up).
     pod_bound_p99_s: float | None = None
     #: bound -> Running, p99 (the simulated kubelets' share).

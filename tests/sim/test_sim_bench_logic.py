@@ -4,7 +4,8 @@ is not; the nodes lost are PS 0's first; goals compare within one run."""
 
 from __future__ import annotations
 
-from bench.scale.clock import PodTimes
+from bench.scale.clock import PodTimes, _stamp, _started
+from bench.scale.load import _stamped_starts
 from bench.scale.nodeloss import _chosen_nodes, duplicates
 from bench.scale.report import goals
 from bench.scale.results import ScaleResult, percentile
@@ -65,3 +66,21 @@ def test_percentile_and_goals_within_one_run() -> None:
     text = goals([taas, top, floor])
     assert "(e) all Running, TaaS/t-op: 0.25x (goal <= 0.5x): met" in text
     assert "(e) all Running, TaaS/floor: 2.00x (goal <= 1.5x): NOT met" in text
+
+
+def test_pod_start_by_stamps_waits_for_every_container_and_reads_whole_seconds() -> None:
+    running = {"state": {"running": {"startedAt": "2026-11-26T23:11:53Z"}}}
+    waiting = {"state": {"waiting": {"reason": "ContainerCreating"}}}
+    assert _started({"status": {"containerStatuses": [running, waiting]}}) is None
+    later = {"state": {"running": {"startedAt": "2026-11-26T23:11:55Z"}}}
+    started = _started({"status": {"containerStatuses": [running, later]}})
+    created = _stamp("2026-11-26T23:11:48Z")
+    assert started is not None and created is not None
+    assert started - created == 7.0
+    assert _stamp("not a time") is None and _stamp(None) is None
+    pods = {
+        "a": _pod("j-worker-0", "a", 10.0, created_stamp=100.0, started_stamp=103.0),
+        "b": _pod("j-worker-1", "b", 10.0, created_stamp=100.0),  # not started by its stamps
+    }
+    assert _stamped_starts(pods, {"j"}) == [3.0]
+    assert _stamped_starts(pods, {"other"}) == []
