@@ -13,6 +13,7 @@ a run whose controller or control plane dies is broken.
 
 from __future__ import annotations
 
+import math
 import shutil
 import statistics
 import time
@@ -108,7 +109,7 @@ def _namespace(name: str) -> client.V1Namespace:
 
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    index = max(0, min(len(ordered) - 1, round(q * len(ordered) + 0.5) - 1))
+    index = max(0, min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1))
     return ordered[index]
 
 

@@ -95,7 +95,8 @@ def startup(rounds: int, workdir: Path) -> list[str]:
             env = {
                 **QUIET,
                 "BENCH_MODE": "base",
-                "TF_MAX_STEPS": "1000",  # the later worker joins before the end, even on a loaded machine
+                # the later worker joins before the end, even on a loaded machine
+                "TF_MAX_STEPS": "1000",
                 "BENCH_WARM": "5",
                 "TF_LOGDIR": str(workdir / f"startup-{how}-{r}"),
             }

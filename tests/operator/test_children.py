@@ -123,3 +123,31 @@ def test_a_watch_that_lists_again_reports_what_vanished(
     assert left == [f"job-worker-{i}" for i in (0, 1, 2, 4)]
     assert ("DELETED", "job-worker-3") in seen
     assert [t for t, _ in seen].count(None) == 9  # 5 listed, then 4
+
+
+def _gc_marked(name: str, rv: int, uid: str = "") -> dict:
+    """A pod the pod garbage collector marked before deleting it (its node was deleted)."""
+    condition = {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC"}
+    status = {"phase": "Failed", "conditions": [condition]}
+    return _obj(name, rv, uid=uid, spec={"nodeName": "node-4"}, status=status)
+
+
+def test_a_pod_lost_with_its_node_is_remembered_after_its_deletion() -> None:
+    cache = ChildCache()
+    cache.put(PODS, _obj("job-worker-0", 10, status={"phase": "Running"}))
+    cache.put(PODS, _obj("job-worker-1", 11, status={"phase": "Running"}))
+    cache.put(PODS, _gc_marked("job-worker-1", 12))
+    cache.drop(PODS, _gc_marked("job-worker-1", 13))
+    cache.drop(PODS, _obj("job-worker-0", 14, status={"phase": "Running"}))  # by hand: gone
+    (lost,) = cache.of(NS, JOB, UID).pods
+    assert (lost.name, lost.gone, lost.node) == ("job-worker-1", True, "node-4")
+    assert cache.lost(NS, JOB, UID) == [lost]
+    # the replacement takes the name: the remembered pod is forgotten
+    cache.put(PODS, _obj("job-worker-1", 20, uid="new", status={"phase": "Pending"}))
+    assert [(p.uid, p.gone) for p in cache.of(NS, JOB, UID).pods] == [("new", False)]
+    # or the job goes
+    cache.put(PODS, _gc_marked("job-worker-1", 21, uid="new"))
+    cache.drop(PODS, _gc_marked("job-worker-1", 22, uid="new"))
+    assert len(cache.lost(NS, JOB, UID)) == 1
+    cache.forget_job(NS, JOB)
+    assert cache.of(NS, JOB, UID).pods == [] and len(cache) == 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import time
 from collections.abc import Hashable
 from datetime import UTC, datetime, timedelta
 
@@ -326,3 +327,39 @@ def test_background_passes_wait_for_every_other() -> None:
         return started
 
     assert asyncio.run(scenario()) == [0, "new", 3, 1, 2, 4]
+
+
+def test_a_costly_pass_cools_its_key_down_and_requests_meanwhile_make_one_pass() -> None:
+    """A pass that cost 3 ms of computing (a big job's) is followed by a cool-down of 100x as
+    long; the requests that arrive meanwhile (its pods keep changing) make one pass after it.
+    Another key, whose passes cost nothing, is not held back."""
+
+    async def scenario() -> tuple[list[tuple[str, float]], float]:
+        seen: list[tuple[str, float]] = []
+        ended = 0.0
+
+        async def run_pass(key: Hashable) -> datetime | None:
+            nonlocal ended
+            seen.append((str(key), time.monotonic()))
+            ended = time.monotonic()
+            return None
+
+        costs = {"big": 0.003, "small": 0.0}
+        queue = WorkQueue(run_pass, cost=lambda key: costs[str(key)])
+        queue.request("big")
+        await asyncio.sleep(0.05)  # the first pass is over: cooling until 0.3 s after it
+        first_end = ended
+        for _ in range(5):
+            queue.request("big")
+            await asyncio.sleep(0.01)
+        queue.request("small")
+        await asyncio.sleep(0.6)
+        await queue.close()
+        return seen, first_end
+
+    seen, first_end = asyncio.run(scenario())
+    big = [t for k, t in seen if k == "big"]
+    small = [t for k, t in seen if k == "small"]
+    assert len(big) == 2, seen  # five requests, one pass
+    assert big[1] - first_end >= 0.3 * 0.95  # 100x the pass's cost (monotonic, timer slack)
+    assert len(small) == 1 and small[0] < big[1]  # not held back by the other key

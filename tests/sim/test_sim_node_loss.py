@@ -5,8 +5,9 @@ TaaS force-deletes them past their grace period (3 s on the template) and:
 - restartPolicy OnFailure: recreates the lost replicas on healthy nodes, Running again, the
   event naming the lost node, each replica one pod at a time (same name, new uid);
 - restartPolicy Never: the job fails, its message naming the node.
-A node deleted instead: the pod garbage collector removes its pods (after its 40 s quarantine)
-and TaaS makes the missing replicas again on the other nodes.
+Nodes deleted instead: the pod garbage collector marks their pods and removes them (after its
+40 s quarantine); TaaS makes the lost replicas again on the other nodes (OnFailure), or fails
+the job naming the node (Never).
 """
 
 from __future__ import annotations
@@ -133,38 +134,82 @@ def test_f_lost_node_replicas_replaced_with_on_failure_and_job_failed_with_never
         wait_until(lambda: all(_node_ready(sim, n) for n in lost_nodes), 60, "the nodes back")
 
 
-def test_f_deleted_node_replicas_replaced_with_on_failure(sim, operator):
-    """A Node deleted (the machine removed from the cluster): the pod garbage collector deletes
-    its pods (after its 40 s quarantine), and TaaS makes the missing replicas again elsewhere."""
+def test_f_deleted_node_replicas_replaced_with_on_failure_and_job_failed_with_never(sim, operator):
+    """Nodes deleted (machines removed from the cluster): the pod garbage collector marks their
+    pods Failed (DisruptionTarget, DeletionByPodGC) and deletes them after its 40 s
+    quarantine. TaaS tells that from a container failure, and from a pod merely missing:
+    with OnFailure the lost replicas run again elsewhere and the event names the node; with
+    Never the job fails naming the node and nothing is made again."""
     ns = f"sim-fd-{uuid.uuid4().hex[:6]}"
     create_namespace(sim.api, ns)
     create_tfjob(sim.api, ns, sim_tfjob("survivor", ps=1, workers=6, restart_policy="OnFailure"))
-    wait_until(lambda: condition(tfjobs(sim.api, ns)["survivor"], "Running"), 60, "Running")
+    create_tfjob(sim.api, ns, sim_tfjob("doomed", ps=1, workers=6, restart_policy="Never"))
+    for job in ("survivor", "doomed"):
+        wait_until(lambda job=job: condition(tfjobs(sim.api, ns)[job], "Running"), 60, job)
     placed = {p.metadata.name: p for p in pods(sim.api, ns)}
-    node = placed["survivor-ps-0"].spec.node_name
-    lost = {n: p.metadata.uid for n, p in placed.items() if p.spec.node_name == node}
+    gone_nodes = {placed["survivor-ps-0"].spec.node_name, placed["doomed-ps-0"].spec.node_name}
+    lost = {n: p.metadata.uid for n, p in placed.items() if p.spec.node_name in gone_nodes}
+    survivor_lost = sorted(n for n in lost if n.startswith("survivor-"))
     try:
-        sim.delete_node(node)
+        for node in gone_nodes:
+            sim.delete_node(node)
         deleted = time.monotonic()
 
         def replaced() -> list[str]:
             now = {p.metadata.name: p for p in pods(sim.api, ns, "survivor")}
             return [
                 n
-                for n in sorted(lost)
+                for n in survivor_lost
                 if n in now
                 and now[n].metadata.uid != lost[n]
                 and now[n].status.phase == "Running"
-                and now[n].spec.node_name != node
+                and now[n].spec.node_name not in gone_nodes
             ]
 
-        wait_until(lambda: replaced() == sorted(lost), 120, f"{sorted(lost)} replaced")
+        wait_until(lambda: replaced() == survivor_lost, 150, f"{survivor_lost} replaced")
         print(
-            f"\n(f) node {node} deleted: {len(lost)} replicas Running elsewhere after "
-            f"{time.monotonic() - deleted:.1f}s"
+            f"\n(f) nodes {sorted(gone_nodes)} deleted: {len(survivor_lost)} replica(s) Running "
+            f"elsewhere after {time.monotonic() - deleted:.1f}s"
         )
-        wait_until(lambda: condition(tfjobs(sim.api, ns)["survivor"], "Running"), 60, "Running")
+        job = wait_until(
+            lambda: (
+                condition(tfjobs(sim.api, ns)["survivor"], "Running")
+                and tfjobs(sim.api, ns)["survivor"]
+            ),
+            60,
+            "survivor Running again",
+        )
+        recreations = job["status"]["recreations"]
+        assert sorted(recreations) == survivor_lost
+        assert all(r["count"] == 1 and r["lastReason"] == "NodeLost" for r in recreations.values())
+        events = sim.kubectl(
+            "get",
+            "events",
+            "-n",
+            ns,
+            "--field-selector",
+            "involvedObject.name=survivor",
+            "-o",
+            "jsonpath={.items[*].message}",
+        ).stdout
+        assert any(
+            f"on node {n}, which was deleted from the cluster" in events for n in gone_nodes
+        ), events
+        assert "exit code" not in events  # a lost node, not a failed container
+
+        failed = wait_until(
+            lambda: condition(tfjobs(sim.api, ns)["doomed"], "Failed"), 60, "doomed Failed"
+        )
+        named = re.search(
+            r"\(pod (\S+) \(\w+ \d+\) on node (\S+), which was deleted from the cluster\)",
+            failed["message"],
+        )
+        assert named is not None, failed["message"]
+        assert named[2] in gone_nodes and placed[named[1]].spec.node_name == named[2]
+        doomed = tfjobs(sim.api, ns)["doomed"]["status"]
+        assert not doomed.get("recreations"), doomed  # nothing made again
     finally:
-        if node not in {n.metadata.name for n in client.CoreV1Api(sim.api).list_node().items}:
+        present = {n.metadata.name for n in client.CoreV1Api(sim.api).list_node().items}
+        for node in gone_nodes - present:
             sim.restore_node(node)
-        wait_until(lambda: _node_ready(sim, node), 60, "the node back")
+        wait_until(lambda: all(_node_ready(sim, n) for n in gone_nodes), 60, "the nodes back")

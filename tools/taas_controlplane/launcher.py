@@ -25,6 +25,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -67,13 +68,17 @@ class ControlPlane:
         directory: Path | None = None,
         audit_log: bool = False,
         *,
+        audit_users: Sequence[str] = (),
         bind_address: str = "127.0.0.1",
         service_cidr: str = SERVICE_CIDR,
         for_nodes: bool = False,
     ) -> None:
         self._own_dir = directory is None
         self.directory = directory or Path(tempfile.mkdtemp(prefix="taas-controlplane-"))
-        self.audit_log = audit_log
+        #: Only these users' requests are logged (all when empty): a busy cluster's leases,
+        #: binds and status updates would otherwise fill the log and cost the apiserver CPU.
+        self.audit_users = tuple(audit_users)
+        self.audit_log = audit_log or bool(self.audit_users)
         self.bind_address = bind_address
         self.service_cidr = service_cidr
         self.for_nodes = for_nodes
@@ -295,7 +300,15 @@ class ControlPlane:
                     {
                         "apiVersion": "audit.k8s.io/v1",
                         "kind": "Policy",
-                        "rules": [{"level": "Metadata"}],
+                        "omitStages": ["RequestReceived"],
+                        "rules": (
+                            [
+                                {"level": "Metadata", "users": list(self.audit_users)},
+                                {"level": "None"},
+                            ]
+                            if self.audit_users
+                            else [{"level": "Metadata"}]
+                        ),
                     }
                 )
             )

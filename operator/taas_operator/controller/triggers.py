@@ -1,7 +1,8 @@
 """The Controller: watch events in, passes out. One per operator process.
 
     controller = Controller(settings: OperatorSettings, kube: KubeClient, identity="", priority=0)
-    await controller.start()                     # kopf startup: the watches (and peering) begin
+    await controller.start()                     # kopf startup: the watches (and peering) begin,
+                                                 # and freed memory is given back (`memory`)
     controller.tfjob_event(event_type, body)     # a TFJob watch event (listed/ADDED/.../DELETED)
     controller.child_event(plural, event_type, body)  # a pod/service/NetworkPolicy's
     len(controller.jobs)                         # TFJobs cached (the liveness probe shows it)
@@ -33,6 +34,7 @@ from taas_operator.api.constants import LABEL_JOB_NAME, PLURAL
 from taas_operator.api.resources import POD, POLICY, SERVICE, TFJOB
 from taas_operator.controller import metrics
 from taas_operator.controller.apiserver.kube import KubeClient
+from taas_operator.controller.memory import release_freed_memory
 from taas_operator.controller.reconcile.jobpass import JobPass
 from taas_operator.controller.watch.children import CHILD_SELECTOR, ChildCache
 from taas_operator.controller.watch.echoes import Echoes
@@ -55,7 +57,9 @@ class Controller:
         self.jobs = JobCache()
         self.children = ChildCache()
         self._echoes = Echoes()
-        self.queue = WorkQueue(self._run_pass, max_running=settings.passes_at_once)
+        self.queue = WorkQueue(
+            self._run_pass, max_running=settings.passes_at_once, cost=self._pass_cost
+        )
         self.queue.pause()  # until every watch has listed once (and peering lets us)
         self.passes = JobPass(
             settings, kube, self.jobs, self.children, self._echoes, self.queue.request, self._gone
@@ -82,6 +86,7 @@ class Controller:
         if self.peering is not None:
             self._spawn(self.peering.run())
         self._spawn(self._open_when_listed())
+        self._spawn(release_freed_memory())
 
     def tfjob_event(self, event_type: str | None, body: Mapping[str, Any]) -> None:
         """A TFJob watch event: DELETED forgets the job, anything else caches it and asks for
@@ -158,9 +163,14 @@ class Controller:
 
     def _gone(self, key: JobKey) -> None:
         self.jobs.forget(key)
+        self.children.forget_job(*key)
         self._echoes.forget(key)
         self.passes.forget(key)
         self.queue.forget(key)
+
+    def _pass_cost(self, key: Hashable) -> float:
+        assert isinstance(key, tuple)
+        return self.passes.cost(key)
 
     async def _run_pass(self, key: Hashable) -> datetime | None:
         assert isinstance(key, tuple)

@@ -7,7 +7,8 @@ Every input is an argument: the operator's settings reach it as plain `BuildOpti
 
 Public surface:
     plan_job(job, pods, now, *, services=None, options=None) -> Plan     (lifecycle.py)
-    Plan, Event, status_changed(old, new), skip_reason(managed_by, ...)  (plan.py)
+    Plan, Event, status_changed(old, new), counts_only_change(old, new),
+    skip_reason(managed_by, ...)                                         (plan.py)
     ObservedPod (ObservedPod.from_manifest(pod_dict))                    (observed.py)
     BuildOptions(cluster_domain="", hosts=None, gang_scheduler="", gang_pod_scheduler=...)
     desired_pod_group(job, options), gang_waiting(job, pods, options), min_member(job)
@@ -38,7 +39,13 @@ from taas_operator.engine.objects import (
     replica_labels,
 )
 from taas_operator.engine.observed import ObservedPod
-from taas_operator.engine.plan import Event, Plan, skip_reason, status_changed
+from taas_operator.engine.plan import (
+    Event,
+    Plan,
+    counts_only_change,
+    skip_reason,
+    status_changed,
+)
 from taas_operator.engine.progress import (
     chief_pod,
     chief_slot,
@@ -58,6 +65,7 @@ __all__ = [
     "backoff_delay",
     "chief_pod",
     "chief_slot",
+    "counts_only_change",
     "desired_network_policy",
     "desired_pod",
     "desired_pod_group",

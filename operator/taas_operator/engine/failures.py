@@ -7,7 +7,7 @@
     waiting_pods(job, pods) -> list[ObservedPod]       # live, waiting for a kubelet reason
     waiting_detail(pod) -> str                         # "pod p (Worker 0), container c is ..."
     unschedulable_detail(job, pods) -> str | None      # "3 of 8 Worker pods unschedulable: ..."
-    lost_detail(pod) -> str                            # "pod p (Worker 1) on lost node n ..."
+    lost_detail(pod) -> str             # "pod p (Worker 1) on node n, which was deleted ..."
 
 Pure; the lifecycle pass (`taas_operator.engine.lifecycle`) calls them with the pods of the
 current slots (`failed`: ended and not to be retried; `retry`: to be deleted and recreated).
@@ -84,12 +84,16 @@ def lost_detail(pod: ObservedPod) -> str:
     one. What remains is a node cut off from the control plane but not from its peers that
     keeps running the old container: the case Kubernetes' own ReplicaSets accept, and why a
     user may prefer a longer toleration (tolerationSeconds on the template) to a faster one.
+    A node deleted from the cluster is Kubernetes' own verdict: the pod garbage collector
+    force-deletes its pods (after its 40 s quarantine) and the operator only replaces them.
     """
     node = pod.node or "unknown"
-    return (
-        f"pod {pod.name} ({pod.replica_type} {pod.index}) on node {node}, evicted after the "
-        "node stopped responding"
+    why = (
+        "which was deleted from the cluster"
+        if pod.node_deleted
+        else "evicted after the node stopped responding"
     )
+    return f"pod {pod.name} ({pod.replica_type} {pod.index}) on node {node}, {why}"
 
 
 def retryable(restart_policy: str, pod: ObservedPod) -> bool:

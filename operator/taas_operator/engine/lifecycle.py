@@ -50,7 +50,11 @@ Rules (Kubeflow's unless marked TaaS):
   Terminating forever, as no kubelet confirms it stopped. Once its grace period has passed too
   (deletionTimestamp), it is force-deleted; with OnFailure/ExitCode/Always its replica is then
   recreated (a recreation counted with reason NodeLost; Restarting names the node), with Never
-  the job fails naming the node. Why this is safe: `failures.lost_detail`.
+  the job fails naming the node. Why this is safe: `failures.lost_detail`. A pod of a node
+  deleted from the cluster (DisruptionTarget, reason DeletionByPodGC: the pod garbage
+  collector marks it Failed and deletes it) is lost the same way, named as such, and never
+  counted as a failure of its container; once it is gone (the watch remembers it,
+  `ObservedPod.gone`) its replica is made again, or with Never the job has failed.
 - TaaS: replicas the scheduler cannot place (PodScheduled False, reason Unschedulable) set
   Running False with reason Unschedulable and a message counting them per type with the
   scheduler's words ("3 of 8 Worker pods unschedulable: 0/20 nodes are available: ..."), kept
@@ -88,7 +92,7 @@ from taas_operator.engine.objects import BuildOptions, desired_pod, desired_serv
 from taas_operator.engine.observed import ObservedPod
 from taas_operator.engine.plan import Event, EventType, Plan, skip_reason, status_changed
 from taas_operator.tfjob import rules
-from taas_operator.tfjob.cluster_spec import replica_name
+from taas_operator.tfjob.cluster_spec import ClusterEnv, replica_name
 
 
 def plan_job(
@@ -123,7 +127,9 @@ class _Pass:
         services: Collection[str] | None,
         options: BuildOptions,
     ) -> None:
-        self.job, self.now, self.services, self.options = job, now, services, options
+        self.job, self.now, self.options = job, now, options
+        # names in their order, looked up in constant time (a job of 1,100 replicas asks 1,100)
+        self.services = dict.fromkeys(services) if services is not None else None
         self.pods = list(pods)
         self.status = job.status.model_copy(deep=True)
         self.plan = Plan(status=self.status)
@@ -267,12 +273,14 @@ class _Pass:
                     missing.append((rtype, index))
                     continue
                 pod = found
-                if pod.deleting:
-                    if self.lost_with_node(pod):
+                if pod.deleting or pod.node_deleted:
+                    if self.lost_now(pod):
                         (retry_lost if retryable(spec.restart_policy, pod) else failed_lost).append(
                             pod
                         )
                         self.release(pod)
+                        if pod.gone:  # its name is free: the replacement now
+                            missing.append((rtype, index))
                     elif kueue.ended(pod):  # stopped (by Kueue, or by TaaS for a restart)
                         self.release(pod)
                     continue
@@ -409,15 +417,17 @@ class _Pass:
         cond = self.status.condition(c.COND_RUNNING)
         return cond.reason if cond is not None else None
 
-    def lost_with_node(self, pod: ObservedPod) -> bool:
-        """TaaS: a pod evicted from a node that stopped responding, past its grace period, is
+    def lost_now(self, pod: ObservedPod) -> bool:
+        """TaaS: whether the pod's replica counts as lost with its node now. A pod of a
+        deleted node: at once (the pod garbage collector deletes it itself). A pod evicted
+        from a node that stopped responding: once its grace period has passed, when it is
         force-deleted (its slot is then free for a replacement); before that, a pass is
-        requeued for when its grace period ends. See `lost_detail` for why this is safe."""
-        if not pod.evicted_from_node or pod.deletion_deadline is None:
+        requeued for when the grace period ends. See `lost_detail` for why this is safe."""
+        if not pod.lost_with_node:
             return False
-        if pod.phase not in ("Running", "Pending"):  # it had ended: nothing to replace
-            return False
-        if self.now < pod.deletion_deadline:
+        if pod.node_deleted or pod.gone:
+            return True
+        if pod.deletion_deadline is not None and self.now < pod.deletion_deadline:
             self.requeue(pod.deletion_deadline)
             return False
         if pod.name not in self.plan.force_delete_pods:
@@ -467,8 +477,9 @@ class _Pass:
         self, missing: list[tuple[ReplicaType, int]], group: kueue.KueueGroup | None
     ) -> None:
         warned: set[str] = set()
+        cluster = ClusterEnv(self.job, self.options.host_fn(self.job)) if missing else None
         for rtype, index in missing:
-            pod = desired_pod(self.job, rtype, index, self.options)
+            pod = desired_pod(self.job, rtype, index, self.options, cluster)
             if group is not None:
                 kueue.join(pod, group)
             self.plan.create_pods.append(pod)

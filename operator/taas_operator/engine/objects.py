@@ -4,7 +4,7 @@
     replica_labels(job_name, replica_type, index) -> dict[str, str]
     job_selector(job_name) -> dict[str, str]              # labels of every pod/service of a job
     owner_reference(job) -> dict
-    desired_pod(job, replica_type, index, options) -> dict
+    desired_pod(job, replica_type, index, options, cluster=None) -> dict
     desired_pods(job, options) -> list[dict]
     desired_service(job, replica_type, index) -> dict
     desired_services(job) -> list[dict]
@@ -55,8 +55,8 @@ from taas_operator.api.constants import (
 from taas_operator.api.models import TFJob
 from taas_operator.engine.progress import progress_port
 from taas_operator.tfjob.cluster_spec import (
+    ClusterEnv,
     HostFn,
-    cluster_env,
     replica_name,
     replica_port,
     service_hosts,
@@ -123,9 +123,14 @@ def _metadata(job: TFJob, name: str, labels: dict[str, str], annotations: dict[s
 
 
 def desired_pod(
-    job: TFJob, replica_type: ReplicaType, index: int, options: BuildOptions | None = None
+    job: TFJob,
+    replica_type: ReplicaType,
+    index: int,
+    options: BuildOptions | None = None,
+    cluster: ClusterEnv | None = None,
 ) -> dict[str, Any]:
-    """The pod manifest of one replica."""
+    """The pod manifest of one replica; `cluster`: the job's `ClusterEnv` when many pods are
+    built at once (with `options`' hosts)."""
     options = options or BuildOptions()
     replica = job.spec.tf_replica_specs[replica_type]
     template = copy.deepcopy(replica.template)
@@ -142,7 +147,8 @@ def desired_pod(
     if options.gang_scheduler == GANG_SCHEDULER_PLUGINS:
         labels[LABEL_POD_GROUP] = job.name
         spec["schedulerName"] = spec.get("schedulerName") or options.gang_pod_scheduler
-    env = cluster_env(job, replica_type, index, options.host_fn(job))
+    cluster = cluster or ClusterEnv(job, options.host_fn(job))
+    env = cluster.env(replica_type, index)
     port = replica_port(replica)
     for container in spec.get("containers") or []:
         if container.get("name") != DEFAULT_CONTAINER_NAME:
@@ -167,8 +173,10 @@ def desired_pod(
 
 def desired_pods(job: TFJob, options: BuildOptions | None = None) -> list[dict[str, Any]]:
     """Every pod of the job, in Kubeflow's replica type order."""
+    options = options or BuildOptions()
+    cluster = ClusterEnv(job, options.host_fn(job))
     return [
-        desired_pod(job, rtype, i, options)
+        desired_pod(job, rtype, i, options, cluster)
         for rtype in job.replica_types()
         for i in range(job.spec.tf_replica_specs[rtype].replicas)
     ]

@@ -1,9 +1,10 @@
 """What the lifecycle engine needs to know about one existing pod of a job.
 
     ObservedPod(name, replica_type, index, phase, uid, exit_code, reason, restart_count, deleting,
-                pod_ip, waiting_reason, waiting_message, unschedulable, node, evicted_from_node,
-                deletion_deadline, kueue_group, kueue_finalizer, kueue_gated, kueue_stopped,
-                kueue_closed)
+                pod_ip, waiting_reason, waiting_message, termination_message, unschedulable,
+                node, evicted_from_node, node_deleted, deletion_deadline, gone, kueue_group, kueue_finalizer,
+                kueue_gated, kueue_stopped, kueue_closed)
+    ObservedPod.lost_with_node -> bool      # its replica went with its node, it did not end
     ObservedPod.from_manifest(pod: Mapping) -> ObservedPod | None
 
 The operator builds them from real pod objects with `from_manifest` (camelCase JSON, e.g. what
@@ -76,8 +77,16 @@ class ObservedPod(BaseModel):
     #: lifecycle controller tainted the node unreachable/not-ready. No kubelet may ever confirm
     #: that it stopped, so it can stay Terminating forever.
     evicted_from_node: bool = False
+    #: Its node was deleted from the cluster: the pod garbage collector marked it Failed with
+    #: condition DisruptionTarget, reason DeletionByPodGC ("PodGC: node no longer exists"), and
+    #: deletes it at once. It only does so to pods that had not ended.
+    node_deleted: bool = False
     #: metadata.deletionTimestamp: when its grace period ends (a kubelet would have stopped it).
     deletion_deadline: datetime | None = None
+    #: Deleted from the apiserver already: the operator remembers a pod lost with its node after
+    #: its DELETED event (`controller.watch.children`), so a pass can tell a replica lost with
+    #: its node from one merely missing (the pods are gone before a pass may see why).
+    gone: bool = False
     #: Kueue's pod groups (`engine.kueue`): the group the pod belongs to (its label) ...
     kueue_group: str | None = None
     #: ... Kueue's finalizer is on it (Kueue counts how it ends) ...
@@ -88,6 +97,14 @@ class ObservedPod(BaseModel):
     kueue_stopped: str | None = None
     #: ... and TaaS has told Kueue the group will not retry it (`retriable-in-group: false`).
     kueue_closed: bool = False
+
+    @property
+    def lost_with_node(self) -> bool:
+        """Its replica was lost with its node, not ended: evicted from a node that stopped
+        responding while it ran (or waited to run), or removed because its node was deleted."""
+        if self.node_deleted:
+            return True
+        return self.evicted_from_node and self.phase in ("Running", "Pending")
 
     @property
     def crash_looping(self) -> bool:
@@ -143,12 +160,15 @@ class ObservedPod(BaseModel):
             ),
             None,
         )
-        evicted = any(
-            cond.get("type") == "DisruptionTarget"
-            and cond.get("status") == "True"
-            and cond.get("reason") == "DeletionByTaintManager"
-            for cond in status.get("conditions") or []
+        disruption = next(
+            (
+                str(cond.get("reason") or "")
+                for cond in status.get("conditions") or []
+                if cond.get("type") == "DisruptionTarget" and cond.get("status") == "True"
+            ),
+            "",
         )
+        evicted = disruption == "DeletionByTaintManager"
         deadline = meta.get("deletionTimestamp")
         stopped = next(
             (
@@ -177,6 +197,7 @@ class ObservedPod(BaseModel):
             unschedulable=unschedulable,
             node=(pod.get("spec") or {}).get("nodeName") or None,
             evicted_from_node=evicted and bool(deadline),
+            node_deleted=disruption == "DeletionByPodGC",
             deletion_deadline=_timestamp(deadline),
             kueue_group=labels.get(KUEUE_GROUP_LABEL) or None,
             kueue_finalizer=KUEUE_FINALIZER in (meta.get("finalizers") or []),

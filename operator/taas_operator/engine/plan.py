@@ -2,6 +2,7 @@
 
     Plan, Event                                   # pydantic models
     status_changed(old, new) -> bool
+    counts_only_change(old, new) -> int | None    # replicas recounted, when nothing else changed
     skip_reason(managed_by, deletion_timestamp) -> str | None
 
 `skip_reason` is the one check of whether a job is left alone: `spec.runPolicy.managedBy` names
@@ -68,6 +69,27 @@ class Plan(BaseModel):
 def status_changed(old: TFJobStatus, new: TFJobStatus) -> bool:
     """Whether writing `new` would change the stored status."""
     return old.to_dict() != new.to_dict()
+
+
+def counts_only_change(old: TFJobStatus, new: TFJobStatus) -> int | None:
+    """When `new` differs from `old` only in replicaStatuses (active, succeeded, failed
+    counts), by how many replica moves (the sum of the counts' differences); else None.
+    The operator writes such changes less eagerly than transitions (`reconcile.status`)."""
+    before, after = old.to_dict(), new.to_dict()
+    old_counts = before.pop("replicaStatuses", None) or {}
+    new_counts = after.pop("replicaStatuses", None) or {}
+    if before != after:
+        return None
+    counted = ("active", "succeeded", "failed")
+    moved = 0
+    for rtype in set(old_counts) | set(new_counts):
+        a, b = old_counts.get(rtype) or {}, new_counts.get(rtype) or {}
+        if {k: v for k, v in a.items() if k not in counted} != {
+            k: v for k, v in b.items() if k not in counted
+        }:
+            return None  # something beside the counts (a selector, say) changed
+        moved += sum(abs(int(b.get(k, 0)) - int(a.get(k, 0))) for k in counted)
+    return moved
 
 
 def skip_reason(managed_by: str | None, deletion_timestamp: str | None) -> str | None:

@@ -5,6 +5,7 @@ See `taas_operator.tfjob.cluster_spec` and `taas_operator.tfjob.rules` for the i
 """
 
 from taas_operator.tfjob.cluster_spec import (
+    ClusterEnv,
     HostFn,
     classic_env,
     cluster_env,
@@ -18,6 +19,7 @@ from taas_operator.tfjob.cluster_spec import (
 from taas_operator.tfjob.rules import failure_fails_job, has_succeeded, is_master_role, is_running
 
 __all__ = [
+    "ClusterEnv",
     "HostFn",
     "classic_env",
     "cluster_env",

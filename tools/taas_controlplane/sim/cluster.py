@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -69,12 +70,15 @@ class SimCluster:
         directory: Path | None = None,
         timings: Timings | None = None,
         scheduling: SchedulingOptions | None = None,
+        audit_users: Sequence[str] = (),
     ) -> None:
+        """`scheduling`: scheduler-plugins and/or Kueue to start too. `audit_users`: log these
+        users' requests (the plane's `audit.log`), e.g. a benchmarked controller's."""
         self.node_objects = node_manifests(nodes, gpu_nodes)  # checks the counts first
         self._own_dir = directory is None
         self.directory = directory or Path(tempfile.mkdtemp(prefix="taas-sim-"))
         self.timings = timings or Timings.for_tests()
-        self.plane = ControlPlane(self.directory / "controlplane")
+        self.plane = ControlPlane(self.directory / "controlplane", audit_users=audit_users)
         #: scheduler-plugins and/or Kueue, started once the nodes are Ready, stopped first.
         self.schedulers = SchedulingStack(
             self.plane, self.directory / "scheduling", scheduling or SchedulingOptions()

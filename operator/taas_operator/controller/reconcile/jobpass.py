@@ -2,6 +2,7 @@
 
     passes = JobPass(settings, kube, cache, children, echoes, request, forget)
     await passes.run(key) -> datetime | None      # when to run again (None: on the next event)
+    passes.cost(key) -> float                     # seconds the last pass spent computing
     passes.forget(key)                            # the job is gone: drop what a pass kept
 
 A pass (level-triggered, idempotent; the rules are `taas_operator.engine.lifecycle`'s):
@@ -15,10 +16,12 @@ A pass (level-triggered, idempotent; the rules are `taas_operator.engine.lifecyc
    creations are not in the watch yet, or when a creation found a name taken that the cache
    did not show. Objects controlled by another incarnation of the same name are ignored;
 4. `engine.plan_job` -> Plan; the status written FIRST (`status.StatusWriter`: a Conflict reads
-   the job again and repeats the pass), then deletions and creations concurrently
+   the job again and repeats the pass; a change of the replica counts alone may be held a few
+   seconds, `StatusWriter.hold_until`), then deletions and creations concurrently
    (`actions.Actions`), then the pass's events (`events.pass_events`: one Normal event naming
    what it did, Warnings apart), then the TTL deletion;
-5. the plan's `requeue_at` is returned, so the work queue wakes the job exactly then.
+5. the plan's `requeue_at` (or the end of a held status write, if sooner) is returned, so the
+   work queue wakes the job exactly then.
 Failed API calls become Warning events (once per distinct error) and a `PassError`, so the
 work queue retries with backoff; 403s name the missing verb and resource.
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -110,19 +114,27 @@ class JobPass:
         self.tensorboards = TensorBoards(kube, settings.tensorboard_image)
         self._forget_job = forget
         self._must_list: set[JobKey] = set()  # jobs whose next pass must LIST their children
+        self._costs: dict[JobKey, float] = {}  # seconds the last pass computed (no waiting)
 
     def forget(self, key: JobKey) -> None:
         """Drop what passes kept about the job (the caller forgets its cache entry and echoes)."""
         self._must_list.discard(key)
+        self._costs.pop(key, None)
         self.recorder.clear(key)
         self.writer.forget_job(key)
         self.actions.forget(key)
         self.progress.forget(key)
         self.tensorboards.forget(key)
 
+    def cost(self, key: JobKey) -> float:
+        """Seconds the job's last pass spent reading the job and planning (its waits for the
+        apiserver left out): what the work queue's cool-down is measured in."""
+        return self._costs.get(key, 0.0)
+
     async def run(self, key: JobKey) -> datetime | None:
         """Run one pass for the job; return when it must run again (None: on the next event)."""
         logger.debug("reconciling %s/%s", *key)  # tests and users grep for this line
+        self._costs[key] = 0.0
         body = self.cache.get(key)
         if body is None:
             body = await self.kube.get_job(*key)
@@ -136,11 +148,13 @@ class JobPass:
         if skipped:
             logger.debug("%s/%s: %s, left alone", *key, skipped)
             return None
+        started = time.perf_counter()
         try:
             job = parse_tfjob(self.writer.restore(key, body))
         except TFJobValidationError as err:
             await self._reject(key, body, "; ".join(str(e) for e in err.errors))
             return None
+        self._costs[key] = time.perf_counter() - started
         return await self._run_job(key, body, job)
 
     async def _run_job(self, key: JobKey, body: dict[str, Any], job: TFJob) -> datetime | None:
@@ -149,7 +163,9 @@ class JobPass:
         # The watch cache, unless this job's own writes are not all in it yet, or a creation
         # found a name taken that the cache did not show: then a fresh LIST.
         fresh = key in self._must_list or self.echoes.pending(key, _CHILD_PLURALS)
-        children = await self._list_children(job) if fresh else self.children.of(*key, uid)
+        listed = await self._list_children(job) if fresh else None
+        started = time.perf_counter()
+        children = listed if listed is not None else self.children.of(*key, uid)
         self.echoes.forget(key)
         self._must_list.discard(key)
         now = datetime.now(UTC)
@@ -157,7 +173,14 @@ class JobPass:
         if plan.skipped:
             return None
         self.progress.fold(key, job, children.pods, plan, now)
+        self._costs[key] = self._costs.get(key, 0.0) + time.perf_counter() - started
+        held = None
         if plan.status_changed:
+            replicas = sum(spec.replicas for spec in job.spec.tf_replica_specs.values())
+            held = self.writer.hold_until(key, job.status, plan.status, replicas, now)
+            if held is not None:
+                logger.debug("%s/%s: replica counts held until %s", *key, held.isoformat())
+        if plan.status_changed and held is None:
             written = plan.status.to_dict()
             stored = await self.writer.write(key, body, written, job.status.to_dict())
             if stored is None:
@@ -185,7 +208,7 @@ class JobPass:
         if applied.errors:
             raise PassError(f"{job.namespace}/{job.name}: " + "; ".join(applied.errors))
         self.recorder.clear(key)
-        return plan.requeue_at
+        return min((t for t in (plan.requeue_at, held) if t is not None), default=None)
 
     async def _close_groups(self, key: JobKey, uid: str) -> None:
         """Kueue pod groups of runs that are gone (a deleted job, an earlier job of the name):
@@ -205,7 +228,12 @@ class JobPass:
         found = await asyncio.gather(*(self.kube.list(k, job.namespace, selector) for k in kinds))
         pods, services, *policies = found
         uid = job.metadata.uid or ""
-        return children_from(pods, services, policies[0] if policies else [], uid)
+        listed = children_from(pods, services, policies[0] if policies else [], uid)
+        # pods lost with their node that are gone already: a LIST cannot show them
+        names = {p.name for p in listed.pods}
+        lost = self.children.lost(job.namespace, job.name, uid)
+        listed.pods += [p for p in lost if p.name not in names]
+        return listed
 
     async def _reject(self, key: JobKey, body: dict[str, Any], problem: str) -> None:
         """A spec the models or the apiserver refuse: Failed condition + Warning event, once."""

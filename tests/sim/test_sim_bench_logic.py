@@ -1,0 +1,86 @@
+"""The simulated-cluster bench's own judgements (bench.scale), without a cluster: two pods of
+one replica Running at once are found, a replica replaced only after its old pod was given up
+is not; the nodes lost are PS 0's first; goals compare within one run."""
+
+from __future__ import annotations
+
+from bench.scale.clock import PodTimes, _stamp, _started
+from bench.scale.load import _stamped_starts
+from bench.scale.nodeloss import _chosen_nodes, duplicates
+from bench.scale.report import goals
+from bench.scale.results import ScaleResult, percentile
+
+
+def _pod(name: str, uid: str, running: float, **moments: float) -> PodTimes:
+    replica_type = "ps" if "-ps-" in name else "worker"
+    return PodTimes(
+        name=name,
+        uid=uid,
+        job="j",
+        replica_type=replica_type,
+        seen=running - 1,
+        running=running,
+        node=moments.pop("node", None),  # type: ignore[arg-type]
+        **moments,
+    )
+
+
+def test_a_replacement_after_its_old_pod_was_given_up_is_no_duplicate() -> None:
+    pods = {
+        "a": _pod("j-worker-1", "a", 10.0, deleting=20.0, gone=25.0),
+        "b": _pod("j-worker-1", "b", 26.0),
+        "c": _pod("j-worker-2", "c", 10.0),
+    }
+    assert duplicates(pods, "j") == 0
+
+
+def test_two_pods_of_one_replica_running_at_once_are_a_duplicate() -> None:
+    pods = {
+        "a": _pod("j-worker-1", "a", 10.0),  # never given up
+        "b": _pod("j-worker-1", "b", 26.0),
+        "c": _pod("j-worker-2", "c", 10.0, ended=30.0),
+        "d": _pod("j-worker-2", "d", 29.0),  # started before c ended
+    }
+    assert duplicates(pods, "j") == 2
+
+
+def test_the_lost_nodes_are_ps_0s_first_then_the_workers() -> None:
+    live = {
+        p.name: p
+        for p in (
+            PodTimes(name="j-worker-0", uid="1", job="j", replica_type="worker", seen=0, node="n1"),
+            PodTimes(name="j-ps-0", uid="2", job="j", replica_type="ps", seen=0, node="n7"),
+            PodTimes(name="j-worker-1", uid="3", job="j", replica_type="worker", seen=0, node="n7"),
+            PodTimes(name="j-worker-2", uid="4", job="j", replica_type="worker", seen=0, node="n2"),
+        )
+    }
+    assert _chosen_nodes(live, 2) == ["n7", "n1"]
+
+
+def test_percentile_and_goals_within_one_run() -> None:
+    assert percentile([float(i) for i in range(1, 101)], 0.99) == 99.0
+    assert percentile([3.0], 0.5) == 3.0
+    taas = ScaleResult(controller="taas", scenario="e", pods=100, all_running_s=10.0)
+    top = ScaleResult(controller="kubeflow", scenario="e", pods=100, all_running_s=40.0)
+    floor = ScaleResult(controller="floor", scenario="e", pods=100, all_running_s=5.0)
+    text = goals([taas, top, floor])
+    assert "(e) all Running, TaaS/t-op: 0.25x (goal <= 0.5x): met" in text
+    assert "(e) all Running, TaaS/floor: 2.00x (goal <= 1.5x): NOT met" in text
+
+
+def test_pod_start_by_stamps_waits_for_every_container_and_reads_whole_seconds() -> None:
+    running = {"state": {"running": {"startedAt": "2026-11-26T23:11:53Z"}}}
+    waiting = {"state": {"waiting": {"reason": "ContainerCreating"}}}
+    assert _started({"status": {"containerStatuses": [running, waiting]}}) is None
+    later = {"state": {"running": {"startedAt": "2026-11-26T23:11:55Z"}}}
+    started = _started({"status": {"containerStatuses": [running, later]}})
+    created = _stamp("2026-11-26T23:11:48Z")
+    assert started is not None and created is not None
+    assert started - created == 7.0
+    assert _stamp("not a time") is None and _stamp(None) is None
+    pods = {
+        "a": _pod("j-worker-0", "a", 10.0, created_stamp=100.0, started_stamp=103.0),
+        "b": _pod("j-worker-1", "b", 10.0, created_stamp=100.0),  # not started by its stamps
+    }
+    assert _stamped_starts(pods, {"j"}) == [3.0]
+    assert _stamped_starts(pods, {"other"}) == []
