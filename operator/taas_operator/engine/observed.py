@@ -2,8 +2,8 @@
 
     ObservedPod(name, replica_type, index, phase, uid, exit_code, reason, restart_count, deleting,
                 pod_ip, waiting_reason, waiting_message, termination_message, unschedulable,
-                node, evicted_from_node, node_deleted, deletion_deadline, gone, kueue_group, kueue_finalizer,
-                kueue_gated, kueue_stopped, kueue_closed)
+                node, evicted_from_node, node_deleted, deletion_deadline, gone, kueue_group,
+                kueue_finalizer, kueue_gated, kueue_stopped, kueue_closed)
     ObservedPod.lost_with_node -> bool      # its replica went with its node, it did not end
     ObservedPod.from_manifest(pod: Mapping) -> ObservedPod | None
 
