@@ -19,9 +19,7 @@ taas-controlplane sim down         # stop the running `sim up`s
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 from pathlib import Path
 
 from taas_controlplane import userenv
@@ -29,6 +27,7 @@ from taas_controlplane.binaries import BuildError
 from taas_controlplane.binaries import main as build_main
 from taas_controlplane.cluster import Cluster, ClusterError, clean_stale_run
 from taas_controlplane.containers import ImageBuildError
+from taas_controlplane.foreground import hold, stop_on_signals
 from taas_controlplane.images import TARGETS, ensure_image
 from taas_controlplane.images import main as images_main
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
@@ -39,9 +38,7 @@ def _up(directory: Path | None) -> int:
     if directory is not None:
         directory.mkdir(parents=True, exist_ok=True)
     plane = ControlPlane(directory)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     try:
         plane.start()
     except (BuildError, ControlPlaneError) as err:
@@ -54,17 +51,10 @@ def _up(directory: Path | None) -> int:
     print("  kubectl get ns")
     print("Ctrl-C stops etcd and kube-apiserver.", flush=True)
     try:
-        while not stop.wait(1.0):
-            if any(p.poll() is not None for p in (plane.etcd, plane.apiserver) if p):
-                print(
-                    f"error: a control-plane process exited; logs in {plane.directory}",
-                    file=sys.stderr,
-                )
-                return 1
+        return hold(stop, plane.exited, plane.directory)
     finally:
         plane.stop(remove=directory is None)
         print("control plane stopped", flush=True)
-    return 0
 
 
 def _crd(fetch: bool) -> int:
@@ -90,9 +80,7 @@ def _cluster_up(
     if directory is not None:
         directory.mkdir(parents=True, exist_ok=True)
     cluster = Cluster(directory, network_policy=network_policy, scheduling=scheduling)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     try:
         cluster.start()
         for target in TARGETS if images else ():
@@ -112,15 +100,10 @@ def _cluster_up(
         print(line)
     print("Ctrl-C stops every component and removes what the cluster created.", flush=True)
     try:
-        while not stop.wait(1.0):
-            gone = cluster.exited()
-            if gone:
-                print(f"error: {gone} exited; logs in {cluster.directory}", file=sys.stderr)
-                return 1
+        return hold(stop, cluster.exited, cluster.directory)
     finally:
         cluster.stop()
         print("cluster stopped and cleaned up", flush=True)
-    return 0
 
 
 def _add_scheduling_flags(parser: argparse.ArgumentParser) -> None:

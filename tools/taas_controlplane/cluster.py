@@ -162,10 +162,9 @@ class Cluster:
 
     def exited(self) -> str | None:
         """The name of a component that has exited, if any."""
-        procs = {**self.procs, "etcd": self.plane.etcd, "kube-apiserver": self.plane.apiserver}
-        procs["containerd"] = self.runtime.proc
+        procs = {**self.procs, "containerd": self.runtime.proc}
         gone = next((n for n, p in procs.items() if p is not None and p.poll() is not None), None)
-        return gone or self.schedulers.exited()
+        return gone or self.plane.exited() or self.schedulers.exited()
 
     @property
     def kubeconfig(self) -> str:

@@ -181,6 +181,13 @@ class ControlPlane:
     def pids(self) -> list[int]:
         return [p.pid for p in (self.etcd, self.apiserver) if p is not None]
 
+    def exited(self) -> str | None:
+        """etcd or kube-apiserver when that process has exited (None while both run)."""
+        for name, proc in (("etcd", self.etcd), ("kube-apiserver", self.apiserver)):
+            if proc is not None and proc.poll() is not None:
+                return name
+        return None
+
     def __enter__(self) -> ControlPlane:
         return self.start()
 

@@ -14,11 +14,11 @@ import json
 import os
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
 from taas_controlplane.binaries import BuildError, cache_root
+from taas_controlplane.foreground import hold, stop_on_signals
 from taas_controlplane.launcher import ControlPlaneError
 from taas_controlplane.scheduling import SchedulingOptions
 from taas_controlplane.sim.cluster import SimCluster, SimClusterError
@@ -61,9 +61,7 @@ def up(
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
+    stop = stop_on_signals()
     record = _records() / f"{os.getpid()}.json"
     started = time.monotonic()
     try:
@@ -81,16 +79,11 @@ def up(
     print("  kubectl get nodes")
     print("Ctrl-C (or `taas-controlplane sim down`) stops it.", flush=True)
     try:
-        while not stop.wait(1.0):
-            gone = sim.exited()
-            if gone:
-                print(f"error: {gone} exited; logs in {sim.plane.directory}", file=sys.stderr)
-                return 1
+        return hold(stop, sim.exited, sim.plane.directory)
     finally:
         sim.stop()
         record.unlink(missing_ok=True)
         print("simulated cluster stopped", flush=True)
-    return 0
 
 
 def down(timeout: float = 60.0) -> int:
