@@ -148,3 +148,16 @@ def test_admission_replaces_the_waiting_message() -> None:
     admitted = plan_job(parse_tfjob(stored), ungated, NOW, options=GROUPS)
     running = admitted.status.condition("Running")
     assert running is not None and running.reason == "AdmittedByKueue"
+
+
+def test_a_pass_that_sees_the_admission_with_every_pod_running_says_running() -> None:
+    """No later pod event may come (every pod already runs): the job must not stay at
+    "admitted, its pods are being placed"."""
+    job = parse_tfjob(queued({"Worker": 2}))
+    waiting = plan_job(job, [], NOW, options=GROUPS)
+    group = waiting.create_pods[0]["metadata"]["labels"][GROUP]
+    stored = queued({"Worker": 2}) | {"status": waiting.status.to_dict()}
+    running_pods = [member("Worker", i, "Running", group) for i in range(2)]
+    plan = plan_job(parse_tfjob(stored), running_pods, NOW, options=GROUPS)
+    running = plan.status.condition("Running")
+    assert running is not None and running.status == "True", running

@@ -378,7 +378,8 @@ class _Pass:
             self.condition(c.COND_RUNNING, "False", c.REASON_WAITING_FOR_ADMISSION, queued)
         elif (
             admitted := kueue.admitted(self.job, self.pods, group, self.running_reason())
-        ) is not None:
+        ) is not None and not rules.is_running(self.job, counts):
+            # (a pass that first sees the admission with every pod Running already says Running)
             self.condition(c.COND_RUNNING, "False", c.REASON_ADMITTED_BY_KUEUE, admitted)
         # a gang waits as a whole: its message says so (else each unplaced pod is counted)
         elif (gang := gang_waiting(self.job, self.pods, self.options)) is not None:
