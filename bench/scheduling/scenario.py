@@ -155,7 +155,7 @@ class GangRun:
                 *KUEUE, "clusterqueues", kueue("ClusterQueue", f"gang-{queue}", spec=spec)
             )
             ns = GangShape.namespace(queue)
-            core.createGangShape.namespace({"metadata": {"name": ns}})
+            core.create_namespace({"metadata": {"name": ns}})
             local = kueue("LocalQueue", "team", spec={"clusterQueue": f"gang-{queue}"})
             local["metadata"]["namespace"] = ns
             custom.create_namespaced_custom_object(*KUEUE, ns, "localqueues", local)
