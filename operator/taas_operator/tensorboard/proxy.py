@@ -21,7 +21,7 @@ import logging
 import re
 from typing import Any
 
-from aiohttp import ClientError, ServerDisconnectedError, web
+from aiohttp import ClientError, web
 
 from taas_operator.api.names import segment
 from taas_operator.apiserver.transport import Transport
@@ -96,21 +96,13 @@ class ServiceProxy:
         if body is not None and len(body) > _MAX_BODY:
             return web.Response(status=413, text="request body too large")
         headers = {k: request.headers[k] for k in _PASSED_UP if k in request.headers}
-        # a GET or HEAD is sent once more when the apiserver had closed the kept-alive
-        # connection it went out on (nothing reached TensorBoard); other errors are the answer
-        attempts = 2 if request.method in ("GET", "HEAD") else 1
-        for attempt in range(attempts):
-            try:
-                async with self.transport.forward(
-                    request.method, self.prefix + tail, query, headers, body
-                ) as answer:
-                    return await self._relay(request, answer)
-            except ServerDisconnectedError as err:
-                if attempt + 1 == attempts:
-                    return web.Response(status=502, text=f"the API server did not answer: {err}")
-            except (ClientError, OSError, TimeoutError) as err:
-                return web.Response(status=502, text=f"the API server did not answer: {err}")
-        raise AssertionError("unreachable: every attempt returns")
+        try:
+            async with self.transport.forward(
+                request.method, self.prefix + tail, query, headers, body
+            ) as answer:
+                return await self._relay(request, answer)
+        except (ClientError, OSError, TimeoutError) as err:
+            return web.Response(status=502, text=f"the API server did not answer: {err}")
 
     async def _relay(self, request: web.Request, answer: Any) -> web.StreamResponse:
         response = web.StreamResponse(status=answer.status)
