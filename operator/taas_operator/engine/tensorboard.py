@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
@@ -40,6 +41,9 @@ from taas_operator.api.constants import (
 )
 from taas_operator.api.models import TFJob
 from taas_operator.engine.progress import chief_slot
+
+#: The TensorBoard pod's program: its own file's text, so that it needs no TaaS in the image.
+_MAIN_SOURCE = Path(__file__).with_name("tensorboard_main.py").read_text(encoding="utf-8")
 
 #: Flags and env names the trainer reads model_dir from, in its order (`taas.core.settings`).
 MODEL_DIR_FLAGS = ("model_dir", "logdir", "train_dir")
@@ -267,7 +271,8 @@ def desired_tensorboard(job: TFJob, image: str) -> tuple[dict[str, Any], dict[st
         "name": "tensorboard",
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        "command": ["tensorboard"],
+        # TensorBoard's own main, with one header fixed (see tensorboard_main's docstring).
+        "command": ["python", "-c", _MAIN_SOURCE],
         "args": [
             f"--logdir={model_dir.path}",
             "--host=0.0.0.0",
