@@ -29,11 +29,11 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
-from types import TracebackType
 from typing import IO
 
 from taas_controlplane import addons, components, hoststate, oci
 from taas_controlplane.binaries import BuildError, cache_root, ensure
+from taas_controlplane.foreground import Parts
 from taas_controlplane.hostnet import NetworkConfig, NodeNetwork
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 from taas_controlplane.runtime import Containerd, missing_packages
@@ -108,7 +108,7 @@ def running_kubeconfig() -> Path | None:
     return kubeconfig if kubeconfig.exists() else None
 
 
-class Cluster:
+class Cluster(Parts):
     """One node: control plane, container runtime, kubelet, network, DNS, policy enforcer."""
 
     def __init__(
@@ -226,17 +226,6 @@ class Cluster:
         if self._lock is not None:
             self._lock.close()
             self._lock = None
-
-    def __enter__(self) -> Cluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- start -------------------------------------------------------------------------------
     def _preflight(self) -> None:

@@ -4,7 +4,9 @@
     ... start ...
     return hold(stop, cluster.exited, cluster.directory)   # 0 when asked, 1 when a part died
 
-`taas-controlplane up`, `cluster up` and `sim up` all wait this way.
+`taas-controlplane up`, `cluster up` and `sim up` all wait this way. What they hold is a
+`Parts` (a control plane, a cluster, a simulated cluster, the schedulers): `with parts:` starts
+it and stops it at the end.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 
 def stop_on_signals() -> threading.Event:
@@ -33,3 +37,24 @@ def hold(stop: threading.Event, exited: Callable[[], str | None], logs: Path) ->
             print(f"error: {gone} exited; logs in {logs}", file=sys.stderr)
             return 1
     return 0
+
+
+class Parts:
+    """Processes started and stopped together; `with parts:` starts them, then stops them."""
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

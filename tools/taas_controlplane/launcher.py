@@ -27,12 +27,12 @@ import time
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
 
 import yaml
 from pydantic import BaseModel
 
 from taas_controlplane.binaries import KUBERNETES_VERSION, ensure
+from taas_controlplane.foreground import Parts
 from taas_controlplane.pki import CertificateAuthority, KeyPair, write_service_account_keys
 from taas_operator.processes import free_ports, spawn
 from taas_operator.processes import stop as stop_process
@@ -60,7 +60,7 @@ def _tail(path: Path, lines: int = 25) -> str:
         return ""
 
 
-class ControlPlane:
+class ControlPlane(Parts):
     """One etcd + kube-apiserver pair. Use as a context manager or call start()/stop()."""
 
     def __init__(
@@ -187,17 +187,6 @@ class ControlPlane:
             if proc is not None and proc.poll() is not None:
                 return name
         return None
-
-    def __enter__(self) -> ControlPlane:
-        return self.start()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- internals ---------------------------------------------------------------------------
     def _prepare_files(self) -> None:

@@ -25,13 +25,13 @@ import subprocess
 import time
 import urllib.request
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import yaml
 from pydantic import BaseModel
 
 from taas_controlplane.binaries import BuildError
+from taas_controlplane.foreground import Parts
 from taas_controlplane.launcher import ControlPlane
 from taas_controlplane.scheduling import coscheduling, kueue_config, kueue_process
 from taas_controlplane.scheduling.coscheduling import DEFAULT_SCHEDULER_NAME
@@ -78,7 +78,7 @@ def _tail(path: Path, lines: int = 20) -> str:
         return ""
 
 
-class SchedulingStack:
+class SchedulingStack(Parts):
     """scheduler-plugins (coscheduling) and/or Kueue running against one control plane."""
 
     def __init__(self, plane: ControlPlane, directory: Path, options: SchedulingOptions) -> None:
@@ -135,17 +135,6 @@ class SchedulingStack:
 
     def log(self, name: str) -> Path:
         return self.directory / f"{name}.log"
-
-    def __enter__(self) -> SchedulingStack:
-        return self.start()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- scheduler-plugins -------------------------------------------------------------------
     def _start_coscheduling(self, timeout: float) -> None:

@@ -27,12 +27,12 @@ import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from kubernetes import client, config
 
 from taas_controlplane.binaries import ensure
+from taas_controlplane.foreground import Parts
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 from taas_controlplane.scheduling import SchedulingError, SchedulingOptions, SchedulingStack
 from taas_controlplane.sim import processes
@@ -60,7 +60,7 @@ def _node_ready(node: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in (node.status.conditions or []))
 
 
-class SimCluster:
+class SimCluster(Parts):
     """N kwok nodes behind a real kube-apiserver, scheduler and controller-manager."""
 
     def __init__(
@@ -183,17 +183,6 @@ class SimCluster:
         """Create a deleted node again as it was first made (kwok brings it Ready)."""
         manifest: Any = next(n for n in self.node_objects if n["metadata"]["name"] == node)
         client.CoreV1Api(self.api).create_node(manifest)  # the client takes plain dicts too
-
-    def __enter__(self) -> SimCluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- internals ---------------------------------------------------------------------------
     def _spawn(self, name: str, argv: list[str]) -> None:
