@@ -168,7 +168,11 @@ def test_parameter_server_checkpoints_need_no_model_dir_on_the_ps(tmp_path: Path
         try:
             cluster.start("worker", 0)
             cluster.start("chief", 0)
-            codes = cluster.wait(240)
+            try:
+                codes = cluster.wait(240)
+            except AssertionError as err:  # the PS's own log too: it is not one of the cluster's
+                ps_log = (tmp_path / "ps.log").read_text()
+                raise AssertionError(f"{err}\n===== ps:0\n{ps_log}") from None
             assert ps.wait(60) == 0, (tmp_path / "ps.log").read_text()
         finally:
             stop(ps, signal.SIGKILL, grace=0)
