@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 from bench.operator.measure import RunResult
 from bench.operator.workloads import Workload
+from bench.table import figure, ratio
 
 ORDER = ("taas", "kubeflow", "kubeflow8", "floor")
 HEADERS = ("TaaS", "t-op", "t-op x8", "floor", "TaaS/t-op", "TaaS/t-op8", "TaaS/floor")
@@ -44,22 +45,6 @@ WIDTH = 44
 CELL = 12
 
 
-def _fmt(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if abs(value) >= 100:
-        return f"{value:.0f}"
-    if abs(value) >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
-
-
-def _ratio(a: float | None, b: float | None) -> str:
-    if a is None or b is None or b == 0:
-        return "-"
-    return f"{a / b:.2f}x"
-
-
 def _row(name: str, cells: Sequence[str]) -> str:
     return f"{name:<{WIDTH}}" + "".join(f"{c:>{CELL}}" for c in cells)
 
@@ -86,8 +71,8 @@ def table(results: Sequence[RunResult], workloads: Sequence[Workload]) -> str:
         lines.append(_row(label, [_state(run) for run in runs]))
         for name, unit, get in RESTART_FIGURES if workload.restart else FIGURES:
             values = [get(run) if run is not None and not run.broken else None for run in runs]
-            cells = [_fmt(v) for v in values]
-            cells += [_ratio(values[0], other) for other in (values[1], values[2], values[3])]
+            cells = [figure(v) for v in values]
+            cells += [ratio(values[0], other) for other in (values[1], values[2], values[3])]
             lines.append(_row(f"  {name}" + (f" ({unit})" if unit else ""), cells))
     return "\n".join(lines)
 

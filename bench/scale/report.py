@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from bench.scale.results import POD_STARTUP_SLO_S, ScaleResult
 from bench.scale.scenarios import Scenario
+from bench.table import figure, ratio
 
 ORDER = ("taas", "kubeflow", "floor")
 HEADERS = ("TaaS", "t-op", "floor", "TaaS/t-op", "TaaS/floor", "held to")
@@ -60,22 +61,6 @@ def _count(value: int | None) -> float | None:
     return None if value is None else float(value)
 
 
-def _fmt(value: float | None) -> str:
-    if value is None:
-        return "-"
-    if abs(value) >= 100:
-        return f"{value:.0f}"
-    if abs(value) >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}"
-
-
-def _ratio(a: float | None, b: float | None) -> str:
-    if a is None or b is None or b == 0:
-        return "-"
-    return f"{a / b:.2f}x"
-
-
 def _row(name: str, cells: Sequence[str], last: str = "") -> str:
     return f"{name:<{WIDTH}}" + "".join(f"{c:>{CELL}}" for c in cells) + f"  {last:<{LAST}}"
 
@@ -103,8 +88,8 @@ def table(results: Sequence[ScaleResult], scenarios: Sequence[Scenario]) -> str:
         lines.append(_row(label, [_state(r, scenario) for r in runs]))
         for name, get, held in LOSS if scenario.node_loss else LOAD:
             values = [get(r) if r is not None and not r.broken else None for r in runs]
-            cells = [_fmt(v) for v in values]
-            cells += [_ratio(values[0], values[1]), _ratio(values[0], values[2])]
+            cells = [figure(v) for v in values]
+            cells += [ratio(values[0], values[1]), ratio(values[0], values[2])]
             lines.append(_row(f"  {name}", cells, held))
         for run in runs:
             if run is not None and run.stuck:

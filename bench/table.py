@@ -1,0 +1,21 @@
+"""How the benches' tables write a figure and a ratio (one format for every table)."""
+
+from __future__ import annotations
+
+
+def figure(value: float | None) -> str:
+    """`value` with three significant-looking digits; "-" when it was not measured."""
+    if value is None:
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    """`a / b` as "0.54x"; "-" when either is missing or `b` is 0."""
+    if a is None or b is None or b == 0:
+        return "-"
+    return f"{a / b:.2f}x"
