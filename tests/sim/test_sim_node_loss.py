@@ -55,6 +55,26 @@ def _node_ready(sim, node: str) -> bool:
     return node in sim.ready_nodes()
 
 
+def _running_again(sim, ns: str, name: str, lost: list[str]) -> str:
+    """Wait for the job Running again with each lost replica made again once (NodeLost); the
+    messages of its events."""
+    job = wait_until(
+        lambda: condition(tfjobs(sim.api, ns)[name], "Running") and tfjobs(sim.api, ns)[name],
+        60,
+        f"{name} Running again",
+    )
+    recreations = job["status"]["recreations"]
+    assert sorted(recreations) == lost
+    assert all(r["count"] == 1 and r["lastReason"] == "NodeLost" for r in recreations.values())
+    selector = f"involvedObject.name={name}"
+    return str(
+        sim.kubectl(
+            "get", "events", "-n", ns, "--field-selector", selector,
+            "-o", "jsonpath={.items[*].message}",
+        ).stdout
+    )  # fmt: skip
+
+
 def test_f_lost_node_replicas_replaced_with_on_failure_and_job_failed_with_never(sim, operator):
     ns = f"sim-f-{uuid.uuid4().hex[:6]}"
     create_namespace(sim.api, ns)
@@ -89,27 +109,7 @@ def test_f_lost_node_replicas_replaced_with_on_failure_and_job_failed_with_never
 
         wait_until(lambda: replaced() == resilient_lost, 90, f"{resilient_lost} replaced")
         back = time.monotonic()
-        job = wait_until(
-            lambda: (
-                condition(tfjobs(sim.api, ns)["resilient"], "Running")
-                and tfjobs(sim.api, ns)["resilient"]
-            ),
-            60,
-            "resilient Running again",
-        )
-        recreations = job["status"]["recreations"]
-        assert sorted(recreations) == resilient_lost
-        assert all(r["count"] == 1 and r["lastReason"] == "NodeLost" for r in recreations.values())
-        events = sim.kubectl(
-            "get",
-            "events",
-            "-n",
-            ns,
-            "--field-selector",
-            "involvedObject.name=resilient",
-            "-o",
-            "jsonpath={.items[*].message}",
-        ).stdout
+        events = _running_again(sim, ns, "resilient", resilient_lost)
         assert any(
             f"on node {n}, evicted after the node stopped responding" in events for n in lost_nodes
         ), events
@@ -171,27 +171,7 @@ def test_f_deleted_node_replicas_replaced_with_on_failure_and_job_failed_with_ne
             f"\n(f) nodes {sorted(gone_nodes)} deleted: {len(survivor_lost)} replica(s) Running "
             f"elsewhere after {time.monotonic() - deleted:.1f}s"
         )
-        job = wait_until(
-            lambda: (
-                condition(tfjobs(sim.api, ns)["survivor"], "Running")
-                and tfjobs(sim.api, ns)["survivor"]
-            ),
-            60,
-            "survivor Running again",
-        )
-        recreations = job["status"]["recreations"]
-        assert sorted(recreations) == survivor_lost
-        assert all(r["count"] == 1 and r["lastReason"] == "NodeLost" for r in recreations.values())
-        events = sim.kubectl(
-            "get",
-            "events",
-            "-n",
-            ns,
-            "--field-selector",
-            "involvedObject.name=survivor",
-            "-o",
-            "jsonpath={.items[*].message}",
-        ).stdout
+        events = _running_again(sim, ns, "survivor", survivor_lost)
         assert any(
             f"on node {n}, which was deleted from the cluster" in events for n in gone_nodes
         ), events
