@@ -341,6 +341,7 @@ def test_a_pss_job_applied_again_at_once_never_reaches_the_old_pods_and_succeeds
         job = wait_finished(cluster, ns, name, timeout=600)
         listed.update(_endpoint_ips(cluster, ns, name))
         old_codes = watch.exit_codes(old_uid)
+        timeline = f"old pods:\n{watch.summary(old_uid)}\nnew pods:\n{watch.summary(new_uid)}"
     finally:
         watch.close()
     assert seconds <= 5, f"the old pods took {seconds:.1f}s to go:\n{watch.summary(old_uid)}"
@@ -357,7 +358,10 @@ def test_a_pss_job_applied_again_at_once_never_reaches_the_old_pods_and_succeeds
     # It said why its pods came a few seconds late: the old ones still held their names.
     events = get_json(cluster, "-n", ns, "events", "--field-selector",
                       f"involvedObject.uid={new_uid},reason=WaitingForOldPods")  # fmt: skip
-    assert events["items"], "no WaitingForOldPods event on the new TFJob"
+    said = cluster.kubectl("logs", "-n", operator, "-l", "app.kubernetes.io/name=taas",
+                           "--tail=-1", check=False).stdout  # fmt: skip
+    about = "\n".join(line for line in said.splitlines() if name in line)
+    assert events["items"], f"no WaitingForOldPods event on the new TFJob\n{timeline}\n{about}"
     assert "of an earlier TFJob of the same name to terminate" in events["items"][0]["message"]
 
 

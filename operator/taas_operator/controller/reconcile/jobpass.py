@@ -191,8 +191,12 @@ class JobPass:
         events = pass_events(applied.done, applied.problems, plan.events)
         if not plan.delete_job:
             events += await self.tensorboards.sync(job)
-        if applied.taken_pods and fresh:  # listed, and still another incarnation's names
-            events.append(waiting_for_names(applied.taken_pods))
+        # Names still another incarnation's: as listed, or as the watch shows that earlier
+        # job's pods (a LIST a moment later may find them gone; the wait still happened).
+        earlier = {pod.name for pod in self.children.others(*key, uid)}
+        taken = [name for name in applied.taken_pods if fresh or name in earlier]
+        if taken:
+            events.append(waiting_for_names(taken))
         await self.recorder.post(key, body, events)
         if applied.name_taken and not fresh:  # look at what is there
             self._must_list.add(key)
