@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 from operator_harness import (
+    PODS,
+    TFJOBS,
     Api,
     StartOperator,
     condition,
@@ -258,6 +260,31 @@ def test_ttl_deletes_the_finished_job(admin: Api, ns: str) -> None:
     assert not admin.pods(ns, name)
     assert not admin.services(ns, name)
     assert not admin.policies(ns, name)
+
+
+def test_a_deleted_jobs_pods_are_deleted_at_once_but_not_pods_it_orphaned(
+    admin: Api, ns: str
+) -> None:
+    """`kubectl delete tfjob` (no finalizer): the operator deletes the job's pods itself, so
+    they stop when asked without waiting for the garbage collector (none runs here). A job
+    that went through a finalizer, its pods orphaned meanwhile (what `--cascade=orphan` does),
+    keeps them."""
+    name = unique("gone")
+    _start(admin, ns, tfjob(name, {"PS": {}, "Worker": {"replicas": 2}}), 3)
+    admin.delete(f"{TFJOBS.format(ns=ns)}/{name}")
+    wait_for(lambda: not admin.pods(ns, name), "the deleted job's pods deleted", timeout=20)
+
+    kept = unique("kept")
+    manifest = tfjob(kept, {"Worker": {}})
+    manifest["metadata"]["finalizers"] = ["example.com/hold"]
+    _start(admin, ns, manifest, 1)
+    admin.delete(f"{TFJOBS.format(ns=ns)}/{kept}")  # held: a deletionTimestamp, still there
+    pod = f"{PODS.format(ns=ns)}/{kept}-worker-0"
+    admin.merge_patch(pod, {"metadata": {"ownerReferences": None}})  # orphaned
+    admin.merge_patch(f"{TFJOBS.format(ns=ns)}/{kept}", {"metadata": {"finalizers": None}})
+    wait_for(lambda: admin.tfjob(ns, kept) is None, "the held job gone", timeout=20)
+    time.sleep(1)  # the operator has seen it go
+    assert list(admin.pods(ns, kept)) == [f"{kept}-worker-0"]
 
 
 @pytest.mark.parametrize(

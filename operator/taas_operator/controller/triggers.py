@@ -33,7 +33,7 @@ from typing import Any
 from taas_operator.api.constants import LABEL_JOB_NAME, PLURAL
 from taas_operator.api.resources import POD, POLICY, SERVICE, TFJOB
 from taas_operator.controller import metrics
-from taas_operator.controller.apiserver.kube import KubeClient
+from taas_operator.controller.apiserver.kube import ApiError, KubeClient
 from taas_operator.controller.memory import release_freed_memory
 from taas_operator.controller.reconcile.jobpass import JobPass
 from taas_operator.controller.watch.children import CHILD_SELECTOR, ChildCache
@@ -97,6 +97,10 @@ class Controller:
             key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
             if key in self.jobs:  # no need to parse the cached job
                 metrics.job_deleted(key[0])
+            if not meta.get("deletionTimestamp"):  # deleted at once: see _stop_pods
+                pods = self.children.controlled(*key, str(meta.get("uid") or ""))
+                if pods:
+                    self._spawn(self._stop_pods(key, pods))
             self._gone(key)
             return
         job = dict(body)
@@ -160,6 +164,23 @@ class Controller:
         task = asyncio.get_running_loop().create_task(work)
         self._tasks.add(task)  # a reference, so the task is not collected while it runs
         task.add_done_callback(self._tasks.discard)
+
+    async def _stop_pods(self, key: JobKey, pods: list[str]) -> None:
+        """A TFJob deleted at once (`kubectl delete`, background propagation): its pods are
+        deleted now, as the garbage collector would a moment later (seconds, or until its next
+        discovery of the TFJob kind after a restart), so that they stop when asked. Only a
+        deletion without finalizers: an orphaning one (`--cascade=orphan`) or a foreground one
+        passes through a deletionTimestamp and stays the garbage collector's; a pod orphaned
+        or adopted meanwhile is no longer controlled by the job and is left alone."""
+        logger.info("%s/%s: deleted; deleting its %d pod(s)", *key, len(pods))
+
+        async def delete(name: str) -> None:
+            try:
+                await self.kube.delete(POD, key[0], name)
+            except ApiError as err:  # the garbage collector still deletes it
+                logger.warning("%s/%s: could not delete pod %s: %s", *key, name, err)
+
+        await asyncio.gather(*(delete(name) for name in pods))
 
     def _gone(self, key: JobKey) -> None:
         self.jobs.forget(key)

@@ -5,6 +5,7 @@
     cache.drop(plural, body)              # a child deleted
     cache.of(namespace, job, uid) -> Children
     cache.lost(namespace, job, uid) -> list[ObservedPod]    # pods gone with their node
+    cache.controlled(namespace, job, uid) -> list[str]      # its pods that `uid` controls
     cache.forget_job(namespace, job)      # the job is gone: drop what it alone kept
     Children(pods, services, policies)    # what a pass plans from
     children_from(pods, services, policies, uid) -> Children    # the same from LISTed objects
@@ -165,6 +166,19 @@ class ChildCache:
             and entry.value is not None
             and not entry.value.gone
             and entry.owner not in (None, uid)
+        ]
+
+    def controlled(self, namespace: str, job: str, uid: str) -> list[str]:
+        """The names of the pods that exist and that the job's incarnation `uid` controls (not
+        those without a controller: orphaned ones are no longer the job's)."""
+        return [
+            name
+            for (plural, name), entry in self._by_job.get((namespace, job), {}).items()
+            if plural == PODS
+            and entry.value is not None
+            and not entry.value.gone
+            and uid
+            and entry.owner == uid
         ]
 
     def lost(self, namespace: str, job: str, uid: str) -> list[ObservedPod]:
