@@ -33,13 +33,13 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 from kubernetes import client
 
 from bench.scheduling.measure import KUEUE, GangResult, job_name, measure_jobs
 from bench.scheduling.shape import GangShape
+from taas_controlplane.foreground import Parts
 from taas_controlplane.scheduling import SchedulingOptions
 from taas_controlplane.sim.annotations import container_plan
 from taas_controlplane.sim.cluster import SimCluster
@@ -83,7 +83,7 @@ class _UsageSampler:
                             self.peak[queue] = max(self.peak[queue], used)
 
 
-class GangRun:
+class GangRun(Parts):
     """One run: the simulated cluster with both schedulers, the operator, the jobs."""
 
     def __init__(self, shape: GangShape, workdir: Path) -> None:
@@ -94,7 +94,7 @@ class GangRun:
         )
         self.operator: Any = None
 
-    def __enter__(self) -> GangRun:
+    def start(self) -> GangRun:
         self.sim.start(timeout=600)
         try:
             self._queues()
@@ -114,12 +114,7 @@ class GangRun:
             raise
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def stop(self) -> None:
         if self.operator is not None:
             stop(self.operator)
         self.sim.stop()
