@@ -25,27 +25,14 @@ Pods join with the label `scheduling.x-k8s.io/pod-group: <job>` and the gang sch
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
 from taas_operator.api.constants import GANG_SCHEDULER_PLUGINS, POD_GROUP_API_VERSION
 from taas_operator.api.models import TFJob
+from taas_operator.api.quantity import parse_quantity
 from taas_operator.engine.objects import BuildOptions, job_selector, owner_reference
 from taas_operator.engine.observed import ObservedPod
-
-_SUFFIX = {
-    "n": Decimal("1e-9"),
-    "u": Decimal("1e-6"),
-    "m": Decimal("1e-3"),
-    "": Decimal(1),
-    "k": Decimal(10) ** 3,
-    "M": Decimal(10) ** 6,
-    "G": Decimal(10) ** 9,
-    "T": Decimal(10) ** 12,
-    "P": Decimal(10) ** 15,
-    "E": Decimal(10) ** 18,
-    **{s: Decimal(1024) ** (i + 1) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
-}
 
 
 def total_replicas(job: TFJob) -> int:
@@ -59,20 +46,6 @@ def min_member(job: TFJob) -> int:
     if policy is not None and policy.min_available is not None:
         return policy.min_available
     return total_replicas(job)
-
-
-def _quantity(value: Any) -> Decimal | None:
-    text = str(value).strip()
-    for suffix in sorted(_SUFFIX, key=len, reverse=True):
-        if suffix and text.endswith(suffix):
-            number, factor = text[: -len(suffix)], _SUFFIX[suffix]
-            break
-    else:
-        number, factor = text, Decimal(1)
-    try:
-        return Decimal(number) * factor
-    except InvalidOperation:
-        return None
 
 
 def _format(value: Decimal) -> str:
@@ -92,7 +65,7 @@ def _pod_requests(template: Mapping[str, Any]) -> dict[str, Decimal]:
         resources = container.get("resources") or {}
         asked = resources.get("requests") or resources.get("limits") or {}
         for name, value in asked.items():
-            amount = _quantity(value)
+            amount = parse_quantity(value)
             if amount is not None:
                 found[name] = found.get(name, Decimal(0)) + amount
     return found

@@ -24,7 +24,6 @@ warnings; `warnings` are printed and the run goes on. Resources are never enforc
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,34 +32,18 @@ from pydantic import BaseModel, Field
 
 from taas_operator.api import TFJob
 from taas_operator.api.constants import DEFAULT_CONTAINER_NAME
+from taas_operator.api.quantity import parse_quantity
 
 MIB = 1024 * 1024
 REPLICA_MEMORY = 512 * MIB
 PROCESSES_PER_CPU_WARN = 2
 PROCESSES_PER_CPU_LIMIT = 8
 
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?([a-zA-Z]*)$")
-_SUFFIX = {
-    "": 1.0,
-    "n": 1e-9,
-    "u": 1e-6,
-    "m": 1e-3,
-    "k": 1e3,
-    "M": 1e6,
-    "G": 1e9,
-    "T": 1e12,
-    "P": 1e15,
-    "E": 1e18,
-    **{s: float(1024 ** (i + 1)) for i, s in enumerate(("Ki", "Mi", "Gi", "Ti", "Pi", "Ei"))},
-}
-
 
 def quantity(value: Any) -> float | None:
     """A Kubernetes quantity ("500m", "2Gi", 1, "1e3") as a number; None if it is not one."""
-    match = _QUANTITY.match(str(value).strip())
-    if match is None or match[3] not in _SUFFIX:
-        return None
-    return float(match[1]) * 10 ** int(match[2] or 0) * _SUFFIX[match[3]]
+    exact = parse_quantity(value)
+    return None if exact is None else float(exact)
 
 
 class Machine(BaseModel):
