@@ -43,6 +43,7 @@ from taas_controlplane.foreground import Parts
 from taas_controlplane.scheduling import SchedulingOptions
 from taas_controlplane.sim.annotations import container_plan
 from taas_controlplane.sim.cluster import SimCluster
+from taas_operator.api.quantity import parse_quantity
 from taas_operator.processes import spawn, stop
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -79,7 +80,7 @@ class _UsageSampler:
                 for flavor in (cq.get("status") or {}).get("flavorsReservation") or []:
                     for resource in flavor.get("resources") or []:
                         if resource["name"] == GPU:
-                            used = int(str(resource.get("total", "0")))
+                            used = int(parse_quantity(resource.get("total", "0")) or 0)
                             self.peak[queue] = max(self.peak[queue], used)
 
 
