@@ -50,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     too_much = shape.queues * shape.quota > shape.nodes * GPUS_PER_NODE
     if too_much or shape.min_workers > shape.max_workers:
         parser.error("the queues' quotas must fit the nodes' GPUs (8 each), min <= max workers")
+    if args.workdir is not None and (args.workdir / "sim").exists():
+        parser.error(f"--workdir {args.workdir} holds an earlier run (sim/): give a new directory")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="taas-bench-scheduling-"))
     workdir.mkdir(parents=True, exist_ok=True)
     print(f"{shape.jobs} gang jobs over {shape.nodes} simulated nodes; logs in {workdir}",
