@@ -143,11 +143,13 @@ def test_a_parameter_server_job_stopped_as_a_whole_ends_with_143_at_once(tmp_pat
     assert took < 3.0, (took, cluster.logs())
 
 
-def _ps_with_a_tmp_of_its_own(cluster: LocalCluster, env: dict[str, str], log: Path) -> Any:
-    own_tmp = ["unshare", "--mount", "sh", "-c", 'mount -t tmpfs none /tmp && exec "$0" "$@"']
+def _ps_without(hidden: Path, cluster: LocalCluster, env: dict[str, str], log: Path) -> Any:
+    """The PS in a mount namespace where `hidden` is an empty tmpfs (that directory only: a
+    tmpfs over all of /tmp also hid a checkout and its venv under /tmp, and no PS ran)."""
+    hide = ["unshare", "--mount", "sh", "-c", 'mount -t tmpfs none "$0" && exec "$@"', str(hidden)]
     ps_env = {**os.environ, **env, "TF_CONFIG": cluster.tf_config("ps", 0)}
     with log.open("ab") as out:
-        return spawn([*own_tmp, sys.executable, "examples/keras_digits/keras_digits.py"],
+        return spawn([*hide, sys.executable, "examples/keras_digits/keras_digits.py"],
                      env=ps_env, cwd=REPO, stdout=out)  # fmt: skip
 
 
@@ -155,7 +157,8 @@ def _ps_with_a_tmp_of_its_own(cluster: LocalCluster, env: dict[str, str], log: P
 def test_parameter_server_checkpoints_need_no_model_dir_on_the_ps(tmp_path: Path) -> None:
     """On a cluster each pod has its own filesystem: the chief's model_dir (a directory of its
     container, as in examples/keras_digits/pss.yaml) does not exist for the PS. The PS runs
-    here with a /tmp of its own (a mount namespace) that lacks the chief's model_dir; the
+    here where the test's directory is an empty tmpfs (a mount namespace), without the chief's
+    model_dir; the
     checkpoints are still written, and read back when the job runs again, by the coordinator."""
     model_dir = tmp_path / "model"
     env = {"TAAS_MODEL_DIR": str(model_dir), "TF_MAX_STEPS": "120",
@@ -164,7 +167,7 @@ def test_parameter_server_checkpoints_need_no_model_dir_on_the_ps(tmp_path: Path
                            {"chief": 1, "ps": 1, "worker": 1}, env=env)  # fmt: skip
     for max_steps in ("120", "170"):  # then again, from the last checkpoint
         env["TF_MAX_STEPS"] = cluster.env["TF_MAX_STEPS"] = max_steps
-        ps = _ps_with_a_tmp_of_its_own(cluster, env, tmp_path / "ps.log")
+        ps = _ps_without(tmp_path, cluster, env, tmp_path / "ps.log")  # opened before hiding
         try:
             cluster.start("worker", 0)
             cluster.start("chief", 0)
