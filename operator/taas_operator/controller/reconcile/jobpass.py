@@ -195,8 +195,10 @@ class JobPass:
             events += await self.tensorboards.sync(job)
         # Names still another incarnation's: as listed, or as the watch shows that earlier
         # job's pods (a LIST a moment later may find them gone; the wait still happened).
-        earlier = {pod.name for pod in self.children.others(*key, uid)}
-        taken = [name for name in applied.taken_pods if fresh or name in earlier]
+        taken = applied.taken_pods
+        if taken and not fresh:
+            earlier = {pod.name for pod in self.children.others(*key, uid)}
+            taken = [name for name in taken if name in earlier]
         if taken:
             events.append(waiting_for_names(taken))
         await self.recorder.post(key, body, events)

@@ -171,13 +171,14 @@ class ChildCache:
     def controlled(self, namespace: str, job: str, uid: str) -> list[str]:
         """The names of the pods that exist and that the job's incarnation `uid` controls (not
         those without a controller: orphaned ones are no longer the job's)."""
+        if not uid:
+            return []
         return [
             name
             for (plural, name), entry in self._by_job.get((namespace, job), {}).items()
             if plural == PODS
             and entry.value is not None
             and not entry.value.gone
-            and uid
             and entry.owner == uid
         ]
 
