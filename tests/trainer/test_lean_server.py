@@ -158,8 +158,8 @@ def test_parameter_server_checkpoints_need_no_model_dir_on_the_ps(tmp_path: Path
     """On a cluster each pod has its own filesystem: the chief's model_dir (a directory of its
     container, as in examples/keras_digits/pss.yaml) does not exist for the PS. The PS runs
     here where the test's directory is an empty tmpfs (a mount namespace), without the chief's
-    model_dir; the
-    checkpoints are still written, and read back when the job runs again, by the coordinator."""
+    model_dir; the checkpoints are still written, and read back when the job runs again, by the
+    coordinator."""
     model_dir = tmp_path / "model"
     env = {"TAAS_MODEL_DIR": str(model_dir), "TF_MAX_STEPS": "120",
            "TAAS_SAVE_CHECKPOINTS_STEPS": "50"}  # fmt: skip
