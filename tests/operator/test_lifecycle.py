@@ -265,14 +265,17 @@ def test_ttl_deletes_the_finished_job(admin: Api, ns: str) -> None:
 def test_a_deleted_jobs_pods_are_deleted_at_once_but_not_pods_it_orphaned(
     admin: Api, ns: str
 ) -> None:
-    """`kubectl delete tfjob` (no finalizer): the operator deletes the job's pods itself, so
-    they stop when asked without waiting for the garbage collector (none runs here). A job
+    """`kubectl delete tfjob` (no finalizer): the operator deletes the job's pods, services and
+    policy itself, so they stop when asked without waiting for the garbage collector (none runs
+    here). A job
     that went through a finalizer, its pods orphaned meanwhile (what `--cascade=orphan` does),
     keeps them."""
     name = unique("gone")
     _start(admin, ns, tfjob(name, {"PS": {}, "Worker": {"replicas": 2}}), 3)
     admin.delete(f"{TFJOBS.format(ns=ns)}/{name}")
     wait_for(lambda: not admin.pods(ns, name), "the deleted job's pods deleted", timeout=20)
+    wait_for(lambda: not admin.services(ns, name), "its services deleted", timeout=20)
+    wait_for(lambda: not admin.policies(ns, name), "its NetworkPolicy deleted", timeout=20)
 
     kept = unique("kept")
     manifest = tfjob(kept, {"Worker": {}})

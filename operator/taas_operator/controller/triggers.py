@@ -97,10 +97,10 @@ class Controller:
             key = (str(meta.get("namespace") or "default"), str(meta.get("name") or ""))
             if key in self.jobs:  # no need to parse the cached job
                 metrics.job_deleted(key[0])
-            if not meta.get("deletionTimestamp"):  # deleted at once: see _stop_pods
-                pods = self.children.controlled(*key, str(meta.get("uid") or ""))
-                if pods:
-                    self._spawn(self._stop_pods(key, pods))
+            if not meta.get("deletionTimestamp"):  # deleted at once: see _delete_children
+                children = self.children.controlled(*key, str(meta.get("uid") or ""))
+                if children:
+                    self._spawn(self._delete_children(key, children))
             self._gone(key)
             return
         job = dict(body)
@@ -165,22 +165,25 @@ class Controller:
         self._tasks.add(task)  # a reference, so the task is not collected while it runs
         task.add_done_callback(self._tasks.discard)
 
-    async def _stop_pods(self, key: JobKey, pods: list[str]) -> None:
-        """A TFJob deleted at once (`kubectl delete`, background propagation): its pods are
-        deleted now, as the garbage collector would a moment later (seconds, or until its next
-        discovery of the TFJob kind after a restart), so that they stop when asked. Only a
-        deletion without finalizers: an orphaning one (`--cascade=orphan`) or a foreground one
-        passes through a deletionTimestamp and stays the garbage collector's; a pod orphaned
-        or adopted meanwhile is no longer controlled by the job and is left alone."""
-        logger.info("%s/%s: deleted; deleting its %d pod(s)", *key, len(pods))
+    async def _delete_children(self, key: JobKey, children: list[tuple[str, str]]) -> None:
+        """A TFJob deleted at once (`kubectl delete`, background propagation): its pods,
+        services and NetworkPolicy are deleted now, as the garbage collector would a moment
+        later (seconds, or until its next discovery of the TFJob kind after a restart), so that
+        the pods stop when asked and a job applied again under the name finds its service names
+        free as soon as the pods' names. Only a deletion without finalizers: an orphaning one
+        (`--cascade=orphan`) or a foreground one passes through a deletionTimestamp and stays
+        the garbage collector's; a child orphaned or adopted meanwhile is left alone."""
+        logger.info("%s/%s: deleted; deleting its %d pods, services and policies", *key,
+                    len(children))  # fmt: skip
+        kinds = {POD.plural: POD, SERVICE.plural: SERVICE, POLICY.plural: POLICY}
 
-        async def delete(name: str) -> None:
+        async def delete(plural: str, name: str) -> None:
             try:
-                await self.kube.delete(POD, key[0], name)
+                await self.kube.delete(kinds[plural], key[0], name)
             except ApiError as err:  # the garbage collector still deletes it
-                logger.warning("%s/%s: could not delete pod %s: %s", *key, name, err)
+                logger.warning("%s/%s: could not delete %s %s: %s", *key, plural, name, err)
 
-        await asyncio.gather(*(delete(name) for name in pods))
+        await asyncio.gather(*(delete(plural, name) for plural, name in children))
 
     def _gone(self, key: JobKey) -> None:
         self.jobs.forget(key)

@@ -27,8 +27,8 @@ work queue retries with backoff; 403s name the missing verb and resource.
 
 Deliberately no finalizer: deleting a TFJob never waits for the operator; its pods, services and
 NetworkPolicy carry a controller ownerReference, so Kubernetes' garbage collector removes them
-(the Controller deletes the pods itself at once when the TFJob went without finalizers, so that
-they stop when asked: `triggers.Controller._stop_pods`).
+(the Controller deletes them itself at once when the TFJob went without finalizers, so that
+its pods stop when asked: `triggers.Controller._delete_children`).
 """
 
 from __future__ import annotations

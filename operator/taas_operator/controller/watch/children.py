@@ -5,7 +5,7 @@
     cache.drop(plural, body)              # a child deleted
     cache.of(namespace, job, uid) -> Children
     cache.lost(namespace, job, uid) -> list[ObservedPod]    # pods gone with their node
-    cache.controlled(namespace, job, uid) -> list[str]      # its pods that `uid` controls
+    cache.controlled(namespace, job, uid) -> [(plural, name)]  # what `uid` controls
     cache.forget_job(namespace, job)      # the job is gone: drop what it alone kept
     Children(pods, services, policies)    # what a pass plans from
     children_from(pods, services, policies, uid) -> Children    # the same from LISTed objects
@@ -168,18 +168,16 @@ class ChildCache:
             and entry.owner not in (None, uid)
         ]
 
-    def controlled(self, namespace: str, job: str, uid: str) -> list[str]:
-        """The names of the pods that exist and that the job's incarnation `uid` controls (not
-        those without a controller: orphaned ones are no longer the job's)."""
+    def controlled(self, namespace: str, job: str, uid: str) -> list[tuple[str, str]]:
+        """(plural, name) of the children that exist and that the job's incarnation `uid`
+        controls (not those without a controller: orphaned ones are no longer the job's)."""
         if not uid:
             return []
         return [
-            name
+            (plural, name)
             for (plural, name), entry in self._by_job.get((namespace, job), {}).items()
-            if plural == PODS
-            and entry.value is not None
-            and not entry.value.gone
-            and entry.owner == uid
+            if entry.owner == uid
+            and not (isinstance(entry.value, ObservedPod) and entry.value.gone)
         ]
 
     def lost(self, namespace: str, job: str, uid: str) -> list[ObservedPod]:
