@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.clock import Clock
 from bench.operator.apimetrics import (
     AuditCounter,
     RequestCounts,
@@ -45,7 +46,6 @@ from bench.operator.controllers import (
 )
 from bench.operator.measure import settle
 from bench.operator.procstats import PeakSampler
-from bench.scale.clock import Clock
 from bench.scale.results import ScaleResult
 from bench.scale.scenarios import Scenario
 from taas_controlplane.sim.annotations import container_plan

@@ -1,21 +1,29 @@
-"""What one gang run measured, read back from the objects the cluster kept (`cleanPodPolicy:
-None`: every pod stays), with the apiserver's one-second timestamps.
+"""What one gang run measured: the objects the cluster kept (`cleanPodPolicy: None`: every pod
+stays), with the apiserver's one-second timestamps, and the pods as a watch saw them change.
 
     result = GangResult(shape=shape)
-    measure_jobs(api, jobs, result, workdir)   # jobs: (index, queue, workers) as created
+    measure_jobs(api, jobs, pods, result, workdir)   # jobs: (index, queue, workers) as created
+                                                     # pods: bench.clock's records, every namespace
 
 Per job: created -> admitted (its Workload's Admitted condition), admitted -> the operator made
 its last pod, that pod made -> the last pod placed (coscheduling), admitted -> every pod of the
-gang Running (the last container start), created -> Succeeded. Per queue, independently of
-Kueue: the most GPUs its pods held at any instant (from each pod's PodScheduled time to its
-container's end, to the whole second; one GPU per pod). A pod never placed or never ended is a
-problem; every interval goes to `<workdir>/pods.json`.
+gang Running (the last one seen Running by the watch), created -> Succeeded. Per queue,
+independently of Kueue: the most GPUs its pods held at any instant (one GPU per pod; a pod
+holds its GPU from the watch event that shows it bound to a node to the one that shows it
+Succeeded, Failed or gone). One watch delivers every pod's changes in the apiserver's order, so
+the count at each event is the count the scheduler and Kueue saw then. The pods' own
+`finishedAt` is not used: kwok, behind on its events under load, plays a stage again on an old
+copy of a pod that has already ended, and writes a later `finishedAt` over the real one. A pod
+never placed, never ended, or running again after it ended is a problem; every interval (epoch
+seconds) goes to `<workdir>/pods.json`.
 """
 
 from __future__ import annotations
 
 import json
 import statistics
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +32,7 @@ from typing import Any
 from kubernetes import client
 from pydantic import BaseModel
 
+from bench.clock import PodTimes
 from bench.scheduling.shape import GangShape
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
@@ -63,39 +72,47 @@ def job_name(index: int) -> str:
 
 
 def measure_jobs(
-    api: client.ApiClient, jobs: list[tuple[int, int, int]], result: GangResult, workdir: Path
+    api: client.ApiClient,
+    jobs: list[tuple[int, int, int]],
+    pods: dict[str, PodTimes],
+    result: GangResult,
+    workdir: Path,
 ) -> None:
-    """Fill `result.jobs` and `result.peak_held` (problems for pods never placed or ended)."""
+    """Fill `result.jobs` and `result.peak_held` (problems for pods never placed or ended, or
+    seen running again after they ended)."""
     custom: Any = client.CustomObjectsApi(api)
     core: Any = client.CoreV1Api(api)
-    queues = result.shape.queues
+    to_epoch = time.time() - time.monotonic()  # the watch's monotonic times, as epoch seconds
     bodies: dict[str, dict[str, Any]] = {}
     workloads: dict[str, dict[str, Any]] = {}
-    pods_of: dict[str, list[Any]] = {}
-    for queue in range(queues):
+    placed_stamps: dict[str, float | None] = {}
+    for queue in range(result.shape.queues):
         ns = GangShape.namespace(queue)
         tfjobs = custom.list_namespaced_custom_object("kubeflow.org", "v1", ns, "tfjobs")
         bodies.update({job["metadata"]["name"]: job for job in tfjobs["items"]})
         for item in custom.list_namespaced_custom_object(*KUEUE, ns, "workloads")["items"]:
             for owner in item["metadata"].get("ownerReferences") or []:
                 workloads[owner["name"]] = item
-        for pod in core.list_namespaced_pod(ns, label_selector=JOB_LABEL).items:
-            pods_of.setdefault(pod.metadata.labels[JOB_LABEL], []).append(pod)
-    held: dict[int, list[tuple[float, int]]] = {q: [] for q in range(queues)}
-    intervals: list[dict[str, Any]] = []
+        listed: list[Any] = core.list_namespaced_pod(ns, label_selector=JOB_LABEL).items
+        placed_stamps.update({pod.metadata.uid: _scheduled(pod) for pod in listed})
+    pods_of: dict[str, list[PodTimes]] = {}
+    for pod in pods.values():
+        pods_of.setdefault(pod.job, []).append(pod)
+    queue_of = {GangShape.namespace(queue): queue for queue in range(result.shape.queues)}
     for index, queue, workers in jobs:
-        name, ns = job_name(index), GangShape.namespace(queue)
+        name = job_name(index)
         job = bodies.get(name) or {}
         admitted = _condition_time(workloads.get(name), "Admitted")
         succeeded = _condition_time(job, "Succeeded")
-        pods = pods_of.get(name, [])
-        starts = [_started(p) for p in pods]
-        if admitted is None or succeeded is None or len(pods) != workers or None in starts:
+        mine = pods_of.get(name, [])
+        if admitted is None or succeeded is None or len(mine) != workers:
             continue  # not finished: counted in problems already
+        if any(p.running is None or p.created_stamp is None for p in mine):
+            continue
         created = _time(job["metadata"]["creationTimestamp"])
-        last_start = max(s for s in starts if s is not None)
-        made = max(_time(p.metadata.creation_timestamp) for p in pods)
-        placed = max((_scheduled(p) or made) for p in pods)
+        made = max(float(int(p.created_stamp or 0)) for p in mine)
+        placed = max((placed_stamps.get(p.uid) or made) for p in mine)
+        last_running = max((p.running or 0.0) for p in mine) + to_epoch
         result.jobs.append(
             JobTimes(
                 name=name,
@@ -104,32 +121,63 @@ def measure_jobs(
                 admit_s=admitted - created,
                 create_s=max(0.0, made - admitted),
                 place_s=max(0.0, placed - made),
-                start_s=max(0.0, last_start - admitted),
+                start_s=max(0.0, last_running - admitted),
                 total_s=succeeded - created,
             )
         )
-        for pod in pods:
-            scheduled, ended = _scheduled(pod), _ended(pod)
-            if scheduled is None or ended is None or not pod.spec.node_name:
-                result.problems.append(f"{ns}/{pod.metadata.name} never placed or never ended")
-                continue
-            held[queue] += [(scheduled, 1), (ended, -1)]
-            intervals.append(
-                {"queue": queue, "pod": pod.metadata.name, "placed": scheduled, "ended": ended}
-            )
+    held = pods_held(pods.values(), queue_of)
+    result.peak_held = held.peaks
+    result.problems += held.problems
+    intervals = [
+        {**interval, "placed": round(interval["placed"] + to_epoch, 3),
+         "ended": round(interval["ended"] + to_epoch, 3)}
+        for interval in held.intervals
+    ]  # fmt: skip
     (workdir / "pods.json").write_text(json.dumps(intervals))
-    for queue, changes in held.items():
+
+
+@dataclass
+class Held:
+    """Per queue, the most pods bound to nodes and not ended at any one watch event."""
+
+    peaks: dict[int, int]
+    intervals: list[dict[str, Any]]  # queue, pod, node, placed, ended (the watch's times)
+    problems: list[str]
+
+
+def pods_held(pods: Iterable[PodTimes], queue_of: dict[str, int]) -> Held:
+    """Count, from the watch's records, the pods (one GPU each) each queue held at once: from
+    the event showing a pod bound to a node to the one showing it ended (or gone); pods of
+    other namespaces are not counted."""
+    changes: dict[int, list[tuple[float, int]]] = {queue: [] for queue in queue_of.values()}
+    held = Held(peaks={}, intervals=[], problems=[])
+    for pod in sorted(pods, key=lambda p: (p.namespace, p.name)):
+        queue = queue_of.get(pod.namespace)
+        if queue is None:
+            continue
+        ended = pod.ended if pod.ended is not None else pod.gone
+        where = f"{pod.namespace}/{pod.name}"
+        if pod.scheduled is None or ended is None:
+            held.problems.append(f"{where} never placed or never ended")
+            continue
+        if pod.reopened is not None:
+            held.problems.append(f"{where} was seen running again after it ended")
+        changes[queue] += [(pod.scheduled, 1), (ended, -1)]
+        held.intervals.append(
+            {"queue": queue, "pod": pod.name, "node": pod.node, "placed": pod.scheduled,
+             "ended": ended}
+        )  # fmt: skip
+    for queue, moments in changes.items():
         level = peak = 0
-        for _, delta in sorted(changes, key=lambda c: (c[0], c[1])):  # ends first on a tie
+        for _, delta in sorted(moments):  # an end (-1) before a start at the same moment
             level += delta
             peak = max(peak, level)
-        result.peak_held[queue] = peak
+        held.peaks[queue] = peak
+    return held
 
 
 def _time(value: Any) -> float:
-    """Seconds since the epoch, to the whole second: the apiserver's conditions have no finer
-    resolution, and mixing kwok's sub-second container times with them would order a pod's end
-    after a later pod's start within the same second."""
+    """An apiserver timestamp (RFC 3339, whole seconds) as seconds since the epoch."""
     if not isinstance(value, datetime):
         value = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     return float(int(value.timestamp()))
@@ -139,24 +187,6 @@ def _condition_time(obj: dict[str, Any] | None, type_: str) -> float | None:
     for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
         if cond["type"] == type_ and cond["status"] == "True":
             return _time(cond["lastTransitionTime"])
-    return None
-
-
-def _started(pod: Any) -> float | None:
-    for status in pod.status.container_statuses or []:
-        state = status.state
-        moment = (state.running and state.running.started_at) or (
-            state.terminated and state.terminated.started_at
-        )
-        if moment:
-            return _time(moment)
-    return None
-
-
-def _ended(pod: Any) -> float | None:
-    for status in pod.status.container_statuses or []:
-        if status.state.terminated and status.state.terminated.finished_at:
-            return _time(status.state.terminated.finished_at)
     return None
 
 

@@ -22,8 +22,9 @@ the pods stay to be measured.
 Checks (each failure is a line in `problems`): every job Succeeded within `shape.timeout_s` (no
 deadlock); the GPUs Kueue had admitted in each queue never above its quota (its ClusterQueue
 status, sampled every second); and, independently of Kueue, the GPUs the pods of each queue
-held at any instant never above the quota; every pod ran on a node and ended (measure.py,
-which also gives the figures per job).
+held at any instant never above the quota, from one watch of every pod (`bench.clock`); every
+pod ran on a node and ended, and none ran again after it ended (measure.py, which also gives the
+figures per job).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Any
 
 from kubernetes import client
 
+from bench.clock import Clock
 from bench.scheduling.measure import KUEUE, GangResult, job_name, measure_jobs
 from bench.scheduling.shape import GangShape
 from taas_controlplane.foreground import Parts
@@ -195,7 +197,9 @@ class GangRun(Parts):
             return result
         jobs = [(i, i % shape.queues, workers) for i, workers in enumerate(sizes)]
         started = time.time()
-        with _UsageSampler(self.sim.api, shape.queues) as sampler, ThreadPoolExecutor(16) as pool:
+        clock = Clock(self.sim.kubeconfig, "").start()  # every namespace's pods, as they change
+        sampler = _UsageSampler(self.sim.api, shape.queues)
+        with clock, sampler, ThreadPoolExecutor(16) as pool:
             list(
                 pool.map(
                     lambda job: custom.create_namespaced_custom_object(
@@ -207,10 +211,12 @@ class GangRun(Parts):
             )  # fmt: skip
             finished = self._wait_finished(shape)
             result.peak_admitted = dict(sampler.peak)
+            pods = clock.view(lambda pods, _: dict(pods))
+            result.problems += [f"the pods' watch: {error}" for error in clock.errors]
         result.makespan_s = time.time() - started
         if finished:
             result.problems.append(f"not Succeeded after {shape.timeout_s:.0f}s: {finished}")
-        measure_jobs(self.sim.api, jobs, result, self.workdir)
+        measure_jobs(self.sim.api, jobs, pods, result, self.workdir)
         for queue, peak in {**result.peak_admitted}.items():
             if peak > shape.quota:
                 result.problems.append(f"queue {queue}: Kueue admitted {peak} GPUs > {shape.quota}")

@@ -1,14 +1,17 @@
-"""The simulated-cluster bench's own judgements (bench.scale), without a cluster: two pods of
-one replica Running at once are found, a replica replaced only after its old pod was given up
-is not; the nodes lost are PS 0's first; goals compare within one run."""
+"""The simulated-cluster benches' own judgements (bench.scale, bench.scheduling), without a
+cluster: two pods of one replica Running at once are found, a replica replaced only after its
+old pod was given up is not; the nodes lost are PS 0's first; goals compare within one run; the
+GPUs a queue's pods held at once are counted from the watch's events (an end and a start at the
+same event do not overlap), and a pod that ends and runs again is found."""
 
 from __future__ import annotations
 
-from bench.scale.clock import PodTimes, _stamp, _started
+from bench.clock import PodTimes, _stamp, _started, record_pod
 from bench.scale.load import _stamped_starts
 from bench.scale.nodeloss import _chosen_nodes, duplicates
 from bench.scale.report import goals
 from bench.scale.results import ScaleResult, percentile
+from bench.scheduling.measure import pods_held
 
 
 def _pod(name: str, uid: str, running: float, **moments: float) -> PodTimes:
@@ -84,3 +87,46 @@ def test_pod_start_by_stamps_waits_for_every_container_and_reads_whole_seconds()
     }
     assert _stamped_starts(pods, {"j"}) == [3.0]
     assert _stamped_starts(pods, {"other"}) == []
+
+
+def _held(name: str, ns: str, placed: float | None, ended: float | None) -> PodTimes:
+    pod = PodTimes(name=name, uid=f"{ns}/{name}", job="j", replica_type="worker", seen=0.0)
+    pod.namespace, pod.node, pod.scheduled, pod.ended = ns, "n1", placed, ended
+    return pod
+
+
+def test_the_gpus_a_queue_held_at_once_come_from_the_watchs_order() -> None:
+    pods = [
+        _held("a", "q0", 1.0, 5.0),
+        _held("b", "q0", 2.0, 6.0),
+        _held("c", "q0", 5.0, 9.0),  # starts at the event a ended: not three at once
+        _held("d", "q1", 1.0, 2.0),
+        _held("e", "other", 0.0, 10.0),  # not a queue's namespace
+    ]
+    held = pods_held(pods, {"q0": 0, "q1": 1})
+    assert held.peaks == {0: 2, 1: 1}
+    assert held.problems == []
+    assert [i["pod"] for i in held.intervals] == ["a", "b", "c", "d"]
+
+
+def test_a_pod_never_ended_is_a_problem_not_a_count() -> None:
+    held = pods_held([_held("a", "q0", 1.0, None), _held("b", "q0", 2.0, 3.0)], {"q0": 0})
+    assert held.peaks == {0: 1}
+    assert held.problems == ["q0/a never placed or never ended"]
+
+
+def test_a_pod_seen_running_after_it_ended_is_reported() -> None:
+    pods: dict[str, PodTimes] = {}
+
+    def event(phase: str, now: float) -> None:
+        meta = {"name": "j-worker-0", "namespace": "q0", "uid": "u1"}
+        pod = {"metadata": meta, "spec": {"nodeName": "n1"}, "status": {"phase": phase}}
+        record_pod(pods, "MODIFIED", pod, now)
+
+    event("Running", 1.0)
+    event("Succeeded", 2.0)
+    assert pods["u1"].ended == 2.0 and pods["u1"].reopened is None
+    event("Running", 3.0)
+    assert pods["u1"].reopened == 3.0
+    held = pods_held(pods.values(), {"q0": 0})
+    assert held.problems == ["q0/j-worker-0 was seen running again after it ended"]

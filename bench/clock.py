@@ -1,5 +1,6 @@
-"""The harness's eye on one namespace of the simulated cluster: when each pod and TFJob changed,
-as the apiserver's watch shows it, and the harness's own requests.
+"""The harness's eye on one namespace of the simulated cluster (or all of them: namespace ""):
+when each pod and TFJob changed, as the apiserver's watch shows it, and the harness's own
+requests. Used by bench.scale and bench.scheduling.
 
     clock = Clock(kubeconfig, namespace).start()    # its own event loop in a daemon thread
     clock.view(fn) -> fn(pods, jobs)                # read the records under the clock's lock
@@ -8,7 +9,8 @@ as the apiserver's watch shows it, and the harness's own requests.
     clock.stop()
 
 `pods`: pod uid -> PodTimes (first seen, bound to a node, first seen Running, ended, deletion
-asked, gone; its node; and the objects' own stamps: the apiserver's creationTimestamp and the
+asked, gone; its namespace and node; a terminal phase seen to end again, which no kubelet
+may do; and the objects' own stamps: the apiserver's creationTimestamp and the
 kubelet's (kwok's) containers' startedAt, whole seconds, epoch);
 `jobs`: TFJob name -> JobTimes (Succeeded, Failed, and every change of its Running condition).
 Times are `time.monotonic()` when the event arrived here. A pod's "first seen" is its creation
@@ -59,6 +61,9 @@ class PodTimes:
     #: The apiserver's creationTimestamp and when its last container started (epoch seconds).
     created_stamp: float | None = None
     started_stamp: float | None = None
+    namespace: str = ""
+    #: When a watch showed it not Succeeded/Failed again after it was (None: never).
+    reopened: float | None = None
 
 
 @dataclass
@@ -97,6 +102,41 @@ def _true(conditions: list[dict[str, Any]], kind: str) -> bool:
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
 
 
+def record_pod(pods: dict[str, PodTimes], event_type: str, pod: dict[str, Any], now: float) -> None:
+    """Update `pods` (uid -> PodTimes) with one LISTED/ADDED/MODIFIED/DELETED pod seen `now`."""
+    meta = pod.get("metadata") or {}
+    uid = str(meta.get("uid", ""))
+    record = pods.get(uid)
+    if record is None:
+        labels = meta.get("labels") or {}
+        record = PodTimes(
+            name=str(meta.get("name", "")),
+            uid=uid,
+            job=str(labels.get(JOB_LABEL, "")),
+            replica_type=str(labels.get(TYPE_LABEL, "")),
+            seen=now,
+            created_stamp=_stamp(meta.get("creationTimestamp")),
+            namespace=str(meta.get("namespace", "")),
+        )
+        pods[uid] = record
+    record.node = (pod.get("spec") or {}).get("nodeName") or record.node
+    if record.node and record.scheduled is None:
+        record.scheduled = now
+    phase = str((pod.get("status") or {}).get("phase") or "Pending")
+    record.phase = phase
+    if phase == "Running" and record.running is None:
+        record.running = now
+        record.started_stamp = _started(pod)
+    if phase in ("Succeeded", "Failed") and record.ended is None:
+        record.ended = now
+    elif phase not in ("Succeeded", "Failed") and record.ended is not None:
+        record.reopened = record.reopened or now
+    if meta.get("deletionTimestamp") and record.deleting is None:
+        record.deleting = now
+    if event_type == "DELETED" and record.gone is None:
+        record.gone = now
+
+
 class _Sink:
     """Keeps the records (apiserver.listwatch.Sink for one kind)."""
 
@@ -122,7 +162,7 @@ class _Sink:
 
 
 class Clock:
-    """Pods and TFJobs of one namespace, timed (see the module)."""
+    """Pods and TFJobs of one namespace (every one: ""), timed (see the module)."""
 
     def __init__(self, kubeconfig: str, namespace: str, concurrency: int = 16) -> None:
         self.namespace = namespace
@@ -231,34 +271,7 @@ class Clock:
         return watch
 
     def _pod(self, event_type: str, pod: dict[str, Any], now: float) -> None:
-        meta = pod.get("metadata") or {}
-        uid = str(meta.get("uid", ""))
-        record = self.pods.get(uid)
-        if record is None:
-            labels = meta.get("labels") or {}
-            record = PodTimes(
-                name=str(meta.get("name", "")),
-                uid=uid,
-                job=str(labels.get(JOB_LABEL, "")),
-                replica_type=str(labels.get(TYPE_LABEL, "")),
-                seen=now,
-                created_stamp=_stamp(meta.get("creationTimestamp")),
-            )
-            self.pods[uid] = record
-        record.node = (pod.get("spec") or {}).get("nodeName") or record.node
-        if record.node and record.scheduled is None:
-            record.scheduled = now
-        phase = str((pod.get("status") or {}).get("phase") or "Pending")
-        record.phase = phase
-        if phase == "Running" and record.running is None:
-            record.running = now
-            record.started_stamp = _started(pod)
-        if phase in ("Succeeded", "Failed") and record.ended is None:
-            record.ended = now
-        if meta.get("deletionTimestamp") and record.deleting is None:
-            record.deleting = now
-        if event_type == "DELETED" and record.gone is None:
-            record.gone = now
+        record_pod(self.pods, event_type, pod, now)
 
     def _job(self, event_type: str, job: dict[str, Any], now: float) -> None:
         name = str((job.get("metadata") or {}).get("name", ""))
