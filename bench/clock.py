@@ -10,8 +10,8 @@ requests. Used by bench.scale and bench.scheduling.
 
 `pods`: pod uid -> PodTimes (first seen, bound to a node, first seen Running, ended, deletion
 asked, gone; its namespace and node; a terminal phase seen to end again, which no kubelet
-may do; and the objects' own stamps: the apiserver's creationTimestamp and the
-kubelet's (kwok's) containers' startedAt, whole seconds, epoch);
+may do; and the objects' own stamps: the apiserver's creationTimestamp, the binding's
+PodScheduled time and the kubelet's (kwok's) containers' startedAt, whole seconds, epoch);
 `jobs`: TFJob name -> JobTimes (Succeeded, Failed, and every change of its Running condition).
 Times are `time.monotonic()` when the event arrived here. A pod's "first seen" is its creation
 as the watch shows it (the apiserver's creationTimestamp has whole seconds only), so pod start-up
@@ -58,9 +58,11 @@ class PodTimes:
     phase: str = "Pending"
     deleting: float | None = None
     gone: float | None = None
-    #: The apiserver's creationTimestamp and when its last container started (epoch seconds).
+    #: The apiserver's creationTimestamp, its PodScheduled condition's time and when its last
+    #: container started (epoch seconds).
     created_stamp: float | None = None
     started_stamp: float | None = None
+    scheduled_stamp: float | None = None
     namespace: str = ""
     #: When a watch showed it not Succeeded/Failed again after it was (None: never).
     reopened: float | None = None
@@ -98,6 +100,15 @@ def _started(pod: dict[str, Any]) -> float | None:
     return max(t for t in stamps if t is not None)
 
 
+def _scheduled(pod: dict[str, Any]) -> float | None:
+    """When the scheduler bound the pod: its PodScheduled condition, as the binding wrote it."""
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    for cond in conditions:
+        if cond.get("type") == "PodScheduled" and cond.get("status") == "True":
+            return _stamp(cond.get("lastTransitionTime"))
+    return None
+
+
 def _true(conditions: list[dict[str, Any]], kind: str) -> bool:
     return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
 
@@ -122,6 +133,7 @@ def record_pod(pods: dict[str, PodTimes], event_type: str, pod: dict[str, Any], 
     record.node = (pod.get("spec") or {}).get("nodeName") or record.node
     if record.node and record.scheduled is None:
         record.scheduled = now
+        record.scheduled_stamp = _scheduled(pod)
     phase = str((pod.get("status") or {}).get("phase") or "Pending")
     record.phase = phase
     if phase == "Running" and record.running is None:

@@ -1,5 +1,6 @@
-"""What one gang run measured: the objects the cluster kept (`cleanPodPolicy: None`: every pod
-stays), with the apiserver's one-second timestamps, and the pods as a watch saw them change.
+"""What one gang run measured: the TFJobs and Kueue Workloads the cluster kept, with the
+apiserver's one-second timestamps, and every pod as a watch saw it change (with its own stamps:
+created, bound to a node).
 
     result = GangResult(shape=shape)
     measure_jobs(api, jobs, pods, result, workdir)   # jobs: (index, queue, workers) as created
@@ -36,7 +37,6 @@ from bench.clock import PodTimes
 from bench.scheduling.shape import GangShape
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
-JOB_LABEL = "training.kubeflow.org/job-name"
 
 
 class JobTimes(BaseModel):
@@ -81,11 +81,9 @@ def measure_jobs(
     """Fill `result.jobs` and `result.peak_held` (problems for pods never placed or ended, or
     seen running again after they ended)."""
     custom: Any = client.CustomObjectsApi(api)
-    core: Any = client.CoreV1Api(api)
     to_epoch = time.time() - time.monotonic()  # the watch's monotonic times, as epoch seconds
     bodies: dict[str, dict[str, Any]] = {}
     workloads: dict[str, dict[str, Any]] = {}
-    placed_stamps: dict[str, float | None] = {}
     for queue in range(result.shape.queues):
         ns = GangShape.namespace(queue)
         tfjobs = custom.list_namespaced_custom_object("kubeflow.org", "v1", ns, "tfjobs")
@@ -93,8 +91,6 @@ def measure_jobs(
         for item in custom.list_namespaced_custom_object(*KUEUE, ns, "workloads")["items"]:
             for owner in item["metadata"].get("ownerReferences") or []:
                 workloads[owner["name"]] = item
-        listed: list[Any] = core.list_namespaced_pod(ns, label_selector=JOB_LABEL).items
-        placed_stamps.update({pod.metadata.uid: _scheduled(pod) for pod in listed})
     pods_of: dict[str, list[PodTimes]] = {}
     for pod in pods.values():
         pods_of.setdefault(pod.job, []).append(pod)
@@ -110,8 +106,8 @@ def measure_jobs(
         if any(p.running is None or p.created_stamp is None for p in mine):
             continue
         created = _time(job["metadata"]["creationTimestamp"])
-        made = max(float(int(p.created_stamp or 0)) for p in mine)
-        placed = max((placed_stamps.get(p.uid) or made) for p in mine)
+        made = max(p.created_stamp or 0.0 for p in mine)
+        placed = max(p.scheduled_stamp or made for p in mine)
         last_running = max((p.running or 0.0) for p in mine) + to_epoch
         result.jobs.append(
             JobTimes(
@@ -187,11 +183,4 @@ def _condition_time(obj: dict[str, Any] | None, type_: str) -> float | None:
     for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
         if cond["type"] == type_ and cond["status"] == "True":
             return _time(cond["lastTransitionTime"])
-    return None
-
-
-def _scheduled(pod: Any) -> float | None:
-    for cond in pod.status.conditions or []:
-        if cond.type == "PodScheduled" and cond.status == "True":
-            return _time(cond.last_transition_time)
     return None

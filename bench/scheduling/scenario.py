@@ -209,7 +209,7 @@ class GangRun(Parts):
                     jobs,
                 )
             )  # fmt: skip
-            finished = self._wait_finished(shape)
+            finished = self._wait_finished(shape, clock)
             result.peak_admitted = dict(sampler.peak)
             pods = clock.view(lambda pods, _: dict(pods))
             result.problems += [f"the pods' watch: {error}" for error in clock.errors]
@@ -225,33 +225,16 @@ class GangRun(Parts):
                 result.problems.append(f"queue {queue}: pods held {peak} GPUs > {shape.quota}")
         return result
 
-    def _jobs(self) -> dict[str, dict[str, Any]]:
-        custom: Any = client.CustomObjectsApi(self.sim.api)
-        found: dict[str, dict[str, Any]] = {}
-        for queue in range(self.shape.queues):
-            items = custom.list_namespaced_custom_object(
-                "kubeflow.org", "v1", GangShape.namespace(queue), "tfjobs"
-            )["items"]
-            found.update({item["metadata"]["name"]: item for item in items})
-        return found
-
-    def _wait_finished(self, shape: GangShape) -> list[str]:
-        """Wait until every job Succeeded (or one failed); the ones still not Succeeded."""
+    def _wait_finished(self, shape: GangShape, clock: Clock) -> list[str]:
+        """Wait until every job Succeeded (or one failed), as the clock's TFJob watch shows;
+        the ones still not Succeeded."""
         deadline = time.monotonic() + shape.timeout_s
         while True:
-            jobs = self._jobs()
-            states = {name: _state(job) for name, job in jobs.items()}
-            pending = sorted(n for n, s in states.items() if s != "Succeeded")
-            failed = [n for n, s in states.items() if s == "Failed"]
+            jobs = clock.view(lambda _, jobs: dict(jobs))
+            pending = sorted(name for name, job in jobs.items() if job.succeeded is None)
+            failed = sorted(name for name, job in jobs.items() if job.failed is not None)
             if failed or (not pending and len(jobs) == shape.jobs):
                 return failed
             if time.monotonic() > deadline or self.sim.exited():
                 return pending
             time.sleep(2.0)
-
-
-def _state(job: dict[str, Any]) -> str:
-    for cond in (job.get("status") or {}).get("conditions") or []:
-        if cond["type"] in ("Succeeded", "Failed") and cond["status"] == "True":
-            return str(cond["type"])
-    return "Running"

@@ -254,16 +254,14 @@ def test_progress_while_it_runs_100_percent_after_and_its_tensorboard(
         tags = json.loads(fetch("data/plugin/scalars/tags"))
         assert "loss" in tags["."], tags
         query = urllib.parse.urlencode({"run": ".", "tag": "loss"})
+
         # TensorBoard reads the event files again every 5 s (--reload_interval=5): the job's last
         # summaries show up within a reload or two after it finished.
-        deadline = time.monotonic() + 60
-        while True:
+        def last_step() -> int:
             points = json.loads(fetch(f"data/plugin/scalars/scalars?{query}"))
-            steps = [step for _, step, _ in points]
-            if max(steps) >= 2900 or time.monotonic() > deadline:
-                break
-            time.sleep(1)
-        assert max(steps) >= 2900, f"TensorBoard's loss steps after 60 s end at {steps[-5:]}"
+            return max(step for _, step, _ in points)
+
+        wait_for("TensorBoard's loss to reach step 2900", lambda: last_step() >= 2900, timeout=60)
     finally:
         stop(tensorboard, signal.SIGTERM, grace=10)
 

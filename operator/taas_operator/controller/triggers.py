@@ -33,7 +33,7 @@ from typing import Any
 from taas_operator.api.constants import LABEL_JOB_NAME, PLURAL
 from taas_operator.api.resources import POD, POLICY, SERVICE, TFJOB
 from taas_operator.controller import metrics
-from taas_operator.controller.apiserver.kube import ApiError, KubeClient
+from taas_operator.controller.apiserver.kube import CHILD_KINDS, ApiError, KubeClient
 from taas_operator.controller.memory import release_freed_memory
 from taas_operator.controller.reconcile.jobpass import JobPass
 from taas_operator.controller.watch.children import CHILD_SELECTOR, ChildCache
@@ -175,11 +175,10 @@ class Controller:
         the garbage collector's; a child orphaned or adopted meanwhile is left alone."""
         logger.info("%s/%s: deleted; deleting its %d pods, services and policies", *key,
                     len(children))  # fmt: skip
-        kinds = {POD.plural: POD, SERVICE.plural: SERVICE, POLICY.plural: POLICY}
 
         async def delete(plural: str, name: str) -> None:
             try:
-                await self.kube.delete(kinds[plural], key[0], name)
+                await self.kube.delete(CHILD_KINDS[plural], key[0], name)
             except ApiError as err:  # the garbage collector still deletes it
                 logger.warning("%s/%s: could not delete %s %s: %s", *key, plural, name, err)
 
