@@ -120,12 +120,16 @@ def test_an_evaluator_imports_tensorflow_only_once_there_is_a_checkpoint(tmp_pat
     assert evaluated and int(evaluated[-1]) == 100, log.read_text()
 
 
-def test_a_parameter_server_job_stopped_as_a_whole_ends_with_143_at_once(tmp_path: Path) -> None:
-    """What deleting the TFJob does: SIGTERM to every task at once, mid-training. The servers
-    end at once; the coordinator, whose checkpoint needs the PS, does not wait for one that
-    cannot be saved, and a peer it then loses is part of its stop: every task exits 143."""
-    env = {"TAAS_MODEL_DIR": str(tmp_path / "model"), "TF_MAX_STEPS": "1000000",
-           "TAAS_LOG_EVERY_STEPS": "500"}  # fmt: skip
+def test_a_parameter_server_job_stopped_as_a_whole_saves_and_ends_with_143_at_once(
+    tmp_path: Path,
+) -> None:
+    """What deleting the TFJob does: SIGTERM to every task at once, mid-training. The PS and the
+    workers stay while the coordinator still runs (its step in flight ends on the workers, its
+    checkpoint reads the PS's variables), the coordinator saves at the step it is at and leaves,
+    then they leave: every task exits 143 within 3 s, and the checkpoint is there to resume."""
+    model_dir = tmp_path / "model"
+    env = {"TAAS_MODEL_DIR": str(model_dir), "TF_MAX_STEPS": "1000000",
+           "TAAS_LOG_EVERY_STEPS": "500", "TAAS_SAVE_CHECKPOINTS_SECS": "0"}  # fmt: skip
     cluster = LocalCluster(["examples/keras_digits/keras_digits.py"], tmp_path / "logs",
                            {"chief": 1, "ps": 1, "worker": 2}, env=env)  # fmt: skip
     try:
@@ -141,6 +145,10 @@ def test_a_parameter_server_job_stopped_as_a_whole_ends_with_143_at_once(tmp_pat
         cluster.close()
     assert codes == dict.fromkeys(codes, 143) and len(codes) == 4, (codes, cluster.logs())
     assert took < 3.0, (took, cluster.logs())
+    chief = cluster.tasks["chief:0"].text()
+    saved = re.search(r"saved checkpoint ckpt-(\d+)", chief)
+    assert saved and "SIGTERM: stopped after a checkpoint at global step" in chief, chief
+    assert (model_dir / f"ckpt-{saved.group(1)}.index").exists(), sorted(os.listdir(model_dir))
 
 
 def _ps_without(hidden: Path, cluster: LocalCluster, env: dict[str, str], log: Path) -> Any:

@@ -6,6 +6,7 @@ TensorFlow processes; the PID namespace is made with util-linux's `unshare` (roo
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -94,7 +95,7 @@ def _stopped_after(peers: list[str], within: float) -> tuple[float | None, str]:
 
 
 def test_a_task_waiting_to_checkpoint_ends_at_once_when_its_peers_are_gone() -> None:
-    """A ParameterServerStrategy coordinator given SIGTERM waits (up to 10 s) to save a
+    """A ParameterServerStrategy coordinator given SIGTERM waits (up to 4 s) to save a
     checkpoint, unless the PS tasks it saves from are gone, as when the whole TFJob is deleted
     and every pod gets SIGTERM at once: then it ends as soon as they stop answering."""
     gone = f"127.0.0.1:{free_ports(1)[0]}"  # nothing listens there
@@ -106,3 +107,83 @@ def test_a_task_waiting_to_checkpoint_ends_at_once_when_its_peers_are_gone() -> 
         alive = f"127.0.0.1:{peer.getsockname()[1]}"
         took, output = _stopped_after([alive], within=3)
     assert took is None, f"ended after {took}s though its peer answers: {output}"
+
+
+_SERVES = """
+import sys, time
+from taas.core import stopping
+stopping.install("ps:0")
+stopping.serves(sys.argv[1:])
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_serving_task_stays_for_its_coordinator_then_leaves_when_it_has_gone() -> None:
+    """A ParameterServerStrategy PS or worker given SIGTERM (the whole TFJob deleted) stays while
+    its coordinator answers, since the coordinator's last checkpoint needs it, leaves as soon as
+    the coordinator has gone, and never stays past SERVE_GRACE_SECONDS."""
+    from taas.core.stopping import SERVE_GRACE_SECONDS
+
+    def serving(coordinator: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _SERVES, coordinator],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        return proc
+
+    with socket.create_server(("127.0.0.1", 0)) as coordinator:
+        host = f"127.0.0.1:{coordinator.getsockname()[1]}"
+        proc = serving(host)
+        try:
+            asked = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            with pytest.raises(subprocess.TimeoutExpired):
+                proc.wait(2.0)  # the coordinator still answers: it stays
+            coordinator.close()  # the coordinator has saved and gone
+            gone = time.monotonic()
+            assert proc.wait(3.0) == 143
+            left = time.monotonic()
+        finally:
+            stop(proc, signal.SIGKILL, grace=0)
+    assert left - gone < 1.5, (left - gone, asked)
+    with socket.create_server(("127.0.0.1", 0)) as stays:  # a coordinator that never goes
+        proc = serving(f"127.0.0.1:{stays.getsockname()[1]}")
+        try:
+            asked = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(SERVE_GRACE_SECONDS + 3) == 143
+            took = time.monotonic() - asked
+        finally:
+            stop(proc, signal.SIGKILL, grace=0)
+    assert SERVE_GRACE_SECONDS - 0.5 < took < SERVE_GRACE_SECONDS + 1.5, took
+
+
+def test_a_multi_worker_mirrored_job_stopped_as_a_whole_saves_and_ends_with_143_at_once(
+    tmp_path: Path,
+) -> None:
+    """The TFJob deleted: SIGTERM to every MultiWorkerMirroredStrategy worker at once. They
+    agree on a step, save there (collectively) and exit 143 within 5 s, the checkpoint written."""
+    model_dir = tmp_path / "model"
+    env = {"TAAS_MODEL_DIR": str(model_dir), "TF_MAX_STEPS": "1000000",
+           "TAAS_LOG_EVERY_STEPS": "500", "TAAS_SAVE_CHECKPOINTS_SECS": "0"}  # fmt: skip
+    cluster = LocalCluster(["examples/keras_digits/keras_digits.py"], tmp_path / "logs",
+                           {"worker": 2}, env=env)  # fmt: skip
+    try:
+        cluster.start_all()
+        cluster.wait_for_line("worker:0", "first step done", timeout=180)
+        time.sleep(1)
+        asked = time.monotonic()
+        for task in cluster.tasks.values():
+            task.proc.send_signal(signal.SIGTERM)
+        codes = cluster.wait(30)
+        took = time.monotonic() - asked
+    finally:
+        cluster.close()
+    assert codes == {"worker:0": 143, "worker:1": 143}, (codes, cluster.logs())
+    assert took < 5.0, (took, cluster.logs())
+    chief = cluster.tasks["worker:0"].text()
+    saved = re.search(r"saved checkpoint ckpt-(\d+)", chief)
+    assert saved, chief
+    assert (model_dir / f"ckpt-{saved.group(1)}.index").exists(), sorted(os.listdir(model_dir))

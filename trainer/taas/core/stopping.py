@@ -1,9 +1,10 @@
-"""Stopping when asked: SIGTERM ends a trainer process at once, whatever it is doing.
+"""Stopping when asked: SIGTERM ends a trainer process soon, whatever it is doing.
 
     stopping.install()        # at the start of a task, before TensorFlow starts any thread
     stopping.finished(0)      # from now on a stop request is a clean end (a PS whose work is done)
     stopping.plain()          # drop a task's own SIGTERM handler (back to "end at once")
     stopping.needs(hosts)     # the task's checkpoint needs these peers ("host:port")
+    stopping.serves(hosts)    # a serving task: these tasks ("host:port") may still need it
     stopping.requested()      # SIGTERM arrived (a peer failure after it is part of the stop)
 
 Why not a plain handler: TensorFlow's servers block the main thread inside C++ (a PS waiting
@@ -12,16 +13,23 @@ container's first process (PID 1) ignores any signal it has no handler for, so a
 servers sat out the whole grace period. Here SIGTERM always has a handler (so PID 1 receives
 it), and the C side of Python's signal handling, which runs in whatever thread the kernel picks,
 writes the signal's number to a pipe (`signal.set_wakeup_fd`) that a daemon thread reads: it
-learns of SIGTERM whatever the main thread is doing. If the task set a handler of its own (the
-TensorFlow 2 engine's "checkpoint after this step, then exit 143", TensorFlow's preemption
-handler), the task gets up to `GRACE_SECONDS` to end by itself (a step and a checkpoint);
-otherwise, or after that, the thread ends the process with the code of the moment: 143
-(retryable: a pod stopped under it is recreated) until `finished(code)` says otherwise. A task
-whose checkpoint needs peers (a ParameterServerStrategy coordinator saves what its PS tasks
-hold: `needs(ps_hosts)`) is not given that time when they are gone: when the whole job is
-stopped (the TFJob deleted), its PS tasks end at once, no checkpoint can be saved, and the
-thread ends the task as soon as a peer stops answering (`PEER_CHECK_SECONDS` apart), instead of
-after `GRACE_SECONDS`.
+learns of SIGTERM whatever the main thread is doing. The thread then ends the process with the
+code of the moment: 143 (retryable: a pod stopped under it is recreated) until `finished(code)`
+says otherwise. Before that:
+
+- A task that set a handler of its own (the TensorFlow 2 engine's "checkpoint after this step,
+  then exit 143", TensorFlow's preemption handler) gets up to `GRACE_SECONDS` to end by itself.
+  When its checkpoint needs peers (a ParameterServerStrategy coordinator saves what its PS tasks
+  hold: `needs(ps_hosts)`) and one stops answering, it ends at once: no checkpoint can be saved.
+- A serving task (a ParameterServerStrategy PS or worker: `serves([coordinator])`) stays while
+  a task it serves still answers, up to `SERVE_GRACE_SECONDS`: deleting a TFJob sends SIGTERM to
+  every pod at once, and the coordinator's last checkpoint reads the variables on the PS and
+  finishes its step on the workers. It leaves as soon as the coordinator has gone.
+
+Both waits are bounded by a timer that ends the process whatever the checks are doing. The peers
+are checked at the addresses their names had before SIGTERM (resolved in the background while
+the task runs): a deleted TFJob's headless services go with its pods, and a name that no longer
+resolves says nothing about whether the process behind it still runs.
 
 Only one wakeup pipe exists per process: a program that sets its own (an asyncio loop with
 signal handlers) takes it over. Nothing here imports TensorFlow.
@@ -35,16 +43,26 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 #: How long a task that set a SIGTERM handler (the TensorFlow 2 engine: checkpoint first) may
-#: take to end by itself; a task without one ends at once.
-GRACE_SECONDS = 10.0
-#: How often, during that time, the peers a task's checkpoint needs are checked.
+#: take to end by itself; a task without one ends at once. Within Kubernetes' 5 s bound for a
+#: deleted job's pods to go, with the serving tasks' grace just after it.
+GRACE_SECONDS = 4.0
+#: How long a serving task stays after SIGTERM while a task it serves still answers.
+SERVE_GRACE_SECONDS = GRACE_SECONDS + 0.5
+#: How often, during either wait, the peers are checked.
 PEER_CHECK_SECONDS = 0.2
+#: How often the peers' names are resolved again while the task runs (a recreated pod's new
+#: address); until a name first resolves, every second.
+RESOLVE_EVERY_SECONDS = 30.0
 TERMINATED = 143
 _state: dict[str, int | str] = {"code": TERMINATED, "task": "task"}
 _requested = threading.Event()
 _peers: list[str] = []
+_served: list[str] = []
+_addresses: dict[str, tuple[str, int]] = {}
+_resolving = threading.Event()
 _installed = threading.Event()
 
 
@@ -73,6 +91,15 @@ def needs(hosts: list[str]) -> None:
     """The task's own SIGTERM handler needs these peers ("host:port") to checkpoint; when one
     stops answering during the grace time, the task ends at once."""
     _peers[:] = list(hosts)
+    _resolve_in_background()
+
+
+def serves(hosts: list[str]) -> None:
+    """This task serves the tasks at ``hosts`` ("host:port"): on SIGTERM it stays while one of
+    them still answers (up to ``SERVE_GRACE_SECONDS``), so that their last checkpoint can read
+    what it holds."""
+    _served[:] = list(hosts)
+    _resolve_in_background()
 
 
 def requested() -> bool:
@@ -95,7 +122,13 @@ def _wait_for_sigterm(read_end: int) -> None:
         pass  # another signal (SIGINT...): its own handler deals with it
     _requested.set()
     if signal.getsignal(signal.SIGTERM) is not _no_wish:
-        _grace()  # the task's own handler: a checkpoint, then its own exit
+        _bounded(GRACE_SECONDS, _until_a_needed_peer_is_gone)  # its own handler: it exits
+    elif _served and _state["code"] == TERMINATED:
+        _bounded(SERVE_GRACE_SECONDS, _until_the_served_are_gone)
+    _exit()
+
+
+def _exit() -> None:
     code = int(str(_state["code"]))
     print(f"[{_state['task']}] stop requested (SIGTERM); exiting {code}", flush=True)
     sys.stdout.flush()
@@ -103,12 +136,19 @@ def _wait_for_sigterm(read_end: int) -> None:
     os._exit(code)
 
 
-def _grace() -> None:
-    """Wait up to GRACE_SECONDS for the task to end by itself; less when a peer it needs is
-    gone (two failed connections in a row: refused, or no answer within the check's time)."""
-    deadline = time.monotonic() + GRACE_SECONDS
+def _bounded(seconds: float, wait: Callable[[], None]) -> None:
+    """Run ``wait()``, but end the process when ``seconds`` have passed whatever it is doing."""
+    timer = threading.Timer(seconds, _exit)
+    timer.daemon = True
+    timer.start()
+    wait()
+
+
+def _until_a_needed_peer_is_gone() -> None:
+    """Return when a peer the task's checkpoint needs is gone (two failed connections in a
+    row: refused, or no answer within the check's time); the timer ends a longer wait."""
     failures: dict[str, int] = {}
-    while time.monotonic() < deadline:
+    while True:
         for host in list(_peers):
             failures[host] = 0 if _answers(host) else failures.get(host, 0) + 1
             if failures[host] >= 2:
@@ -117,10 +157,52 @@ def _grace() -> None:
         time.sleep(PEER_CHECK_SECONDS)
 
 
+def _until_the_served_are_gone() -> None:
+    """Return when none of the served tasks answers (each failed twice in a row)."""
+    failures = dict.fromkeys(_served, 0)
+    while any(count < 2 for count in failures.values()):
+        for host, count in failures.items():
+            if count < 2:
+                failures[host] = 0 if _answers(host) else count + 1
+        time.sleep(PEER_CHECK_SECONDS)
+
+
 def _answers(host: str) -> bool:
+    """Whether ``host`` accepts a connection, at the address its name last resolved to."""
+    address = _addresses.get(host) or _resolve(host)
+    if address is None:
+        return False
+    try:
+        with socket.create_connection(address, timeout=PEER_CHECK_SECONDS * 2):
+            return True
+    except OSError:
+        return False
+
+
+def _resolve(host: str) -> tuple[str, int] | None:
     name, _, port = host.rpartition(":")
     try:
-        with socket.create_connection((name, int(port)), timeout=PEER_CHECK_SECONDS * 2):
-            return True
+        found = socket.getaddrinfo(name, int(port), type=socket.SOCK_STREAM)
     except (OSError, ValueError):
-        return False
+        return None
+    family_address = found[0][4] if found else None
+    return (str(family_address[0]), int(family_address[1])) if family_address else None
+
+
+def _resolve_in_background() -> None:
+    """Keep ``_addresses`` current for every peer (one daemon thread per process)."""
+    if _resolving.is_set():
+        return
+    _resolving.set()
+    threading.Thread(target=_keep_resolving, name="taas-peers", daemon=True).start()
+
+
+def _keep_resolving() -> None:
+    while not _requested.is_set():
+        unresolved = False
+        for host in [*_peers, *_served]:
+            address = _resolve(host)
+            if address is not None:
+                _addresses[host] = address
+            unresolved = unresolved or host not in _addresses
+        _requested.wait(1.0 if unresolved else RESOLVE_EVERY_SECONDS)

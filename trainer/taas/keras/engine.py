@@ -81,6 +81,9 @@ class KerasEngine:
             device_filters=[f"/job:{plan.task_type}/task:{plan.task_index}"]
         )
         coordinator = {coordination.task_id("chief", 0)}
+        # Deleting the job stops every task at once: the coordinator's last checkpoint reads the
+        # variables here, and its step in flight ends here.
+        stopping.serves(plan.hosts("chief"))
         coordination.serve_until_done(
             self.cluster.task_name,
             plan.task_type,

@@ -118,6 +118,7 @@ def lean_serving(settings: TrainerSettings, cluster: ClusterInfo) -> LeanServer 
         },
         {task_id("chief", 0)},
         "coordinator",
+        serves=plan.hosts("chief"),
     )
 
 

@@ -2,7 +2,7 @@
 ``import tensorflow``.
 
     lean_available() -> bool        the program has not imported TensorFlow (yet)
-    LeanServer(task, job, index, cluster_spec, config_fields, expected, who).run()
+    LeanServer(task, job, index, cluster_spec, config_fields, expected, who, serves).run()
 
 Which tasks only serve: the PS tasks of a graph-mode job, and the PS and worker tasks of a
 TensorFlow 2 ParameterServerStrategy job (the coordinator sends them functions to run; no
@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from taas.core import stopping
@@ -75,13 +76,15 @@ class LeanServer:
         config_fields: dict[str, Any],
         expected: set[int],
         who: str,
+        serves: Sequence[str] = (),
     ) -> None:
         """``config_fields``: the server's ConfigProto, as ``{"field": value}``,
         ``{"gpu_options.field": value}`` or ``{"device_filters": [...]}`` (a list extends a
-        repeated field); the "done" session adds this task's own device filter."""
+        repeated field); the "done" session adds this task's own device filter. ``serves``:
+        the tasks ("host:port") it stays for after SIGTERM (``taas.core.stopping.serves``)."""
         self.task, self.job, self.index = task, job, index
         self.cluster_spec, self.config_fields = cluster_spec, config_fields
-        self.expected, self.who = expected, who
+        self.expected, self.who, self.serves = expected, who, list(serves)
 
     def _config(self, tf: dict[str, Any], device_filters: list[str]) -> Any:
         config = tf["config_pb2"].ConfigProto()
@@ -109,6 +112,7 @@ class LeanServer:
             config=self._config(tf, []),
             start=True,
         )
+        stopping.serves(self.serves)
         graph = tf["ops"].Graph()
         with graph.as_default(), tf["ops"].device(f"/job:{self.job}/task:{self.index}"):
             queue = tf["data_flow_ops"].FIFOQueue(
