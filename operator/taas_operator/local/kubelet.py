@@ -13,6 +13,11 @@ runs stay quick); the pod stays Running meanwhile. Otherwise the pod ends Succee
 Failed (exit code kept). Deleting sends SIGTERM to the process group and SIGKILL after the pod's
 terminationGracePeriodSeconds (default 5 s here, 30 s in Kubernetes). When the main process
 exits, what is left of its process group is killed, as a container's would be.
+
+A process's end is read from the operating system in one place (`poll`, through `_reap`) and
+acted on once there; everything else (`alive`, `gone`, the runner's "is anything running")
+reads what `poll` recorded, so a replica that exits between two of the runner's reads is never
+seen running by one and ended by the other.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ class LocalPod:
         self.restart_at: datetime | None = None
         self.deleting_since: datetime | None = None
         self.stopping = self.stopped = False  # deleted while running / and it has ended
+        self.running = False  # a process was started and poll has not yet seen it end
         self._readers: list[threading.Thread] = []
 
     # -- process -----------------------------------------------------------------------------
@@ -83,15 +89,22 @@ class LocalPod:
 
     @property
     def alive(self) -> bool:
-        """A process is running (or not yet reaped)."""
-        return self.proc is not None and self.proc.poll() is None
+        """A process is running, as the last `poll` saw it."""
+        return self.running
+
+    def _reap(self) -> bool:
+        """True once, at the first poll that finds the running process ended."""
+        if not self.running or self.proc is None or self.proc.poll() is None:
+            return False
+        self.running = False
+        return True
 
     def start(self) -> None:
         """Start the container process (main thread only: the death signal follows it)."""
         self.proc = spawn(
             self.launch.argv, env=self.launch.env, cwd=self.launch.cwd, namespaces=self.namespaces
         )
-        self.phase, self.restart_at = "Running", None
+        self.phase, self.restart_at, self.running = "Running", None, True
         reader = threading.Thread(target=self._pump, args=(self.proc,), daemon=True)
         reader.start()
         self._readers.append(reader)
@@ -111,8 +124,9 @@ class LocalPod:
     # -- kubelet loop --------------------------------------------------------------------------
     def poll(self, now: datetime) -> bool:
         """Notice exits, restart in place or end the pod; True when the state changed."""
+        ended = self._reap()
         if self.deleting_since is not None:
-            if self.alive:
+            if self.running:
                 if now - self.deleting_since >= timedelta(seconds=self.grace):
                     self.kill()
             elif self.stopping and self.proc is not None:
@@ -125,9 +139,10 @@ class LocalPod:
                 self.start()
                 return True
             return False
-        if self.proc is None or self.proc.poll() is None:
+        if not ended or self.proc is None:
             return False
         code = self.proc.returncode
+        assert code is not None
         signal_group(self.proc, signal.SIGKILL)  # the container's leftovers go with it
         self.flush_logs()
         self.exit_code = _exit_code(code)
@@ -145,20 +160,20 @@ class LocalPod:
         if self.deleting_since is not None:
             return
         self.deleting_since, self.restart_at = now, None
-        if self.alive:
+        if self.running:
             assert self.proc is not None
             self.stopping = True
             signal_group(self.proc, signal.SIGTERM)
 
     def kill(self) -> None:
-        """SIGKILL the process group at once."""
-        if self.proc is not None and self.proc.poll() is None:
+        """SIGKILL the process group at once (the next poll records the end)."""
+        if self.proc is not None and self.running:
             signal_group(self.proc, signal.SIGKILL)
 
     @property
     def gone(self) -> bool:
         """Deleted and its process has ended: the pod no longer exists."""
-        return self.deleting_since is not None and not self.alive
+        return self.deleting_since is not None and not self.running
 
     def observed(self) -> ObservedPod:
         """The pod as the lifecycle engine sees it."""
