@@ -36,6 +36,25 @@ def of_kind(docs: Docs, kind: str) -> Docs:
     return [doc for doc in docs if doc["kind"] == kind]
 
 
+#: The label prefix that adds a ClusterRole's rules to Kubernetes' admin/edit/view roles.
+AGGREGATE_LABEL = "rbac.authorization.k8s.io/aggregate-to-"
+
+
+def user_roles(docs: Docs) -> Docs:
+    """The ClusterRoles for people (aggregated into admin/edit/view), not for the operator."""
+    return [
+        role
+        for role in of_kind(docs, "ClusterRole")
+        if any(key.startswith(AGGREGATE_LABEL) for key in role["metadata"].get("labels") or {})
+    ]
+
+
+def operator_roles(docs: Docs, kind: str = "ClusterRole") -> Docs:
+    """The Roles or ClusterRoles the chart makes for the operator (every one but the users')."""
+    users = {role["metadata"]["name"] for role in user_roles(docs)}
+    return [role for role in of_kind(docs, kind) if role["metadata"]["name"] not in users]
+
+
 def one(docs: Docs, kind: str) -> dict[str, Any]:
     """The single object of `kind`; fails when there are none or several."""
     found = of_kind(docs, kind)

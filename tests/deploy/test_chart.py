@@ -23,7 +23,9 @@ from rendered import (
     container_env,
     of_kind,
     one,
+    operator_roles,
     rules,
+    user_roles,
 )
 from sync_chart import (
     CHART,
@@ -241,7 +243,7 @@ def test_every_setting_reaches_the_chart(render_docs: Render) -> None:
 def test_cluster_wide_rbac_is_exactly_what_the_operator_uses(render_docs: Render) -> None:
     """Watching every namespace: ClusterRoles grant exactly the needed rules, no Role exists."""
     docs = render_docs()
-    granted = set().union(*(rules(role) for role in of_kind(docs, "ClusterRole")))
+    granted = set().union(*(rules(role) for role in operator_roles(docs)))
     assert granted == WORKLOAD_RULES | CLUSTER_RULES
     assert not of_kind(docs, "Role") and not of_kind(docs, "RoleBinding")
     for binding in of_kind(docs, "ClusterRoleBinding"):
@@ -254,7 +256,7 @@ def test_namespaced_mode_renders_roles_not_cluster_roles(render_docs: Render) ->
     """A namespace list: workload rules only in a Role per namespace; the one ClusterRole holds
     only the cluster-scoped reads kopf needs at start-up."""
     docs = render_docs("watchNamespaces={team-a,team-b}", namespace="ops", release="ml")
-    cluster_roles = of_kind(docs, "ClusterRole")
+    cluster_roles = operator_roles(docs)
     assert [role["metadata"]["name"] for role in cluster_roles] == ["ml-taas-cluster"]
     assert rules(cluster_roles[0]) == CLUSTER_RULES
     roles = of_kind(docs, "Role")
@@ -448,7 +450,7 @@ def test_gang_scheduling_adds_only_the_pod_group_rule(render_docs: Render) -> No
     env = container_env(docs)
     assert env["TAAS_GANG_SCHEDULER_NAME"] == "scheduler-plugins"
     assert env["TAAS_GANG_POD_SCHEDULER_NAME"] == "scheduler-plugins-scheduler"
-    granted = set().union(*(rules(role) for role in of_kind(docs, "ClusterRole")))
+    granted = set().union(*(rules(role) for role in operator_roles(docs)))
     pod_groups = {("scheduling.x-k8s.io", "podgroups", v) for v in ("get", "create", "patch")}
     assert granted == WORKLOAD_RULES | CLUSTER_RULES | pod_groups
     namespaced = render_docs(
@@ -463,7 +465,32 @@ def test_kueue_pod_groups_add_only_patch_on_pods(render_docs: Render) -> None:
     the retriable-in-group annotation), nothing else; off by default."""
     docs = render_docs("kueue.podGroups=true")
     assert container_env(docs)["TAAS_KUEUE_POD_GROUPS"] == "true"
-    granted = set().union(*(rules(role) for role in of_kind(docs, "ClusterRole")))
+    granted = set().union(*(rules(role) for role in operator_roles(docs)))
     assert granted == WORKLOAD_RULES | CLUSTER_RULES | {("", "pods", "patch")}
     (role,) = of_kind(render_docs("kueue.podGroups=true", "watchNamespaces={team-a}"), "Role")
     assert rules(role) == WORKLOAD_RULES | {("", "pods", "patch")}
+
+
+def test_team_roles_aggregate_tfjob_rights_into_admin_edit_and_view(render_docs: Render) -> None:
+    """rbac.aggregateToDefaultRoles (on by default): `edit` and `admin` gain every verb on TFJobs,
+    `view` reads them (and the PodGroups with gang scheduling); nothing about pods, secrets or
+    anything else; off, no such role."""
+    every = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
+    reads = {"get", "list", "watch"}
+    roles = {role["metadata"]["name"]: role for role in user_roles(render_docs())}
+    assert set(roles) == {"taas-edit", "taas-view"}
+    labels = {name: set(role["metadata"]["labels"]) for name, role in roles.items()}
+    assert {"rbac.authorization.k8s.io/aggregate-to-edit",
+            "rbac.authorization.k8s.io/aggregate-to-admin"} <= labels["taas-edit"]  # fmt: skip
+    assert "rbac.authorization.k8s.io/aggregate-to-view" in labels["taas-view"]
+    assert not any("aggregate-to-edit" in label for label in labels["taas-view"])
+    assert rules(roles["taas-edit"]) == {("kubeflow.org", "tfjobs", v) for v in every} | {
+        ("kubeflow.org", "tfjobs/status", "get")
+    }
+    assert rules(roles["taas-view"]) == {
+        ("kubeflow.org", resource, v) for resource in ("tfjobs", "tfjobs/status") for v in reads
+    }
+    gang = {r["metadata"]["name"]: r for r in user_roles(
+        render_docs("gangScheduling.schedulerName=scheduler-plugins"))}  # fmt: skip
+    assert {("scheduling.x-k8s.io", "podgroups", v) for v in reads} <= rules(gang["taas-view"])
+    assert not user_roles(render_docs("rbac.aggregateToDefaultRoles=false"))
