@@ -425,3 +425,79 @@ def test_status_round_trip_is_not_a_change():
     reread = TFJobStatus.model_validate(plan.status.to_dict())
     assert not status_changed(plan.status, reread)
     assert plan.status.to_dict()["startTime"] == "2025-01-01T12:00:00Z"
+
+
+# -- restart scope (TaaS) -------------------------------------------------------------------------
+
+
+def _whole(replicas: dict[str, int], scope: str | None = "job") -> TFJob:
+    tfjob = job(replicas, restart_policy="ExitCode")
+    if scope is not None:
+        tfjob.metadata.annotations["taas.dev/restart-scope"] = scope
+    step(tfjob, [])
+    return tfjob
+
+
+def test_a_job_that_restarts_whole_recreates_every_trainer_once_and_says_which_was_lost():
+    """restart-scope job: one worker SIGKILLed (137) deletes every other Chief/Worker pod too
+    (not the evaluator), counts one recreation, and Restarting names the lost one; the next
+    passes wait for the old pods to go, then make them all again, counted once."""
+    tfjob = _whole({"Chief": 1, "Worker": 2, "Evaluator": 1})
+    lost = pod("Worker", 1, "Failed", exit_code=137, reason="Error")
+    peers = [pod("Chief", 0), pod("Worker", 0), pod("Evaluator", 0)]
+    plan = step(tfjob, [*peers, lost], services=["mnist-worker-1"])
+    assert sorted(plan.delete_pods) == ["mnist-chief-0", "mnist-worker-0", "mnist-worker-1"]
+    assert plan.delete_services == []
+    last = plan.status.conditions[-1]
+    assert last.type == "Restarting" and last.status == "True"
+    assert last.message == (
+        "TFJob mnist is restarting all 3 of its Chief/Master/Worker replicas (annotation "
+        "taas.dev/restart-scope: job) because 1 Worker replica(s) failed (pod mnist-worker-1, "
+        "container tensorflow, exit code 137, reason Error)."
+    )
+    assert ("Warning", "TFJobRestarting") in [(e.type, e.reason) for e in plan.events]
+    assert {k: v.count for k, v in plan.status.recreations.items()} == {"mnist-worker-1": 1}
+    # The peers end (143) while being deleted: nothing more is counted or deleted.
+    ending = [pod("Chief", 0, "Failed", exit_code=143, deleting=True),
+              pod("Worker", 0, "Failed", exit_code=143, deleting=True), pod("Evaluator", 0),
+              pod("Worker", 1, "Failed", exit_code=137, deleting=True)]  # fmt: skip
+    waiting = step(tfjob, ending)
+    assert not waiting.delete_pods and not waiting.create_pods
+    again = step(tfjob, [pod("Evaluator", 0)])
+    assert sorted(created_names(again)) == ["mnist-chief-0", "mnist-worker-0", "mnist-worker-1"]
+    assert {k: v.count for k, v in again.status.recreations.items()} == {"mnist-worker-1": 1}
+
+
+def test_restarting_whole_counts_one_recreation_when_peers_fail_in_the_same_pass():
+    """A peer whose collective lost the killed worker fails too (138, or a plain program's 1):
+    seen in the same pass, it restarts with the rest, and only one recreation is counted."""
+    tfjob = _whole({"Worker": 4})
+    failing = [pod("Worker", 0, "Failed", exit_code=138), pod("Worker", 1, "Failed", exit_code=137),
+               pod("Worker", 2, "Failed", exit_code=1), pod("Worker", 3)]  # fmt: skip
+    plan = step(tfjob, failing)
+    assert not plan.status.is_true("Failed")
+    assert sorted(plan.delete_pods) == [f"mnist-worker-{i}" for i in range(4)]
+    assert sum(r.count for r in plan.status.recreations.values()) == 1
+
+
+def test_a_node_lost_under_restart_scope_job_restarts_every_trainer():
+    tfjob = _whole({"Worker": 3})
+    gone = pod("Worker", 2, "Running", node="n2", node_deleted=True, reason="DeletionByPodGC")
+    plan = step(tfjob, [pod("Worker", 0), pod("Worker", 1), gone])
+    assert {"mnist-worker-0", "mnist-worker-1"} <= set(plan.delete_pods)
+    last = plan.status.conditions[-1]
+    assert last.type == "Restarting" and "all 3 of its" in last.message
+    assert "were lost with their node" in last.message and "mnist-worker-2" in last.message
+    assert sum(r.count for r in plan.status.recreations.values()) == 1
+
+
+@pytest.mark.parametrize("scope", [None, "replica", "something-else"])
+def test_by_default_and_with_restart_scope_replica_only_the_lost_pod_is_recreated(scope):
+    """Kubeflow's rule unless the job asks otherwise (an unknown value is the default)."""
+    tfjob = _whole({"Worker": 3}, scope)
+    plan = step(tfjob, [pod("Worker", 0), pod("Worker", 1, "Failed", exit_code=137),
+                        pod("Worker", 2)])  # fmt: skip
+    assert plan.delete_pods == ["mnist-worker-1"]
+    assert plan.status.conditions[-1].message.startswith(
+        "TFJob mnist is restarting because 1 Worker replica(s) failed"
+    )

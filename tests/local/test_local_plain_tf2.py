@@ -1,30 +1,40 @@
 """The trainer library is a convenience, never a requirement: a plain TensorFlow 2 program that
 reads TF_CONFIG itself (``programs/plain_tf2.py``, MultiWorkerMirroredStrategy, no TaaS import)
-runs to Succeeded under `taas run` with the TF_CONFIG the operator writes. Real processes."""
+runs to Succeeded under `taas run` with the TF_CONFIG the operator writes, and, with the
+annotation `taas.dev/restart-scope: job`, also when one of its workers is SIGKILLed mid-training
+(the whole job restarts: the survivor would wait in its collective for ever). Real processes."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import signal
 from pathlib import Path
 
 import pytest
-from local_harness import condition, final_status, run_taas, tfjob, write
+from local_harness import Runner, condition, final_status, run_taas, tfjob, write
 
 pytestmark = [pytest.mark.tensorflow, pytest.mark.timeout(240)]
 
 
-def test_plain_tf2_program_reading_tf_config_succeeds(tmp_path: Path) -> None:
-    container = {
+def _workers(restart_policy: str, env: dict[str, str] | None = None) -> dict[str, object]:
+    container: dict[str, object] = {
         "name": "tensorflow",
         "image": "example.org/any-tensorflow-image:2.21",
         "command": ["python", "tests/local/programs/plain_tf2.py"],
     }
-    worker = {
+    if env:
+        container["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    return {
         "replicas": 2,
-        "restartPolicy": "Never",
+        "restartPolicy": restart_policy,
         "template": {"spec": {"containers": [container]}},
     }
-    job = write(tmp_path, tfjob("plain-tf2", {"Worker": worker}))
+
+
+def test_plain_tf2_program_reading_tf_config_succeeds(tmp_path: Path) -> None:
+    job = write(tmp_path, tfjob("plain-tf2", {"Worker": _workers("Never")}))
     result = run_taas("run", str(job), "--no-color", "--quiet-table", timeout=220)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr
     assert condition(final_status(result.stdout, "plain-tf2"), "Succeeded")["status"] == "True"
@@ -32,3 +42,43 @@ def test_plain_tf2_program_reading_tf_config_succeeds(tmp_path: Path) -> None:
     assert match, result.stdout[-4000:]
     assert abs(float(match[1]) - 2.0) < 0.1 and abs(float(match[2]) - 1.0) < 0.1
     assert match[3] == "False"
+
+
+def _pid_of_worker(index: int, marker_dir: Path) -> int:
+    """The live process of worker `index` of this test's job (its environment names the dir)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        values = dict(item.decode(errors="replace").partition("=")[::2]
+                      for item in environ.split(b"\0"))  # fmt: skip
+        if values.get("PLAIN_FIRST_RUN_DIR") != str(marker_dir) or "TF_CONFIG" not in values:
+            continue
+        if json.loads(values["TF_CONFIG"])["task"] == {"type": "worker", "index": index}:
+            return int(entry.name)
+    raise AssertionError(f"no process of worker {index}")
+
+
+def test_a_plain_tf2_job_restarting_whole_survives_a_worker_sigkilled(tmp_path: Path) -> None:
+    marker_dir = tmp_path / "first-runs"
+    marker_dir.mkdir()
+    workers = _workers("ExitCode", {"PLAIN_FIRST_RUN_DIR": str(marker_dir)})
+    doc = tfjob("plain-whole", {"Worker": workers})
+    doc["metadata"]["annotations"] = {"taas.dev/restart-scope": "job"}
+    runner = Runner(write(tmp_path, doc), "--quiet-table")
+    try:
+        runner.wait_for("worker 1 training")
+        os.kill(_pid_of_worker(1, marker_dir), signal.SIGKILL)
+        code, output = runner.finish(timeout=200)
+    finally:
+        runner.kill()
+    assert code == 0, output[-5000:]
+    status = final_status(output, "plain-whole")
+    assert condition(status, "Succeeded")["status"] == "True"
+    assert "is restarting all 2 of its Chief/Master/Worker replicas" in output, output[-5000:]
+    assert "plain-whole-worker-1, container tensorflow, exit code 137" in output
+    assert {k: v["count"] for k, v in status["recreations"].items()} == {"plain-whole-worker-1": 1}
+    assert re.search(r"learned w=(-?[0-9.]+)", output), output[-4000:]

@@ -119,6 +119,11 @@ PROGRESS_FILE_ENV: Final = "TAAS_PROGRESS_FILE"
 DEFAULT_PROGRESS_PORT: Final = 2223
 PROGRESS_PATH: Final = "/progress"
 
+# TaaS: what losing one replica restarts ("job": every Chief/Master/Worker replica; "replica",
+# the default: that one alone, as Kubeflow does; `taas_operator.tfjob.rules.restarts_whole`).
+RESTART_SCOPE_ANNOTATION: Final = "taas.dev/restart-scope"
+RESTART_SCOPES: Final = ("job", "replica")
+
 # TensorBoard (TaaS): the annotation a TFJob asks for one with ("true": the operator runs one
 # reading the chief's model_dir; an http(s) URL: a link to the user's own), and its port.
 TENSORBOARD_ANNOTATION: Final = "taas.dev/tensorboard"

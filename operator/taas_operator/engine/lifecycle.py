@@ -38,6 +38,12 @@ Rules (Kubeflow's unless marked TaaS):
   (reason WaitingForGang: "waiting for N pods to be scheduled together: <its message>";
   `engine.gang`), one Warning event.
 - TaaS: failure and restart messages name the pod, container and exit code.
+- TaaS: a job that restarts whole (`tfjob.rules.restarts_whole`: the annotation
+  `taas.dev/restart-scope: job`): when a replica is to be recreated (a retryable
+  exit, its node lost), every other live Chief/Master/Worker pod is deleted too and made again
+  once gone; one recreation is counted (the first replica lost in the pass), a trainer that
+  failed in the same pass (its collective lost a peer) restarts with the rest rather than
+  failing the job, and Restarting names the lost replica and says the whole job restarts.
 - TaaS: a replica the kubelet restarts in place (OnFailure/Always: CrashLoopBackOff, or waiting
   again after a restart) sets Restarting, as a recreated one does; a replica that cannot start
   (ErrImageNeverPull, ImagePullBackOff, CreateContainerConfigError...) sets Running False with
@@ -296,7 +302,14 @@ class _Pass:
                         failed.append(pod)
         self.status.replica_statuses = {t: s for t, s in counts.items()}
 
-        new_recreations = [p for p in retry if count_recreation(self.status, p)]
+        whole = rules.restarts_whole(self.job) and bool(retry or retry_lost)
+        if whole:
+            # Restarting whole, the first replica lost in this pass is the cause and counted
+            # once; trainers failing in the same pass (a collective that lost its peer: often
+            # exit 1) restart with every peer, uncounted, instead of failing the job.
+            failed = [p for p in failed if p.replica_type not in rules.TRAINER_TYPES]
+        counted = retry[:1] if whole and not retry_lost else [] if whole else retry
+        new_recreations = [p for p in counted if count_recreation(self.status, p)]
         for pod in [*new_recreations, *failed]:
             self.event(
                 "Normal",
@@ -304,7 +317,7 @@ class _Pass:
                 f"Pod: {self.ns}.{pod.name} exited with code {pod.exit_code}",
             )
 
-        for pod in retry_lost:
+        for pod in retry_lost[:1] if whole else retry_lost:
             count_recreation(self.status, pod.model_copy(update={"reason": REASON_NODE_LOST}))
         failed_lost = [p for p in failed_lost if rules.failure_fails_job(self.job, p.replica_type)]
         if failed_lost:
@@ -339,8 +352,8 @@ class _Pass:
                 c.COND_RESTARTING,
                 "True",
                 c.REASON_RESTARTING,
-                f"TFJob {self.name} is restarting because {n} {first.replica_type} replica(s) "
-                f"failed ({detail(first)}).",
+                f"TFJob {self.name} is restarting{self.restart_whole(slots, retry)} because {n} "
+                f"{first.replica_type} replica(s) failed ({detail(first)}).",
                 event="Warning",
             )
             for pod in retry:
@@ -353,8 +366,9 @@ class _Pass:
                 c.COND_RESTARTING,
                 "True",
                 c.REASON_RESTARTING,
-                f"TFJob {self.name} is restarting because {n} {first.replica_type} replica(s) "
-                f"were lost with their node ({lost_detail(first)}).",
+                f"TFJob {self.name} is restarting{self.restart_whole(slots, retry_lost)} because "
+                f"{n} {first.replica_type} replica(s) were lost with their node "
+                f"({lost_detail(first)}).",
                 event="Warning",
             )
         elif looping := [p for p in waiting_pods(self.job, self.pods) if p.crash_looping]:
@@ -413,6 +427,31 @@ class _Pass:
                 c.COND_RUNNING, "True", c.REASON_RUNNING, f"TFJob {self.ns}/{self.name} is running."
             )
         self.create(missing, group)
+
+    def restart_whole(
+        self, slots: dict[tuple[ReplicaType, int], ObservedPod], lost: list[ObservedPod]
+    ) -> str:
+        """TaaS: for a job that restarts whole, delete every other live trainer pod (each is
+        made again once gone) and return the words for the Restarting message; else ""."""
+        if not rules.restarts_whole(self.job):
+            return ""
+        causes = {pod.name for pod in lost}
+        peers = [
+            pod
+            for pod in slots.values()
+            if pod.replica_type in rules.TRAINER_TYPES
+            and pod.name not in causes
+            and not pod.deleting
+            and pod.phase != "Succeeded"
+        ]
+        for pod in peers:
+            self.delete_pod(pod, with_service=False)
+            self.release(pod)
+        trainers = sum(s.replicas for t, s in self.specs.items() if t in rules.TRAINER_TYPES)
+        return (
+            f" all {trainers} of its Chief/Master/Worker replicas (annotation "
+            f"{c.RESTART_SCOPE_ANNOTATION}: job)"
+        )
 
     def running_reason(self) -> str | None:
         cond = self.status.condition(c.COND_RUNNING)

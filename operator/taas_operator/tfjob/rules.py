@@ -4,6 +4,7 @@
     is_running(job, counts) -> bool
     has_succeeded(job, counts, worker_zero_succeeded) -> bool
     failure_fails_job(job, replica_type) -> bool
+    restarts_whole(job) -> bool                           # TaaS: one lost, all restarted
 
 The generic engine (`taas_operator.engine.lifecycle`) counts pods, restarts and recreates them
 and applies backoff, deadlines and cleanup as for any Kubeflow job; it asks these functions what
@@ -13,7 +14,14 @@ only a TFJob knows (Kubeflow's `tensorflow` controller: `IsMasterRole`, `UpdateJ
 - success: with a Chief/Master, all of them succeeded; else worker 0 succeeded with exit code 0
   (every worker with `successPolicy: AllWorkers`, or when all have already succeeded). A job of
   only PS (or Evaluators) never succeeds;
-- with `enableDynamicWorker`, a failed worker does not fail the job (workers come and go).
+- with `enableDynamicWorker`, a failed worker does not fail the job (workers come and go);
+- TaaS: a synchronous job (all-reduce under MultiWorkerMirroredStrategy) cannot go on without
+  one of its workers: the others wait in a collective, and a replacement joins a cluster that
+  is hung. With the annotation `taas.dev/restart-scope: job`, losing one (a retryable exit, its
+  node lost) restarts every trainer replica (Volcano's RestartJob, Ray Train's group restart).
+  Without it (or `replica`), Kubeflow's rule: the lost replica alone is made again, which is
+  what ParameterServerStrategy and graph mode tolerate, and what a TFJob written for Kubeflow
+  gets there.
 `counts` maps each replica type of the job to its `ReplicaStatus` (active/succeeded/failed).
 """
 
@@ -21,7 +29,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from taas_operator.api.constants import CHIEF_TYPES, ReplicaType
+from taas_operator.api.constants import (
+    CHIEF_TYPES,
+    RESTART_SCOPE_ANNOTATION,
+    RESTART_SCOPES,
+    ReplicaType,
+)
 from taas_operator.api.models import ReplicaStatus, TFJob
 
 
@@ -64,3 +77,18 @@ def has_succeeded(
 def failure_fails_job(job: TFJob, replica_type: ReplicaType) -> bool:
     """Whether a failed, not retried pod of this type fails the job (not a dynamic worker)."""
     return not (job.spec.enable_dynamic_worker and replica_type == "Worker")
+
+
+#: The replica types that train together: restarted together when the job restarts whole.
+TRAINER_TYPES: frozenset[str] = frozenset({"Chief", "Master", "Worker"})
+
+
+def restart_scope(job: TFJob) -> str:
+    """"job" or "replica": the annotation's value when it is one of them, else "replica"."""
+    given = (job.metadata.annotations.get(RESTART_SCOPE_ANNOTATION) or "").strip().lower()
+    return given if given in RESTART_SCOPES else "replica"
+
+
+def restarts_whole(job: TFJob) -> bool:
+    """TaaS: whether losing one replica restarts every trainer replica (see the module)."""
+    return restart_scope(job) == "job"

@@ -2,6 +2,10 @@
 ``tf.distribute.MultiWorkerMirroredStrategy``'s default cluster resolver) and trains
 ``y = 2x + 1`` with a custom GradientTape loop on Keras 3 layers. Worker 0 prints
 ``learned w=<w> b=<b> taas imported: <bool>``.
+
+For the fault tests: with ``PLAIN_FIRST_RUN_DIR`` set, a worker's first run (no marker of its
+own in that directory yet) trains until it is killed, printing ``training`` once; a later run
+trains the usual 200 steps.
 """
 
 import json
@@ -45,8 +49,17 @@ def step(iterator):
 
 
 iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
-for _ in range(200):
+steps = 200
+first_runs = os.environ.get("PLAIN_FIRST_RUN_DIR")
+if first_runs:
+    marker = os.path.join(first_runs, f"worker-{task['index']}")
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        steps = 10**9
+for done in range(steps):
     loss = step(iterator)
+    if done == 10:
+        print(f"worker {task['index']} training", flush=True)
 # A last all-reduce so no worker leaves while another still needs it.
 strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.constant(1.0)), axis=None)
 if task["index"] == 0:
