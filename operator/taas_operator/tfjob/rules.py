@@ -84,7 +84,7 @@ TRAINER_TYPES: frozenset[str] = frozenset({"Chief", "Master", "Worker"})
 
 
 def restart_scope(job: TFJob) -> str:
-    """"job" or "replica": the annotation's value when it is one of them, else "replica"."""
+    """ "job" or "replica": the annotation's value when it is one of them, else "replica"."""
     given = (job.metadata.annotations.get(RESTART_SCOPE_ANNOTATION) or "").strip().lower()
     return given if given in RESTART_SCOPES else "replica"
 
