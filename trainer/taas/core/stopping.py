@@ -3,6 +3,7 @@
     stopping.install()        # at the start of a task, before TensorFlow starts any thread
     stopping.finished(0)      # from now on a stop request is a clean end (a PS whose work is done)
     stopping.plain()          # drop a task's own SIGTERM handler (back to "end at once")
+    stopping.checkpoint_first()  # SIGTERM: the task saves after its step (polls requested())
     stopping.needs(hosts)     # the task's checkpoint needs these peers ("host:port")
     stopping.serves(hosts)    # a serving task: these tasks ("host:port") may still need it
     stopping.requested()      # SIGTERM arrived (a peer failure after it is part of the stop)
@@ -87,6 +88,12 @@ def plain() -> None:
     signal.signal(signal.SIGTERM, _no_wish)
 
 
+def checkpoint_first() -> None:
+    """From now on SIGTERM gives the task up to ``GRACE_SECONDS`` to save a checkpoint after
+    the step it is in (it polls :func:`requested`) and end by itself. From the main thread."""
+    signal.signal(signal.SIGTERM, _checkpoint_first)
+
+
 def needs(hosts: list[str]) -> None:
     """The task's own SIGTERM handler needs these peers ("host:port") to checkpoint; when one
     stops answering during the grace time, the task ends at once."""
@@ -115,6 +122,10 @@ def finished(code: int = 0) -> None:
 
 def _no_wish(signum: int, frame: object) -> None:
     """The handler meaning "no handler of the task's own": the thread below does the work."""
+
+
+def _checkpoint_first(signum: int, frame: object) -> None:
+    """The handler meaning "the task checkpoints first": it polls `requested()`."""
 
 
 def _wait_for_sigterm(read_end: int) -> None:

@@ -17,12 +17,15 @@ shares ``taas.core.loop`` and the runner around it, not the session code here.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import tensorflow as tf
 
+from taas.core import stopping
 from taas.core.cluster import ClusterInfo
 from taas.core.engine import StepLog, StepResult
+from taas.core.exit_codes import PreemptedError
 from taas.core.loop import train_loop
 from taas.core.progress import nothing_to_train, process_age
 from taas.core.settings import SettingsError, TrainerSettings
@@ -85,6 +88,16 @@ class GraphEngine:
             self._train(model, server.target if server else "", config)
             if server is not None:
                 self._signal_done(server.target, config, model.done_op)
+
+    def _save_and_stop(self, model: GraphModel, raw: Any) -> None:
+        """SIGTERM arrived: save the variables (read from the PS) and end the task with 143."""
+        prefix = os.path.join(self.settings.model_dir, "model.ckpt")
+        path = model.saver.save(raw, prefix, global_step=model.ops.global_step)
+        step = int(raw.run(model.ops.global_step))
+        print(f"[{self.cluster.task_name}] saved checkpoint {os.path.basename(path)}", flush=True)
+        raise PreemptedError(
+            f"SIGTERM: stopped after a checkpoint at global step {step}; exit 143 (retryable)"
+        )
 
     def _signal_done(self, target: str, config: Any, done_op: Any) -> None:
         """Tell every PS this task is finished (errors only warn: training is already done)."""
@@ -180,6 +193,13 @@ class GraphEngine:
             )
             print(line, flush=True)
 
+        if cluster.is_chief and cluster.distributed:
+            # SIGTERM (the pod stopped): a checkpoint after this step, then 143. The PS tasks
+            # stay while the chief runs (`taas.core.stopping.serves`); should one be gone, the
+            # chief ends at once.
+            stopping.checkpoint_first()
+            stopping.needs([host for _, host in cluster.ps_tasks])
+
         def step_once() -> tuple[StepResult, bool]:
             self.steps.take()  # nothing from before this train() call counts
             stop = trainer.train(session, model.ops.global_step, cluster.is_chief)
@@ -187,9 +207,12 @@ class GraphEngine:
             if result.global_step is None:
                 global_step = int(raw.run(model.ops.global_step))
                 result = StepResult(global_step, result.loss, result.examples)
+            if stopping.requested() and cluster.is_chief:
+                self._save_and_stop(model, raw)
             return result, bool(stop)
 
         train_loop(task, settings, step, step_once, session.should_stop, cluster.is_chief)
+        stopping.plain()  # training is over: nothing left to checkpoint on SIGTERM
         trainer.after_train(raw, cluster.is_chief)  # raw: no hooks fire after the loop
         if cluster.is_chief and model.release_op is not None:
             raw.run(model.release_op)  # unblock sync workers waiting for a token

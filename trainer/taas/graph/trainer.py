@@ -17,7 +17,7 @@ from taas.core.engine import Engine, EngineFactory
 from taas.core.runner import run
 from taas.core.settings import TrainerSettings
 from taas.graph.hooks import GraphHooks, InitFn
-from taas.runtime.coordination import expected_trainers
+from taas.runtime.coordination import chief_hosts, expected_trainers
 from taas.runtime.lean_server import LeanServer, lean_available
 
 
@@ -99,6 +99,7 @@ def lean_ps(settings: TrainerSettings, cluster: ClusterInfo) -> LeanServer | Non
         fields,
         expected_trainers(cluster),
         "trainer",
+        serves=chief_hosts(cluster),
     )
 
 

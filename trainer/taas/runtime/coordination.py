@@ -112,8 +112,17 @@ def expected_trainers(cluster: ClusterInfo) -> set[int]:
     return expected or {task_id(*cluster.chief_task)}
 
 
+def chief_hosts(cluster: ClusterInfo) -> list[str]:
+    """The chief's address, if the cluster names it: what a graph-mode PS stays for after
+    SIGTERM (the chief's last checkpoint reads its variables)."""
+    kind, index = cluster.chief_task
+    host = cluster.jobs.get(kind, {}).get(index)
+    return [host] if host else []
+
+
 def serve_ps(cluster: ClusterInfo, server: Any, config: Any) -> None:
     """Serve variables until every known trainer task has said it is done."""
+    stopping.serves(chief_hosts(cluster))
     serve_until_done(
         cluster.task_name,
         "ps",
