@@ -116,7 +116,7 @@ code  meaning                                                     ExitCode polic
 138   lost peer: PS unreachable, session aborted/unavailable,     retryable: pod recreated,
       chief not ready within startup_timeout_secs                 resumes from checkpoint
 137   SIGKILL (OOM, node loss) / 143 SIGTERM, set by the kernel   retryable
-      (TensorFlow 2: on SIGTERM a checkpoint first, then 143)
+      (TensorFlow 2, graph-mode chief: on SIGTERM a checkpoint first)
 ====  ==========================================================  =========================
 
 Layout (layers, each importing only those below it; import-linter checks it, and that

@@ -13,9 +13,9 @@ code  meaning                                                    ExitCode policy
 138   lost peer: PS/worker unreachable, session aborted,         retryable: pod recreated,
       cluster not up within ``startup_timeout_secs``             resumes from checkpoint
 137   killed (SIGKILL, e.g. OOM or ``kubectl delete``)           retryable (set by the kernel)
-143   terminated (SIGTERM); the TensorFlow 2 engine first saves  retryable: pod recreated,
-      a checkpoint (:class:`PreemptedError`) unless the peers    resumes from the latest
-      it saves from stopped too (a peer lost after SIGTERM: 143) checkpoint
+143   terminated (SIGTERM); the TensorFlow 2 engine and a graph  retryable: pod recreated,
+      chief first save a checkpoint (:class:`PreemptedError`)    resumes from the latest
+      unless the PS they save from is gone (then at once: 143)   checkpoint
 ====  =========================================================  ===========================
 
 This module does not import TensorFlow: TensorFlow's errors are recognised only when a program
