@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from taas_operator.dashboard.access import FailedSignIns, RecentlyRefused
+from taas_operator.dashboard.access import Attempts, RecentlyRefused
 from taas_operator.runtoken import Sessions
 
 
@@ -33,16 +33,16 @@ def test_sessions_end_unused_too_old_or_past_the_limit() -> None:
 
 
 def test_failed_sign_ins_per_client_in_a_window() -> None:
-    failures = FailedSignIns(limit=3, window=0.4, clients=2)
+    failures = Attempts(limit=3, window=0.4, keys=2)
     for _ in range(3):
         assert failures.wait("10.0.0.1") == 0
-        failures.failed("10.0.0.1")
+        failures.add("10.0.0.1")
     assert 0 < failures.wait("10.0.0.1") <= 0.4
     assert failures.wait("10.0.0.2") == 0  # another client is not held back
     time.sleep(0.45)
     assert failures.wait("10.0.0.1") == 0
     for client in ("a", "b", "c"):
-        failures.failed(client)
+        failures.add(client)
     assert list(failures.seen) == ["b", "c"]  # at most `clients` remembered
 
 

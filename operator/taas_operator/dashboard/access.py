@@ -16,9 +16,10 @@ viewer is made with that token, so the apiserver's RBAC decides what each viewer
 Everything the dashboard holds for viewers is kept per person, keyed by that identity, not per
 token: one viewer (and one source acting as them) per identity, and a sign-in with a new token
 for an identity already signed in replaces the earlier token (its sessions end, its streams stop
-within a heartbeat). Bounds: `MAX_VIEWERS` identities at once, each forgotten after
-`IDLE_SECONDS` without a request; `SESSIONS_PER_VIEWER` browser sessions per identity (the
-oldest ended first), each ended after `SESSION_IDLE_SECONDS` unused or `SESSION_MAX_SECONDS`.
+within a heartbeat), at most `RENEWALS_PER_VIEWER` times in `RENEWAL_SECONDS`. Bounds:
+`MAX_VIEWERS` identities at once, each forgotten after `IDLE_SECONDS` without a request;
+`SESSIONS_PER_VIEWER` browser sessions per identity (the oldest ended first), each ended after
+`SESSION_IDLE_SECONDS` unused or `SESSION_MAX_SECONDS` after it began.
 Refused before the apiserver is asked: an empty, oversized or unprintable token, a token it
 refused in the last `REFUSED_SECONDS` (kept as sha256, at most `MAX_REFUSED`), and any sign-in
 from a client address with `FAILURES_PER_CLIENT` failed sign-ins in the last `FAILURE_SECONDS`
@@ -49,6 +50,7 @@ SESSION_IDLE_SECONDS = IDLE_SECONDS
 SESSION_MAX_SECONDS = 12 * 3600.0
 FAILURES_PER_CLIENT, FAILURE_SECONDS, MAX_CLIENTS = 10, 60.0, 4096
 REFUSED_SECONDS, MAX_REFUSED = 60.0, 4096
+RENEWALS_PER_VIEWER, RENEWAL_SECONDS = 10, 60.0
 #: A bearer token longer than this is refused before anything is asked of the apiserver.
 MAX_TOKEN_BYTES = 16 * 1024
 COOKIE = "dashboard"
@@ -143,31 +145,32 @@ class TokenGate(Gate):
 SourceFactory = Callable[[str], Awaitable[tuple[int, str, str, Source | None]]]
 
 
-class FailedSignIns:
-    """Failed sign-ins per client address in the last `window` seconds (bounded)."""
+class Attempts:
+    """What each key (a client address, a person) tried in the last `window` seconds: at most
+    `limit` times each, at most `keys` keys remembered (the oldest forgotten)."""
 
-    def __init__(self, limit: int, window: float, clients: int) -> None:
-        self.limit, self.window, self.clients = limit, window, clients
+    def __init__(self, limit: int, window: float, keys: int) -> None:
+        self.limit, self.window, self.keys = limit, window, keys
         self.seen: OrderedDict[str, deque[float]] = OrderedDict()
 
-    def wait(self, client: str) -> float:
-        """Seconds `client` must wait before trying again (0: it may try now)."""
-        times = self.seen.get(client)
+    def wait(self, key: str) -> float:
+        """Seconds `key` must wait before trying again (0: it may try now)."""
+        times = self.seen.get(key)
         if times is None:
             return 0.0
         now = time.monotonic()
         while times and now - times[0] > self.window:
             times.popleft()
         if not times:
-            del self.seen[client]
+            del self.seen[key]
             return 0.0
         return self.window - (now - times[0]) if len(times) >= self.limit else 0.0
 
-    def failed(self, client: str) -> None:
-        times = self.seen.pop(client, None) or deque(maxlen=self.limit)
+    def add(self, key: str) -> None:
+        times = self.seen.pop(key, None) or deque(maxlen=self.limit)
         times.append(time.monotonic())
-        self.seen[client] = times
-        while len(self.seen) > self.clients:
+        self.seen[key] = times
+        while len(self.seen) > self.keys:
             self.seen.popitem(last=False)
 
 
@@ -209,7 +212,8 @@ class ViewerGate(Gate):
         self.sessions: Sessions[str] = Sessions(  # session id -> sha256 of the token
             MAX_VIEWERS * SESSIONS_PER_VIEWER, SESSION_IDLE_SECONDS, SESSION_MAX_SECONDS
         )
-        self.failures = FailedSignIns(FAILURES_PER_CLIENT, FAILURE_SECONDS, MAX_CLIENTS)
+        self.failures = Attempts(FAILURES_PER_CLIENT, FAILURE_SECONDS, MAX_CLIENTS)
+        self.renewals = Attempts(RENEWALS_PER_VIEWER, RENEWAL_SECONDS, MAX_VIEWERS)
         self.refused = RecentlyRefused(MAX_REFUSED, REFUSED_SECONDS)
         self.lock = asyncio.Lock()
 
@@ -248,6 +252,13 @@ class ViewerGate(Gate):
         viewer = self._current(digest)
         if viewer is not None:
             return viewer
+        self._throttle(digest, client)
+        async with self.lock:  # one question to the apiserver at a time
+            return self._current(digest) or await self._ask(token, digest, client)
+
+    def _throttle(self, digest: str, client: str) -> None:
+        """Refuse, without asking the apiserver, a client past its failed sign-ins (429) and a
+        token refused a moment ago (401)."""
         wait = self.failures.wait(client)
         if wait > 0:
             raise Refusal(
@@ -256,17 +267,16 @@ class ViewerGate(Gate):
                 f"{FAILURE_SECONDS:.0f} s: try again in {wait:.0f} s with a valid token",
             )
         if digest in self.refused:
-            self.failures.failed(client)
+            self.failures.add(client)
             raise Refusal(401, "the apiserver does not accept this token (401): get a new one")
-        async with self.lock:
-            return self._current(digest) or await self._ask(token, digest, client)
 
     async def _ask(self, token: str, digest: str, client: str) -> Viewer:
+        self._throttle(digest, client)  # again: others may have failed while this one waited
         await self._forget_idle()
         status, name, uid, source = await self.make_source(token)
         if status == 401:
             self.refused.add(digest)
-            self.failures.failed(client)
+            self.failures.add(client)
             raise Refusal(401, "the apiserver does not accept this token (401): get a new one")
         if status != 201 or source is None:
             raise Refusal(503, f"the apiserver could not say who this token is (HTTP {status})")
@@ -279,6 +289,16 @@ class ViewerGate(Gate):
                 f"{MAX_VIEWERS} people are signed in already; try again when one has left "
                 f"(viewers idle for {int(IDLE_SECONDS / 60)} min are signed out)",
             )
+        wait = self.renewals.wait(key) if viewer is not None else 0.0
+        if wait > 0:
+            await source.close()
+            raise Refusal(
+                429,
+                f"{name} signed in with {RENEWALS_PER_VIEWER} new tokens within "
+                f"{RENEWAL_SECONDS:.0f} s: keep using the latest (try again in {wait:.0f} s)",
+            )
+        if viewer is not None:
+            self.renewals.add(key)
         await source.start()
         if viewer is None:
             viewer = self.viewers[key] = Viewer(key=key, source=source, name=name, token=digest)
