@@ -76,13 +76,17 @@ def viewer_dashboard(
     namespaces: list[str] | None = None,
     read_only: bool = False,
     host: str = "127.0.0.1",
+    asked: list[str] | None = None,
 ) -> Iterator[str]:
     """`taas dashboard --auth kubernetes` in this process: each request acts with the bearer
-    token it carries (or its sign-in session); `kubeconfig` only says where the cluster is."""
+    token it carries (or its sign-in session); `kubeconfig` only says where the cluster is.
+    `asked` gets each token the apiserver is asked about (SelfSubjectReview), in order."""
     base = KubeApi.connect(kubeconfig, None)
     wanted = list(namespaces or [])
 
-    async def viewer_source(token: str) -> tuple[int, str, Any]:
+    async def viewer_source(token: str) -> tuple[int, str, str, Any]:
+        if asked is not None:
+            asked.append(token)
         return await ClusterSource.for_token(base, token, wanted)
 
     settings = ServerSettings(host=host, port=0, read_only=read_only)

@@ -299,7 +299,7 @@ def test_each_viewer_acts_with_their_own_rights(
         signed_in = connection.getresponse()
         assert json.loads(signed_in.read()) == {"user": viewer}
         cookie = (signed_in.getheader("Set-Cookie") or "").split(";")[0]
-        assert cookie.startswith("taas-dashboard-session=") and viewer_token not in cookie
+        assert cookie.startswith(f"taas-dashboard-{parts.port}=") and viewer_token not in cookie
         connection.request("GET", "/api/info", headers={"Cookie": cookie})
         info = json.loads(connection.getresponse().read())
         assert info["user"] == viewer and info["auth"] == "kubernetes"

@@ -234,8 +234,9 @@ def test_progress_while_it_runs_100_percent_after_and_its_tensorboard(
         )  # fmt: skip
 
     def fetch(path: str) -> bytes:
+        request = urllib.request.Request(url + path, headers={"Authorization": f"Bearer {token}"})
         try:
-            return bytes(urllib.request.urlopen(url + path, timeout=60).read())
+            return bytes(urllib.request.urlopen(request, timeout=60).read())
         except urllib.error.HTTPError as err:
             pytest.fail(
                 f"GET {path or '/'}: HTTP {err.code} {err.read()[:2000]!r}\ntaas tensorboard "
@@ -246,9 +247,9 @@ def test_progress_while_it_runs_100_percent_after_and_its_tensorboard(
     try:
         assert tensorboard.stdout is not None
         line = tensorboard.stdout.readline().decode()
-        found = re.search(r" at (http://\S+/) ", line)
+        found = re.search(r" at (http://\S+/)\?token=(\S+) ", line)  # the proxy's token
         assert found, f"{line!r}; stderr: {said.read_text(errors='replace')[-2000:]}"
-        url = found.group(1)
+        url, token = found.groups()
         page = fetch("").decode()  # its page loads what it needs
         assert 'src="index.js' in page and "/api/v1/" not in page, page[-500:]  # by relative URLs
         tags = json.loads(fetch("data/plugin/scalars/tags"))

@@ -270,3 +270,72 @@ def _ps_pid(runner_pid: int) -> int:
         if int(stat[1]) == runner_pid and config and json.loads(config)["task"]["type"] == "ps":
             return int(entry.name)
     raise AssertionError("no parameter server process found")
+
+
+UNIX_PROBE = """
+import os, socket
+said = []
+places = (("file", os.environ["FILE_SOCKET"]), ("abstract", "\\0" + os.environ["NAME"]))
+for kind, address in places:
+    with socket.socket(socket.AF_UNIX) as unix:
+        try:
+            unix.connect(address)
+            unix.sendall(b"from the job")
+            said.append(kind + ":reached")
+        except ConnectionRefusedError:
+            said.append(kind + ":refused")
+print("unix", " ".join(said), flush=True)
+"""
+
+
+def _abstract_listener(name: str) -> tuple[list[bytes], socket.socket]:
+    """An abstract Unix socket (`@name`, no file) in this test's namespace, as X11 and D-Bus
+    serve; what a client sends lands in the list."""
+    server = socket.socket(socket.AF_UNIX)
+    server.bind("\0" + name)
+    server.listen()
+    server.settimeout(0.5)
+    received: list[bytes] = []
+
+    def accept() -> None:
+        try:
+            conn, _ = server.accept()
+        except OSError:
+            return
+        with conn:
+            received.append(conn.recv(64))
+
+    threading.Thread(target=accept, daemon=True).start()
+    return received, server
+
+
+@pytest.mark.parametrize("capabilities", ["as is", "none"])
+def test_a_replica_reaches_unix_socket_files_not_abstract_sockets(
+    tmp_path: Path, capabilities: str
+) -> None:
+    """What docs/local.md says a replica reaches outside its job: Unix sockets bound to a file it
+    may open (the namespace keeps only network and abstract sockets apart), and no abstract
+    socket of the host (those belong to the network namespace). Both paths: a plain network
+    namespace (root) and a user namespace (no capabilities, every non-root user's)."""
+    if capabilities == "none" and (os.geteuid() != 0 or shutil.which("setpriv") is None):
+        pytest.skip("the default run is already the user-namespace path (or no setpriv)")
+    name = f"taas-test-{token()}"
+    received, listener = _unix_listener(tmp_path / "host.sock")
+    abstract, server = _abstract_listener(name)
+    env = [
+        {"name": "FILE_SOCKET", "value": str(tmp_path / "host.sock")},
+        {"name": "NAME", "value": name},
+    ]
+    job = write(tmp_path, tfjob("unix", {"Worker": replica(UNIX_PROBE, env=env)}))
+    prefix = tuple(NO_CAPABILITIES) if capabilities == "none" else ()
+    runner = Runner(job, prefix=prefix)
+    try:
+        code, output = runner.finish(timeout=60)
+    finally:
+        runner.kill()
+        listener.join(10)
+        server.close()
+    assert code == 0, output
+    assert PRIVATE_NOTE in output, output
+    assert "unix file:reached abstract:refused" in output, output
+    assert received == [b"from the job"] and abstract == []

@@ -6,6 +6,7 @@ node's kubelet endpoint.
     kubelet.run(ns, pod, lines=[...])           # bind the pod to the node, Running, log lines
     kubelet.say(ns, pod, "more")                # another line (followers see it)
     kubelet.end(ns, pod, "Succeeded", exit_code=0)   # the container ends: its stream closes
+    kubelet.follows[(ns, pod)]                  # how many followed log requests reached it
     kubelet.close()
 
 Real: the apiserver (pods/binding, pods/status, and `GET pods/log` proxied to this server over
@@ -19,7 +20,7 @@ import ssl
 import threading
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -38,6 +39,7 @@ class KubeletPlayer:
         self.node = f"fake-{uuid.uuid4().hex[:6]}"
         self.lines: dict[tuple[str, str], list[str]] = defaultdict(list)
         self.ended: set[tuple[str, str]] = set()
+        self.follows: Counter[tuple[str, str]] = Counter()
         self.changed = threading.Condition()
         authority = CertificateAuthority.create(directory)
         pair = authority.issue("kubelet", self.node, hosts=["127.0.0.1"])
@@ -100,6 +102,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         key = (parts[1], parts[2])
         follow = "follow=true" in query
+        if follow:
+            with self.player.changed:
+                self.player.follows[key] += 1
         self.send_response(200)
         self.send_header("Content-Type", "text/plain")
         self.end_headers()

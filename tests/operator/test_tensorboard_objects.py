@@ -3,8 +3,9 @@ apiserver: a Deployment and a Service `<job>-tensorboard` owned by the job, read
 model_dir volume read-only, invisible to the job's own pod and service logic; a job whose
 model_dir no other pod can read gets one Warning naming the fix and runs on; a job that does
 not ask gets nothing. `taas tensorboard JOB` says what each kind of job lacks, bounded; its
-local proxy forwards to this apiserver with the kubeconfig's identity and refuses whatever could
-leave its one Service (a path climbing out, another Host, another site's Origin). That the
+local proxy forwards to this apiserver with the kubeconfig's identity, only for whoever holds its
+per-run token, and refuses whatever could leave its one Service (a path climbing out, another
+Host, another site's or port's Origin). That the
 TensorBoard serves the job's scalars is tests/e2e's, on a node (no pod runs here).
 """
 
@@ -18,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, wait_for
@@ -187,15 +189,15 @@ def test_the_command_says_what_each_job_lacks(
 
 
 @pytest.fixture
-def proxy_port(control_plane: ControlPlane, ns: str) -> Iterator[int]:
+def proxy(control_plane: ControlPlane, ns: str) -> Iterator[ServiceProxy]:
     """`ServiceProxy` to service `absent` (none such) in `ns`, listening in its own loop."""
     loop = asyncio.new_event_loop()
     transport = Connection(control_plane.kubeconfig).transport()
     proxy = ServiceProxy(transport, ns, "absent", "http")
-    runner, port = loop.run_until_complete(proxy.listen("127.0.0.1", 0))
+    runner, _ = loop.run_until_complete(proxy.listen("127.0.0.1", 0))
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
-    yield port
+    yield proxy
     asyncio.run_coroutine_threadsafe(runner.cleanup(), loop).result(10)
     asyncio.run_coroutine_threadsafe(transport.close(), loop).result(10)
     loop.call_soon_threadsafe(loop.stop)
@@ -203,28 +205,57 @@ def proxy_port(control_plane: ControlPlane, ns: str) -> Iterator[int]:
     loop.close()
 
 
-def _raw(port: int, method: str, path: str, **headers: str) -> tuple[int, str]:
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+def _answer(
+    proxy: ServiceProxy, method: str, path: str, token: bool = True, **headers: str
+) -> http.client.HTTPResponse:
+    """One request to the proxy, with its token as a script sends it unless `token=False`."""
+    connection = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=30)
     body = headers.pop("body", None)
     connection.putrequest(method, path, skip_host=True)
-    connection.putheader("Host", headers.pop("Host", f"127.0.0.1:{port}"))
+    connection.putheader("Host", headers.pop("Host", f"127.0.0.1:{proxy.port}"))
+    if token:
+        connection.putheader("Authorization", f"Bearer {proxy.run.token}")
     for key, value in headers.items():
         connection.putheader(key, value)
     connection.putheader("Content-Length", str(len(body or "")))
     connection.endheaders(body.encode() if body else None)
-    answer = connection.getresponse()
+    return connection.getresponse()
+
+
+def _raw(proxy: ServiceProxy, method: str, path: str, **headers: Any) -> tuple[int, str]:
+    answer = _answer(proxy, method, path, **headers)
     return answer.status, answer.read().decode(errors="replace")
 
 
-def test_the_proxy_reaches_only_its_service_for_only_this_machine(proxy_port: int) -> None:
+def test_the_proxy_reaches_only_its_service_for_only_this_machine(proxy: ServiceProxy) -> None:
     # Forwarded with the kubeconfig's identity: the apiserver's own answer for the Service.
-    status, text = _raw(proxy_port, "GET", "/data/environment")
+    status, text = _raw(proxy, "GET", "/data/environment")
     assert status == 404 and 'services \\"absent\\" not found' in text, text
     for path in ("/a/../../secrets", "/%2e%2e/%2E%2E/secrets", "/a%2Fb", "/a%5Cb", "/./x"):
-        assert _raw(proxy_port, "GET", path)[0] == 400, path
-    assert _raw(proxy_port, "GET", "/", Host=f"rebind.evil.example:{proxy_port}")[0] == 421
-    assert _raw(proxy_port, "GET", "/", Origin="http://evil.example")[0] == 403
-    assert _raw(proxy_port, "DELETE", "/x")[0] == 405
-    assert _raw(proxy_port, "POST", "/x", body="x" * (2 << 20))[0] == 413
-    assert _raw(proxy_port, "GET", "/" + "a" * 5000)[0] == 414
-    assert _raw(proxy_port, "GET", "/" + "a" * 9000)[0] == 400  # aiohttp's own bound
+        assert _raw(proxy, "GET", path)[0] == 400, path
+    assert _raw(proxy, "GET", "/", Host=f"rebind.evil.example:{proxy.port}")[0] == 421
+    assert _raw(proxy, "GET", "/", Origin="http://evil.example")[0] == 403
+    assert _raw(proxy, "GET", "/", Origin=f"http://127.0.0.1:{proxy.port + 1}")[0] == 403
+    assert _raw(proxy, "DELETE", "/x")[0] == 405
+    assert _raw(proxy, "POST", "/x", body="x" * (2 << 20))[0] == 413
+    assert _raw(proxy, "GET", "/" + "a" * 5000)[0] == 414
+    assert _raw(proxy, "GET", "/" + "a" * 9000)[0] == 400  # aiohttp's own bound
+
+
+def test_the_proxy_needs_its_token(proxy: ServiceProxy) -> None:
+    """Issue 29: any local user could send GETs and POSTs through it as the owner."""
+    for method, path in (("GET", "/data/environment"), ("POST", "/data/x"), ("GET", "/")):
+        status, text = _raw(proxy, method, path, token=False)
+        assert status == 401 and "taas tensorboard" in text, (method, path, status, text)
+    wrong = {"Authorization": "Bearer guess", "Cookie": f"taas-tensorboard-{proxy.port}=guess"}
+    assert _raw(proxy, "GET", "/data/environment", token=False, **wrong)[0] == 401
+    # The printed URL: a session cookie (never the token) and the page without the token.
+    entry = urlsplit(proxy.entry())
+    assert entry.port == proxy.port and entry.query == f"token={proxy.run.token}"
+    opened = _answer(proxy, "GET", f"/data/environment?{entry.query}", token=False)
+    opened.read()
+    assert opened.status == 303 and opened.getheader("Location") == "/data/environment"
+    name, _, value = (opened.getheader("Set-Cookie") or "").split(";")[0].partition("=")
+    assert name == f"taas-tensorboard-{proxy.port}" and value and proxy.run.token not in value
+    status, text = _raw(proxy, "GET", "/data/environment", token=False, Cookie=f"{name}={value}")
+    assert status == 404 and 'services \\"absent\\" not found' in text, text  # forwarded

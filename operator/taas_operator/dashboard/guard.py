@@ -1,12 +1,15 @@
 """What every request passes before a handler runs, in this order (nothing is read, parsed or
 asked of the apiserver for a request that fails one):
 
+0. Path: one holding a control character once decoded (`%0D%0A`) is 400 (it could never name
+   anything, and must not reach a header such as the sign-in redirect's Location).
 1. Host: a name this server is known by, whatever address it is bound to: the loopback names
    (`kubectl port-forward` arrives on them), the bound address itself, and `--allow-host` names
    (an Ingress's). Anything else is 421: a page of another site that made its own name resolve
    to this machine (DNS rebinding) reaches nothing.
-2. Origin: a request a browser marks as coming from another site (`Origin` not an allowed host,
-   or `Sec-Fetch-Site: cross-site`) is 403, reads and streams included.
+2. Origin: a request a browser marks as coming from another site or another port (`Origin`
+   not the request's own Host, port included, or `Sec-Fetch-Site: cross-site`) is 403, reads
+   and streams included.
 3. Who: the gate (`dashboard.access`) admits a viewer, else 401 (the page says how to sign in).
 4. Writes carry `X-TaaS-Dashboard: 1`, which another origin cannot send without a CORS preflight
    this server never grants (no cross-site request forgery), else 403.
@@ -65,6 +68,23 @@ def host_name(authority: str) -> str:
     return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
 
 
+def _port(authority: str, scheme: str = "") -> str:
+    """The explicit port of `authority` ("" for none or the scheme's default)."""
+    authority = authority.strip().lower()
+    rest = authority[authority.find("]") + 1 :] if authority.startswith("[") else authority
+    port = rest.rsplit(":", 1)[1] if rest.count(":") == 1 else ""
+    return "" if (scheme, port) in (("http", "80"), ("https", "443")) else port
+
+
+def same_origin(origin: str, host: str, allowed: frozenset[str]) -> bool:
+    """Whether the `Origin` header names this server: an allowed host name, and the port of the
+    request's `Host` (a page on another port of the same machine is another origin)."""
+    parts = urlsplit(origin)
+    if host_name(parts.netloc) not in allowed:
+        return False
+    return _port(parts.netloc, parts.scheme) in (_port(host, "http"), _port(host, "https"))
+
+
 def viewer_of(request: web.Request) -> Viewer:
     """The viewer the gate admitted for `request` (a public path's handler has none: 401)."""
     viewer = request.get(VIEWER)
@@ -82,11 +102,13 @@ def _public(request: web.Request, gate: Gate) -> bool:
 @web.middleware
 async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     """Host, Origin, who, the action header (see the module); security headers on answers."""
+    if not request.path.isprintable():
+        return error(400, "the path holds a control character (CR, LF, ...): no such page")
     allowed = request.app[ALLOWED_HOSTS]
     if host_name(request.host) not in allowed:
         return error(421, f"unexpected Host {request.host[:100]!r}: open the URL taas printed")
     origin = request.headers.get("Origin")
-    if origin is not None and host_name(urlsplit(origin).netloc) not in allowed:
+    if origin is not None and not same_origin(origin, request.host, allowed):
         return error(403, f"requests from {origin[:100]!r} are refused: use this page itself")
     if request.headers.get("Sec-Fetch-Site") == "cross-site":
         return error(403, "requests from another site are refused: use this page itself")

@@ -82,15 +82,18 @@ class KubeApi:
         api.namespace = connection.namespace
         return api
 
-    async def identify(self) -> tuple[int, str]:
-        """(SelfSubjectReview's HTTP status, the user name the apiserver sees); 0 unreachable."""
+    async def identify(self) -> tuple[int, str, str]:
+        """(SelfSubjectReview's HTTP status, the user name and uid the apiserver sees); status 0:
+        unreachable."""
         try:
             status, data = await self.request("POST", SELF_REVIEWS, body=SELF_REVIEW)
         except Unreachable:
-            return 0, ""
+            return 0, "", ""
+        uid = ""
         if status == 201 and isinstance(data, dict):
-            self.user = str(((data.get("status") or {}).get("userInfo") or {}).get("username", ""))
-        return status, self.user
+            info = (data.get("status") or {}).get("userInfo") or {}
+            self.user, uid = str(info.get("username", "")), str(info.get("uid", ""))
+        return status, self.user, uid
 
     async def who_am_i(self) -> str:
         """The user name the apiserver sees (SelfSubjectReview), "" when it cannot say."""

@@ -32,7 +32,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
         base = KubeApi.connect(args.kubeconfig, args.context)
         namespaces = list(args.namespace)
 
-        async def viewer_source(token: str) -> tuple[int, str, Source | None]:
+        async def viewer_source(token: str) -> tuple[int, str, str, Source | None]:
             return await ClusterSource.for_token(base, token, namespaces)
 
         gate = ViewerGate(viewer_source)

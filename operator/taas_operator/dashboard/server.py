@@ -52,7 +52,7 @@ from aiohttp import web
 from pydantic import BaseModel
 
 from taas_operator.api.names import InvalidName, check_name, check_namespace
-from taas_operator.dashboard.access import Gate, Refusal, ViewerGate, session_cookie
+from taas_operator.dashboard.access import Gate, Refusal, ViewerGate, replaced, session_cookie
 from taas_operator.dashboard.guard import (
     ALLOWED_HOSTS,
     GATE,
@@ -64,6 +64,7 @@ from taas_operator.dashboard.guard import (
 from taas_operator.dashboard.source import ActionError, LogLine, Source, refused_everywhere
 from taas_operator.dashboard.streams import EventStream, LogBuffer, StreamSlots
 from taas_operator.documents import InputError, parse_tfjobs
+from taas_operator.runtoken import set_cookie
 
 HEARTBEAT_SECONDS = 15.0
 #: A job page is re-sent at most this often (a burst of 64 pod changes becomes one message).
@@ -142,12 +143,14 @@ async def jobs(request: web.Request) -> web.Response:
 
 async def jobs_stream(request: web.Request) -> web.StreamResponse:
     viewer = viewer_of(request)
-    board = viewer.source.board
+    source = viewer.source
+    board = source.board
     with request.app[SLOTS].take(viewer):
-        stream = await EventStream(request).open()
+        stream = EventStream(request)
         sub = board.subscribe()
         try:
-            while True:
+            await stream.open()
+            while not replaced(viewer, source):
                 try:
                     update = await asyncio.wait_for(sub.next(), HEARTBEAT_SECONDS)
                 except TimeoutError:
@@ -190,11 +193,15 @@ async def job_stream(request: web.Request) -> web.StreamResponse:
     source = viewer.source
     ns, name = _target(request)
     with request.app[SLOTS].take(viewer):
-        watch = await source.open_job(ns, name)
-        stream = await EventStream(request).open()
-        wake = watch.subscribe()
+        # The whole lifetime in one try: a request cancelled at any point (while the watch's
+        # first look waits, while the answer starts) releases its watch.
+        watch = wake = None
+        stream = EventStream(request)
         try:
-            while True:
+            watch = await source.open_job(ns, name)
+            wake = watch.subscribe()
+            await stream.open()
+            while not replaced(viewer, source):
                 try:
                     await asyncio.wait_for(wake.wait(), HEARTBEAT_SECONDS)
                 except TimeoutError:
@@ -211,8 +218,10 @@ async def job_stream(request: web.Request) -> web.StreamResponse:
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
-            watch.unsubscribe(wake)
-            await source.release_job(watch)
+            if watch is not None:
+                if wake is not None:
+                    watch.unsubscribe(wake)
+                await source.release_job(watch)
     return stream.response
 
 
@@ -224,7 +233,7 @@ async def logs(request: web.Request) -> web.StreamResponse:
     if replica is not None and len(replica) > 253:
         raise Refusal(400, "replica: at most 253 characters (worker-1, ps-0, chief-0, ...)")
     with request.app[SLOTS].take(viewer):
-        stream = await EventStream(request).open()
+        stream = EventStream(request)
         buffer: LogBuffer[LogLine | Exception | None] = LogBuffer(LOG_BUFFER_LINES)
 
         async def pump() -> None:
@@ -237,7 +246,8 @@ async def logs(request: web.Request) -> web.StreamResponse:
 
         task = asyncio.create_task(pump())
         try:
-            await _send_logs(stream, buffer)
+            await stream.open()
+            await _send_logs(stream, buffer, lambda: replaced(viewer, source))
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
@@ -247,9 +257,14 @@ async def logs(request: web.Request) -> web.StreamResponse:
     return stream.response
 
 
-async def _send_logs(stream: EventStream, buffer: LogBuffer[LogLine | Exception | None]) -> None:
-    """Batches of lines until the log ends or fails; a note where lines were dropped."""
-    while True:
+async def _send_logs(
+    stream: EventStream,
+    buffer: LogBuffer[LogLine | Exception | None],
+    ended: Callable[[], bool],
+) -> None:
+    """Batches of lines until the log ends or fails (or `ended()`: the viewer's token was
+    replaced); a note where lines were dropped."""
+    while not ended():
         try:
             first = await asyncio.wait_for(buffer.get(), HEARTBEAT_SECONDS)
         except TimeoutError:
@@ -296,18 +311,18 @@ async def sign_in(request: web.Request) -> web.Response:
         token = str((await request.json()).get("token") or "").strip()
     except (ValueError, AttributeError):
         return error(400, 'send {"token": "..."}: your Kubernetes bearer token')
-    viewer, session = await gate.new_session(token)
+    viewer, session = await gate.new_session(token, request.remote or "")
     response = _json({"user": viewer.name})
-    session_cookie(response, session, request.secure)
+    set_cookie(response, session_cookie(request), session, request.secure)
     return response
 
 
 async def sign_out(request: web.Request) -> web.Response:
     gate = request.app[GATE]
     if isinstance(gate, ViewerGate):
-        gate.end_session(request.cookies.get("taas-dashboard-session", ""))
+        gate.end_session(request.cookies.get(session_cookie(request), ""))
     response = _json({"ok": True})
-    session_cookie(response, "", request.secure)
+    set_cookie(response, session_cookie(request), "", request.secure)
     return response
 
 

@@ -223,8 +223,8 @@ def _private_networks(runs: Sequence[JobRun], host_network: bool, display: RunDi
     kind = runs[0].network.kind if runs and runs[0].network else "network namespace"
     display.note(
         f"each job's replicas share a private network ({kind}): 127.0.0.1 is the job's own, "
-        f"nothing outside the job connects to them, they connect to nothing outside it "
-        f"(--host-network turns this off)"
+        f"nothing outside the job connects to them, they reach no network outside it (Unix "
+        f"socket files they may open excepted; --host-network turns this off)"
     )
 
 

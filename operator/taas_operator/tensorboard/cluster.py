@@ -8,7 +8,8 @@ annotation gets the `kubectl annotate` command that asks the operator for one. F
 operator runs `<job>-tensorboard` (`engine.tensorboard`); this waits, at most `timeout` seconds,
 until TensorBoard answers through the apiserver, failing early with the operator's own Warning
 (`TensorBoardUnavailable`: the model_dir no pod can mount, say), then serves it on
-`host`:`port` through `proxy.ServiceProxy` until Ctrl-C or SIGTERM.
+`host`:`port` through `proxy.ServiceProxy` until Ctrl-C or SIGTERM; the URL printed holds the
+proxy's per-run token (nothing is forwarded without it).
 """
 
 from __future__ import annotations
@@ -92,16 +93,16 @@ async def _serve(
         if not await _wait_ready(client, proxy, name, ns, timeout):
             return EXIT_FAILED
         try:
-            runner, bound = await proxy.listen(host, port)
+            runner, _ = await proxy.listen(host, port)
         except OSError as err:
             raise NoTensorBoard(
                 f"cannot listen on {host}:{port}: {err.strerror}; fix: --port 0 picks a free one"
             ) from None
         try:
-            shown = f"[{host}]" if ":" in host else host
             ready(
-                f"TensorBoard of TFJob {ns}/{name} at http://{shown}:{bound}/ (through the "
-                f"Kubernetes API server; Ctrl-C stops serving, the TensorBoard goes on)"
+                f"TensorBoard of TFJob {ns}/{name} at {proxy.entry()} (through the Kubernetes "
+                f"API server, for whoever has this URL; Ctrl-C stops serving, the TensorBoard "
+                f"goes on)"
             )
             return await _until_stopped()
         finally:

@@ -12,7 +12,12 @@ can climb out of the proxy prefix to another apiserver path. Requests are bounde
 POST; 1 MiB body; 4 KiB URL), so are answers (64 MiB, streamed). The Host header must be a
 loopback name (or the address listened on) and the port (a page of another site that resolves
 its name to 127.0.0.1 gets 421), and a cross-site Origin is refused: only this machine's
-browser talks to it, as with port-forward.
+browser talks to it, as with port-forward. And only whoever started it: every request needs the
+proxy's per-run token (`runtoken.RunToken`, the dashboard's `--auth token`): the URL printed
+with `?token=` sets a session cookie (`taas-tensorboard-<port>`) and leads to the page, scripts
+send `Authorization: Bearer TOKEN`; anything else is 401 before anything is forwarded (another
+user of this machine cannot borrow your Kubernetes identity through it). Neither the token nor
+the cookie is forwarded.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from aiohttp import ClientError, web
 
 from taas_operator.api.names import segment
 from taas_operator.apiserver.transport import Transport
+from taas_operator.runtoken import RunToken
 
 _METHODS = frozenset({"GET", "HEAD", "POST"})
 _MAX_BODY = 1 << 20
@@ -57,6 +63,7 @@ class ServiceProxy:
         )
         self.port = 0
         self.host = "127.0.0.1"
+        self.run = RunToken("tensorboard")
 
     async def probe(self, path: str) -> tuple[int, str]:
         """GET `path` of the Service through the apiserver: (status, the start of the text)."""
@@ -67,6 +74,11 @@ class ServiceProxy:
         except (ClientError, OSError, TimeoutError) as err:
             return 0, f"{type(err).__name__}: {err}"
 
+    def entry(self) -> str:
+        """The URL to print (with the token), once listening."""
+        shown = f"[{self.host}]" if ":" in self.host else self.host
+        return self.run.entry(f"http://{shown}:{self.port}/")
+
     def _refusal(self, request: web.Request) -> web.Response | None:
         host = request.headers.get("Host", "")
         shown = f"[{self.host}]" if ":" in self.host else self.host
@@ -76,6 +88,15 @@ class ServiceProxy:
         origin = request.headers.get("Origin")
         if origin and origin.split("://", 1)[-1] not in allowed:
             return web.Response(status=403, text="cross-site request refused")
+        admitted = self.run.admit(request)
+        if isinstance(admitted, web.Response):
+            return admitted
+        if not admitted:
+            return web.Response(
+                status=401,
+                text="this TensorBoard needs its token: open the URL that `taas tensorboard` "
+                "printed (it ends in ?token=...), or send Authorization: Bearer TOKEN",
+            )
         if request.method not in _METHODS:
             return web.Response(status=405, text=f"{request.method} is not forwarded")
         if len(request.raw_path) > _MAX_URL:

@@ -48,8 +48,14 @@ class JobWatches:
             watch = self.watches[key] = JobWatch(namespace, name)
             loaded = asyncio.Event()
             watch.stop = [asyncio.create_task(self._follow_job(watch, loaded))]
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(loaded.wait(), FIRST_LOOK_SECONDS)
+            watch.users += 1
+            try:  # a page cancelled during the first look releases the watch it started
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(loaded.wait(), FIRST_LOOK_SECONDS)
+            except BaseException:
+                await self.release(watch)
+                raise
+            return watch
         watch.users += 1
         return watch
 

@@ -1,11 +1,11 @@
 """ClusterSource: the dashboard's Source (`dashboard.source`) for a cluster, as one identity.
 
     ClusterSource.load(kubeconfig, context, namespaces=[])    # as kubectl connects
-    ClusterSource.for_token(base, token) -> (status, user, source)   # a viewer's own token
+    ClusterSource.for_token(base, token) -> (status, user, uid, source)   # a viewer's token
 
 Outages: each watch says on the page what is out of date and since when, and catches up by
 itself (`listwatch`). Bounds: `MAX_JOB_PAGES` jobs watched at once (`jobwatches`), `logs.MAX_PODS`
-pods per log stream.
+pods per log stream, one follow per pod shared by every view of it (`logs`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from taas_operator.dashboard.board import JobWatch
 from taas_operator.dashboard.cluster import rbac
 from taas_operator.dashboard.cluster.joblist import JobList
 from taas_operator.dashboard.cluster.jobwatches import JobWatches
-from taas_operator.dashboard.cluster.logs import follow_logs
+from taas_operator.dashboard.cluster.logs import PodLogs
 from taas_operator.dashboard.kubeapi import KubeApi
 from taas_operator.dashboard.source import LogLine, Permissions, Source
 
@@ -41,6 +41,7 @@ class ClusterSource(Source):
         self.namespaces = list(namespaces or [])
         self.jobs = JobList(api, self.board, self.namespaces)
         self.pages = JobWatches(api, MAX_JOB_PAGES)
+        self.pod_logs = PodLogs(api)
         self.tasks: list[asyncio.Task[None]] = []
 
     @classmethod
@@ -55,20 +56,23 @@ class ClusterSource(Source):
     @classmethod
     async def for_token(
         cls, base: Connection, token: str, namespaces: list[str] | None = None
-    ) -> tuple[int, str, ClusterSource]:
-        """A source acting with a viewer's `token` on `base`'s cluster, and what the apiserver
-        says of the token: (SelfSubjectReview status, user name)."""
+    ) -> tuple[int, str, str, ClusterSource | None]:
+        """What the apiserver says of a viewer's `token` (SelfSubjectReview status, user name,
+        uid) and, when it accepts it (201), a source acting with it on `base`'s cluster."""
         connection = base.with_token(token)
         api = KubeApi.of(connection)
-        status, user = await api.identify()
-        return status, user, cls(api, TFJobClient.of(connection), namespaces)
+        status, user, uid = await api.identify()
+        if status != 201:
+            await api.close()
+            return status, user, uid, None
+        return status, user, uid, cls(api, TFJobClient.of(connection), namespaces)
 
     async def start(self) -> None:
         await self.api.who_am_i()
         self.tasks.append(asyncio.create_task(self.jobs.follow()))
 
     async def close(self) -> None:
-        tasks = self.tasks + self.pages.close()
+        tasks = self.tasks + self.pages.close() + self.pod_logs.close()
         for task in self.tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -81,7 +85,7 @@ class ClusterSource(Source):
         await self.pages.release(watch)
 
     def logs(self, namespace: str, name: str, replica: str | None) -> AsyncIterator[LogLine]:
-        return follow_logs(self.api, namespace, name, replica)
+        return self.pod_logs.follow(namespace, name, replica)
 
     async def permissions(self, namespace: str) -> Permissions:
         patch, delete, create = await asyncio.gather(
