@@ -183,8 +183,10 @@ class KerasEngine:
                 else f"[{task}] chief; no checkpoint in model_dir, initialising",
                 flush=True,
             )
+        how = "your train(batch) under strategy.run" if keras is None else f"{keras.__name__} fit"
         print(
-            f"[{task}] model ready {process_age():.2f}s after start; global step {start}",
+            f"[{task}] model ready {process_age():.2f}s after start; global step {start}; "
+            f"steps: {how}",
             flush=True,
         )
         keeper.watch_sigterm(resolver)
