@@ -114,12 +114,14 @@ def test_epochs_validation_metrics_and_early_stopping_under_mirrored_strategy(
 def test_keras_3_models_train_with_fit_in_one_process_and_mirrored(
     tmp_path: Path, towers: str
 ) -> None:
+    """Validation, metrics and the export included (Keras 3 saves SavedModels with export)."""
     env = fit_env(
         tmp_path,
         FIT_KERAS="keras3",
         TAAS_MAX_EPOCHS="3",
         TAAS_STEPS_PER_EPOCH="50",
         TAAS_VALIDATION_STEPS="2",
+        FIT_EXPORT_DIR=str(tmp_path / "export"),
     )
     if towers:
         env["TAAS_NUM_TOWERS"] = towers
@@ -130,6 +132,7 @@ def test_keras_3_models_train_with_fit_in_one_process_and_mirrored(
     doc = json.loads((tmp_path / "progress.json").read_text())
     assert doc["loss"] < 1e-3 and [p["step"] for p in doc["scalars"]["val_loss"]] == [50, 100, 150]
     assert (tmp_path / "model" / "ckpt-150.index").exists()
+    assert (tmp_path / "export" / "saved_model.pb").exists(), done.stdout  # model.export
 
 
 @pytest.mark.timeout(200)

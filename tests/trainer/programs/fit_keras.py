@@ -9,7 +9,8 @@ Environment:
   (``min_delta`` larger than any improvement);
 - ``FIT_VALIDATION``: ``0`` turns the validation dataset off (default on);
 - ``FIT_BATCH_CALLBACK``: ``0``: the recording callback has no batch-level hook (what
-  ParameterServerStrategy allows).
+  ParameterServerStrategy allows);
+- ``FIT_EXPORT_DIR``: the chief exports a SavedModel there at ``after_train``.
 
 A recording callback prints ``CB <event> <json>`` lines: at each batch end the step TaaS's loop
 last reported (``taas.core.publish.SCALARS.step``), the optimizer's step and Keras's own
@@ -36,6 +37,7 @@ else:
 EARLY_STOP = bool(os.environ.get("FIT_EARLY_STOP"))
 VALIDATION = os.environ.get("FIT_VALIDATION", "1") != "0"
 BATCH_CALLBACK = os.environ.get("FIT_BATCH_CALLBACK", "1") != "0"
+EXPORT_DIR = os.environ.get("FIT_EXPORT_DIR")
 
 
 def line(kind: str, **details: object) -> None:
@@ -106,6 +108,8 @@ class Fit(taas.KerasTrainer):
             w=float(kernel[0][0]),
             b=float(bias[0]),
         )
+        if EXPORT_DIR and is_chief:
+            line("EXPORTED", path=self.export_model(model, EXPORT_DIR))
 
 
 if __name__ == "__main__":
