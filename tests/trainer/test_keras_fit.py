@@ -110,6 +110,23 @@ def test_epochs_validation_metrics_and_early_stopping_under_mirrored_strategy(
 
 
 @pytest.mark.timeout(150)
+def test_a_resumed_run_counts_epochs_from_its_global_step(tmp_path: Path) -> None:
+    """2 epochs of 20 steps, then the same model dir with max_epochs 5: it resumes at step 40,
+    runs epochs 2, 3 and 4, and stops at max_steps 100."""
+    env = fit_env(tmp_path, TAAS_STEPS_PER_EPOCH="20", TAAS_VALIDATION_STEPS="2")
+    first = run_program(FIT, {**env, "TAAS_MAX_EPOCHS": "2"})
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert [cb["epoch"] for cb in lines(first.stdout, "CB") if cb["event"] == "epoch_end"] == [0, 1]
+    again = run_program(FIT, {**env, "TAAS_MAX_EPOCHS": "5"})
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "resuming from checkpoint" in again.stdout and "global step 40" in again.stdout
+    epochs = [cb["epoch"] for cb in lines(again.stdout, "CB") if cb["event"] == "epoch_end"]
+    assert epochs == [2, 3, 4], again.stdout
+    (end,) = lines(again.stdout, "DONE")
+    assert end["step"] == 100
+
+
+@pytest.mark.timeout(150)
 @pytest.mark.parametrize("towers", ["", "2"], ids=["one-process", "mirrored"])
 def test_keras_3_models_train_with_fit_in_one_process_and_mirrored(
     tmp_path: Path, towers: str
@@ -263,3 +280,16 @@ def test_batch_level_callbacks_are_refused_under_parameter_server_strategy() -> 
     assert len(user_callbacks(Trainer(), tf_keras, coordinated=False)) == 2
     with pytest.raises(SettingsError, match="Batches, which has batch-level hooks"):
         user_callbacks(Trainer(), tf_keras, coordinated=True)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("keras", ["tf_keras", "keras3"])
+def test_steps_per_execution_is_refused_naming_it(tmp_path: Path, keras: str) -> None:
+    """Keras would call the callbacks once per 4 steps: TaaS's count of the steps (and its
+    checkpoints and stop at max_steps) would be wrong, so it exits 2 before training."""
+    done = run_program(
+        FIT, fit_env(tmp_path, TF_MAX_STEPS="8", FIT_KERAS=keras, FIT_STEPS_PER_EXECUTION="4")
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "compiled the model with steps_per_execution=4" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -10,7 +10,8 @@ Environment:
 - ``FIT_VALIDATION``: ``0`` turns the validation dataset off (default on);
 - ``FIT_BATCH_CALLBACK``: ``0``: the recording callback has no batch-level hook (what
   ParameterServerStrategy allows);
-- ``FIT_EXPORT_DIR``: the chief exports a SavedModel there at ``after_train``.
+- ``FIT_EXPORT_DIR``: the chief exports a SavedModel there at ``after_train``;
+- ``FIT_STEPS_PER_EXECUTION``: compiled with this ``steps_per_execution`` (refused above 1).
 
 A recording callback prints ``CB <event> <json>`` lines: at each batch end the step TaaS's loop
 last reported (``taas.core.publish.SCALARS.step``), the optimizer's step and Keras's own
@@ -38,6 +39,7 @@ EARLY_STOP = bool(os.environ.get("FIT_EARLY_STOP"))
 VALIDATION = os.environ.get("FIT_VALIDATION", "1") != "0"
 BATCH_CALLBACK = os.environ.get("FIT_BATCH_CALLBACK", "1") != "0"
 EXPORT_DIR = os.environ.get("FIT_EXPORT_DIR")
+STEPS_PER_EXECUTION = int(os.environ.get("FIT_STEPS_PER_EXECUTION", "1"))
 
 
 def line(kind: str, **details: object) -> None:
@@ -73,6 +75,7 @@ class Fit(taas.KerasTrainer):
             optimizer=keras.optimizers.SGD(self.settings.learning_rate),
             loss="mse",
             metrics=["mae"],
+            steps_per_execution=STEPS_PER_EXECUTION,
         )
         return model
 

@@ -65,6 +65,7 @@ def fit_keras(trainer: KerasHooks, model: Any, plan: StrategyPlan) -> ModuleType
     name = f"{type(trainer).__name__}.build_model()"
     what = f"{type(model).__module__}.{type(model).__name__}"
     if isinstance(model, tf_keras.Model):
+        _one_step_per_call(name, model)
         return tf_keras
     keras = _keras3()
     if keras is None or not isinstance(model, keras.Model):
@@ -79,7 +80,21 @@ def fit_keras(trainer: KerasHooks, model: Any, plan: StrategyPlan) -> ModuleType
             "with `import tf_keras as keras` (Keras 2 runs fit under every strategy); Keras 3 "
             "models train with fit in one process and under MirroredStrategy only"
         )
+    _one_step_per_call(name, model)
     return keras
+
+
+def _one_step_per_call(name: str, model: Any) -> None:
+    """Refuse ``compile(steps_per_execution=N > 1)``: Keras then calls the callbacks once per N
+    steps, and TaaS counts, checks and checkpoints each step."""
+    value = getattr(model, "steps_per_execution", 1)
+    steps = int(value.numpy()) if hasattr(value, "numpy") else int(value or 1)
+    if steps > 1 or getattr(model, "_autotune_steps_per_execution", False):
+        raise SettingsError(
+            f"{name} compiled the model with steps_per_execution="
+            f"{'auto' if steps <= 1 else steps}: Keras then reports only every Nth step, and "
+            "TaaS counts, checks and checkpoints each one; compile without steps_per_execution"
+        )
 
 
 def _keras3() -> ModuleType | None:
