@@ -88,8 +88,9 @@ def _one_step_per_call(name: str, model: Any) -> None:
     """Refuse ``compile(steps_per_execution=N > 1)``: Keras then calls the callbacks once per N
     steps, and TaaS counts, checks and checkpoints each step."""
     value = getattr(model, "steps_per_execution", 1)
-    steps = int(value.numpy()) if hasattr(value, "numpy") else int(value or 1)
-    if steps > 1 or getattr(model, "_autotune_steps_per_execution", False):
+    auto = isinstance(value, str) or getattr(model, "_autotune_steps_per_execution", False)
+    steps = 1 if auto or value is None else int(value.numpy() if hasattr(value, "numpy") else value)
+    if steps > 1 or auto:
         raise SettingsError(
             f"{name} compiled the model with steps_per_execution="
             f"{'auto' if steps <= 1 else steps}: Keras then reports only every Nth step, and "
