@@ -50,6 +50,7 @@ class Digits(taas.KerasTrainer):
         model.compile(
             optimizer=keras.optimizers.Adam(self.settings.learning_rate),
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            metrics=["accuracy"],  # in progress lines, status.progress.scalars, TensorBoard
         )
         return model
 

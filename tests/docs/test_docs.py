@@ -11,6 +11,7 @@
   language.
 - A block after `<!-- include: PATH -->` appears verbatim in PATH: each example program exists
   once, in examples/, and the docs show it as it is.
+- docs/trainer.md's settings table is the one `python -m taas.settings_doc --markdown` prints.
 - The README stays a front door (under 250 lines) whose map links every page of docs/.
 
 What is run elsewhere, for real: the README's two commands. `bash .ci/run` is the CI script
@@ -245,3 +246,16 @@ def test_readme_two_commands_are_the_ones_ci_and_the_fresh_machine_run() -> None
     assert job.group(1) in (REPO / "tests/local/test_local_examples.py").read_text()
     ci = (REPO / ".ci" / "run").read_text()
     assert "python -m pytest -q" in ci and "python -m pytest -q" in (REPO / "README.md").read_text()
+
+
+def test_the_settings_table_of_the_trainer_page_is_the_generated_one() -> None:
+    """docs/trainer.md lists every setting as the settings model has it (flags, variables,
+    meaning, default): regenerate with `python -m taas.settings_doc --markdown`."""
+    from taas.settings_doc import markdown
+
+    text = (REPO / "docs" / "trainer.md").read_text()
+    begin = "<!-- settings: python -m taas.settings_doc --markdown -->\n"
+    end = "\n<!-- end settings -->"
+    assert begin in text and end in text, "docs/trainer.md lost its settings markers"
+    shown = text.split(begin, 1)[1].split(end, 1)[0]
+    assert shown == markdown(), "regenerate: python -m taas.settings_doc --markdown"

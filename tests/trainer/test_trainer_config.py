@@ -7,7 +7,7 @@ import json
 import pytest
 
 from taas.core.cluster import ClusterInfo, resolve_cluster, strip_cluster_flags
-from taas.core.settings import SettingsError, load_settings, parse_flags
+from taas.core.settings import SettingsError, load_settings, parse_flags, refuse_fit_only
 
 
 @pytest.fixture(autouse=True)
@@ -140,3 +140,43 @@ def test_classic_env_then_flags_then_local() -> None:
 def test_bad_cluster_config_is_named(env: dict[str, str], needle: str) -> None:
     with pytest.raises(SettingsError, match=needle):
         resolve_cluster(env)
+
+
+def test_max_epochs_times_steps_per_epoch_is_max_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TAAS_STEPS_PER_EPOCH", "50")
+    settings, _ = load_settings(["--max_epochs=4"])
+    assert settings.max_steps == 200 and settings.max_epochs == 4
+    agreeing, _ = load_settings(["--max_epochs=4", "--max_steps=200"])
+    assert agreeing.max_steps == 200
+    default, _ = load_settings([])
+    assert default.max_steps == 1000 and default.max_epochs is None  # steps stay the default
+
+
+@pytest.mark.parametrize(
+    ("argv", "needle"),
+    [
+        (["--max_epochs=3"], "max_epochs needs steps_per_epoch"),
+        (
+            ["--max_epochs=3", "--steps_per_epoch=10", "--max_steps=20"],
+            "max_steps 20 and max_epochs 3 x steps_per_epoch 10 = 30 disagree",
+        ),
+        (["--validation_steps=0"], "validation_steps"),
+    ],
+)
+def test_epoch_settings_that_cannot_hold_are_named(argv: list[str], needle: str) -> None:
+    with pytest.raises(SettingsError, match=needle):
+        load_settings(argv)
+
+
+def test_fit_only_settings_are_refused_elsewhere() -> None:
+    """Graph mode and a custom train(batch) run no fit: validation_steps, or steps_per_epoch
+    without max_epochs, would do nothing there."""
+    refuse_fit_only(load_settings(["--steps_per_epoch=10", "--max_epochs=2"])[0], "graph mode")
+    for argv, names in (
+        (["--validation_steps=2"], "validation_steps"),
+        (["--steps_per_epoch=10"], "steps_per_epoch"),
+    ):
+        with pytest.raises(
+            SettingsError, match=f"{names} mean.* not to graph mode: unset --{names}"
+        ):
+            refuse_fit_only(load_settings(argv)[0], "graph mode")

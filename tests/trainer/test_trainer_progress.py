@@ -47,3 +47,15 @@ def test_nothing_to_train_line_chief_and_workers() -> None:
     late = nothing_to_train("worker:1", 300, 300, "/tmp/m", False, "/tmp/m/model.ckpt-120")
     assert "when this task joined: nothing to train" in late and "TF_MAX_STEPS" in late
     assert checkpoint_step(None) is None and checkpoint_step("/a/model.ckpt-7") == 7
+
+
+def test_progress_line_shows_the_latest_metrics_after_the_loss() -> None:
+    """Keras fit's compiled metrics per step, its validation metrics at an epoch's end (noted
+    between steps), each the latest value, in the order first seen."""
+    out = io.StringIO()
+    reporter = ProgressReporter("local", 10, 1, 2, 0.0, out, clock=lambda: 1.0)
+    reporter.step(1, loss=0.5, metrics={"accuracy": 0.75})
+    reporter.note({"val_loss": 0.625})
+    reporter.step(2, loss=0.25, metrics={"accuracy": 0.875})
+    (line,) = out.getvalue().splitlines()
+    assert " loss 0.2500 accuracy 0.875 val_loss 0.625 | " in line

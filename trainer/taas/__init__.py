@@ -44,6 +44,15 @@ table is generated from the model (``python -m taas.settings_doc``; a test keeps
 setting                  also read from              meaning (default)
 =======================  ==========================  ============================================
 max_steps                TF_MAX_STEPS                global steps to train (1000)
+max_epochs                                           ...or this many epochs of steps_per_epoch:
+                                                     max_steps = max_epochs x steps_per_epoch
+                                                     (unset)
+steps_per_epoch                                      KerasTrainer fit: steps per epoch;
+                                                     validation and epoch callbacks at each end
+                                                     (unset: one epoch of max_steps)
+validation_steps                                     KerasTrainer fit: batches each validation
+                                                     reads from create_validation_dataset (needed
+                                                     with it; unset)
 model_dir                TF_LOGDIR, TF_MODEL_DIR,    checkpoints and summaries (chief writes)
                          --logdir, --train_dir       (/tmp/taas-model)
 checkpoint_path                                      warm start for get_init_fn (none)

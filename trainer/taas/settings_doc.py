@@ -1,12 +1,14 @@
-"""The settings table in ``taas``'s docstring, generated from :class:`TrainerSettings`.
+"""The settings tables of the docs, generated from :class:`TrainerSettings`.
 
-``python -m taas.settings_doc`` prints it; a test checks that the table in
-``trainer/taas/__init__.py`` is exactly this one, so a new setting, env name or flag alias
-cannot be left out of the docs. This module does not import TensorFlow.
+``python -m taas.settings_doc`` prints the one in ``taas``'s docstring (reStructuredText),
+``python -m taas.settings_doc --markdown`` the one in docs/trainer.md; tests check that both
+documents hold exactly these, so a new setting, env name or flag alias cannot be left out of
+the docs. This module does not import TensorFlow.
 """
 
 from __future__ import annotations
 
+import sys
 import textwrap
 
 from taas.core.settings import TrainerSettings, env_names, flag_names
@@ -49,9 +51,25 @@ def table() -> str:
     return "\n".join(lines)
 
 
+def markdown() -> str:
+    """The Markdown table of docs/trainer.md: every flag and variable of each setting."""
+    lines = [
+        "| setting (flag) | environment | meaning (default) |",
+        "| --- | --- | --- |",
+    ]
+    for name, field in TrainerSettings.model_fields.items():
+        flags = ", ".join(f"`{flag}`" for flag in flag_names(name))
+        envs = ", ".join(f"`{env}`" for env in env_names(name))
+        meaning = field.description or ""
+        if field.default is not None:
+            meaning += f" ({_default(field.default)})"
+        lines.append(f"| {flags} | {envs} | {meaning} |")
+    return "\n".join(lines)
+
+
 def _line(cells: tuple[str, ...]) -> str:
     return "  ".join(cell.ljust(width) for cell, width in zip(cells, WIDTHS, strict=True)).rstrip()
 
 
 if __name__ == "__main__":
-    print(table())
+    print(markdown() if sys.argv[1:] == ["--markdown"] else table())

@@ -6,7 +6,9 @@ Environment:
 - ``RECORD_STEP``: ``fit`` (default: ``train`` not overridden, the base class runs fit) or
   ``custom`` (``train(batch)`` overridden: a GradientTape step; Python runs it only while
   tracing, so it records ``train`` once per trace, with the replica context it saw);
-- ``RECORD_NAN_FROM``: labels turn NaN after this many examples (the non-finite loss test).
+- ``RECORD_NAN_FROM``: labels turn NaN after this many examples (the non-finite loss test);
+- ``RECORD_FIT_HOOKS``: set: also override ``callbacks`` and ``create_validation_dataset``
+  (hooks only ``fit`` calls: refused beside a custom step).
 
 It also defines methods named like the engine's (``run``, ``_train``, ``_build``, ...); each
 prints ``TRAP <name>`` and raises: the engine is a separate object and must never call them.
@@ -25,6 +27,7 @@ import taas
 
 STEP = os.environ.get("RECORD_STEP", "fit")
 NAN_FROM = int(os.environ.get("RECORD_NAN_FROM", "0"))
+FIT_HOOKS = bool(os.environ.get("RECORD_FIT_HOOKS"))
 
 
 class Recording(taas.KerasTrainer):
@@ -90,6 +93,16 @@ class Recording(taas.KerasTrainer):
                 zip(tape.gradient(loss, variables), variables, strict=True)
             )
             return loss
+
+    if FIT_HOOKS:
+
+        def callbacks(self):
+            self.record("callbacks")
+            return []
+
+        def create_validation_dataset(self, input_context):
+            self.record("create_validation_dataset")
+            return self.create_dataset(input_context)
 
     def after_train(self, model, is_chief):
         w, b = self.weights(model)

@@ -31,7 +31,7 @@ This module does not import TensorFlow (no module of ``taas.core`` does: import-
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -64,12 +64,15 @@ class StepResult:
 
     ``global_step`` is None when the step ran outside the base class's step helper (old style:
     the user's own ``session.run``); the engine then reads the global step itself. ``loss`` is
-    None when the engine did not see it (no progress loss, no non-finite check).
+    None when the engine did not see it (no progress loss, no non-finite check). ``metrics``:
+    the step's other values by name (Keras fit's compiled metrics), shown and published with
+    the loss.
     """
 
     global_step: int | None = None
     loss: float | None = None
     examples: int | None = None
+    metrics: Mapping[str, float] | None = None
 
 
 class StepLog:

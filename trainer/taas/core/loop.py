@@ -21,7 +21,7 @@ This module does not import TensorFlow.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from taas.core.engine import StepResult
 from taas.core.exit_codes import LOSS_NOT_FINITE, LossNotFiniteError
@@ -77,9 +77,11 @@ class TrainLoop:
         """Account one finished step; return False when the loop should end after it."""
         if result.global_step is not None:
             self.global_step = result.global_step
-        SCALARS.stamp(self.global_step)
         check_finite_loss(result)
-        self.progress.step(self.global_step, result.loss, result.examples)
+        for name, value in (result.metrics or {}).items():
+            SCALARS.log(name, value, self.global_step)
+        SCALARS.stamp(self.global_step)
+        self.progress.step(self.global_step, result.loss, result.examples, result.metrics)
         if self._first:
             print(f"[{self.task}] first step done {process_age():.2f}s after start", flush=True)
             self._first = False
@@ -87,6 +89,13 @@ class TrainLoop:
             print(f"[{self.task}] train() returned True: stopping early", flush=True)
             return False
         return self.running
+
+    def scalars(self, values: Mapping[str, float]) -> None:
+        """Values measured at the current global step outside a step (Keras's validation
+        metrics at an epoch's end): published with the progress, shown on the next line."""
+        for name, value in values.items():
+            SCALARS.log(name, value, self.global_step)
+        self.progress.note(values)
 
     def finish(self) -> int:
         """Print the last progress line and "training done"; return the final global step."""

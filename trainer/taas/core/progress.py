@@ -5,6 +5,10 @@ first (0 turns a trigger off), e.g.::
 
     [worker:1] step 200 global 410/1000 loss 0.3124 | 2450.1 ex/s 0.041 s/batch | ETA 24s
 
+with the latest value of each other metric the engine saw after the loss (Keras fit's compiled
+metrics per step, its validation metrics at each epoch's end: ``loss 0.3124 accuracy 0.9
+val_loss 0.35``);
+
 and, when a task starts with the global step already at ``max_steps`` (a re-run on a finished
 model dir), one line saying so (:func:`nothing_to_train`). :func:`process_age` times the
 "session ready" and "first step done" lines from the start of the process.
@@ -20,12 +24,14 @@ import os
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TextIO
 
 from taas.core.publish import Publisher, document
 
 PUBLISH_EVERY_SECS = 1.0
+#: Values besides the loss a line shows (Keras's compiled and validation metrics), first come.
+MAX_SHOWN = 8
 
 
 class ProgressReporter:
@@ -53,6 +59,7 @@ class ProgressReporter:
         self.examples = 0
         self.first_global: int | None = None
         self.loss: float | None = None
+        self.metrics: dict[str, float] = {}  # the latest value of each, shown after the loss
         self._start = clock()
         self._mark = (self._start, 0, 0)  # (time, local step, examples) at the last line
         self.publisher = publisher
@@ -60,15 +67,22 @@ class ProgressReporter:
         self._rate: float | None = None  # examples/s in the last document
 
     def step(
-        self, global_step: int, loss: float | None = None, examples: int | None = None
+        self,
+        global_step: int,
+        loss: float | None = None,
+        examples: int | None = None,
+        metrics: Mapping[str, float] | None = None,
     ) -> None:
-        """Record one finished local step that left the global step at ``global_step``."""
+        """Record one finished local step that left the global step at ``global_step``
+        (``metrics``: its other values by name, shown after the loss)."""
         if self.first_global is None:
             self.first_global = global_step
         self.local_step += 1
         self.examples += self.batch_size if examples is None else examples
         if loss is not None:
             self.loss = loss
+        if metrics:
+            self.note(metrics)
         now = self.clock()
         by_steps = self.every_steps and self.local_step % self.every_steps == 0
         by_time = self.every_secs and now - self._mark[0] >= self.every_secs
@@ -76,6 +90,12 @@ class ProgressReporter:
             self.emit(global_step, now)
         if self.publisher is not None and now - self._published[0] >= PUBLISH_EVERY_SECS:
             self.publish(global_step, now)
+
+    def note(self, values: Mapping[str, float]) -> None:
+        """Keep the latest value of each name, for the next line (at most ``MAX_SHOWN``)."""
+        for name, value in values.items():
+            if name in self.metrics or len(self.metrics) < MAX_SHOWN:
+                self.metrics[name] = float(value)
 
     def eta_seconds(self, global_step: int, now: float) -> float:
         """Seconds to ``max_steps`` at the global rate seen since this task started (NaN
@@ -111,6 +131,7 @@ class ProgressReporter:
         per_batch = elapsed / steps if steps else 0.0
         eta = self.eta_seconds(global_step, now)
         loss = f" loss {self.loss:.4f}" if self.loss is not None else ""
+        loss += "".join(f" {name} {value:.4g}" for name, value in self.metrics.items())
         print(
             f"[{self.task}] step {self.local_step} global {global_step}/{self.max_steps}{loss} | "
             f"{rate:.1f} ex/s {per_batch:.3f} s/batch | ETA {_eta(eta)}",

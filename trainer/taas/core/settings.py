@@ -67,6 +67,27 @@ class TrainerSettings(BaseSettings):
     max_steps: int = Field(
         1000, ge=1, description="global steps to train", validation_alias=_aliases("max_steps")
     )
+    max_epochs: int | None = Field(
+        None,
+        ge=1,
+        description="...or this many epochs of steps_per_epoch: max_steps = max_epochs x "
+        "steps_per_epoch (unset)",
+        validation_alias=_aliases("max_epochs"),
+    )
+    steps_per_epoch: int | None = Field(
+        None,
+        ge=1,
+        description="KerasTrainer fit: steps per epoch; validation and epoch callbacks at "
+        "each end (unset: one epoch of max_steps)",
+        validation_alias=_aliases("steps_per_epoch"),
+    )
+    validation_steps: int | None = Field(
+        None,
+        ge=1,
+        description="KerasTrainer fit: batches each validation reads from "
+        "create_validation_dataset (needed with it; unset)",
+        validation_alias=_aliases("validation_steps"),
+    )
     model_dir: str = Field(
         DEFAULT_MODEL_DIR,
         min_length=1,
@@ -209,6 +230,25 @@ class TrainerSettings(BaseSettings):
         return ",".join(parts)
 
     @model_validator(mode="after")
+    def _epochs_set_max_steps(self) -> TrainerSettings:
+        if self.max_epochs is None:
+            return self
+        if self.steps_per_epoch is None:
+            raise ValueError(
+                "max_epochs needs steps_per_epoch (the dataset repeats, so an epoch has no end of "
+                "its own): set TAAS_STEPS_PER_EPOCH or --steps_per_epoch, or give max_steps "
+                "instead of max_epochs"
+            )
+        total = self.max_epochs * self.steps_per_epoch
+        if "max_steps" in self.model_fields_set and self.max_steps != total:
+            raise ValueError(
+                f"max_steps {self.max_steps} and max_epochs {self.max_epochs} x steps_per_epoch "
+                f"{self.steps_per_epoch} = {total} disagree: give one of max_steps and max_epochs"
+            )
+        object.__setattr__(self, "max_steps", total)  # frozen: set once, while validating
+        return self
+
+    @model_validator(mode="after")
     def _backup_needs_sync(self) -> TrainerSettings:
         if self.backup_workers and not self.sync:
             raise ValueError("backup_workers needs sync mode: set TAAS_SYNC=true or --sync")
@@ -216,6 +256,20 @@ class TrainerSettings(BaseSettings):
 
 
 _FIELDS = set(TrainerSettings.model_fields)
+
+
+def refuse_fit_only(settings: TrainerSettings, where: str) -> None:
+    """Raise :class:`SettingsError` when a setting only Keras ``fit`` reads is set for a loop
+    that is not ``fit`` (``where`` names it): ``validation_steps``, ``steps_per_epoch`` without
+    ``max_epochs`` (with it, it only sets ``max_steps``)."""
+    names = [name for name in ("validation_steps",) if getattr(settings, name) is not None]
+    if settings.steps_per_epoch is not None and settings.max_epochs is None:
+        names.append("steps_per_epoch")
+    if names:
+        raise SettingsError(
+            f"{', '.join(names)} mean(s) something only to KerasTrainer's fit, not to {where}: "
+            f"unset {' and '.join(sources(name) for name in names)}"
+        )
 
 
 def parse_flags(argv: Sequence[str]) -> tuple[dict[str, str], list[str]]:

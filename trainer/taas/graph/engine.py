@@ -28,7 +28,7 @@ from taas.core.engine import StepLog, StepResult
 from taas.core.exit_codes import PreemptedError
 from taas.core.loop import train_loop
 from taas.core.progress import nothing_to_train, process_age
-from taas.core.settings import SettingsError, TrainerSettings
+from taas.core.settings import SettingsError, TrainerSettings, refuse_fit_only
 from taas.graph.devices import session_config
 from taas.graph.evaluator import run_evaluator
 from taas.graph.exporter import raw_session
@@ -59,6 +59,7 @@ class GraphEngine:
     def run(self) -> None:
         """Play this task's part: serve (PS), evaluate (evaluator), or train."""
         cluster, settings = self.cluster, self.settings
+        refuse_fit_only(settings, "graph mode")
         config = session_config(settings, cluster)
         if cluster.task_type == "evaluator":
             run_evaluator(self.trainer, settings, cluster, config)

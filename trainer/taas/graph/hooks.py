@@ -17,7 +17,7 @@ from typing import Any
 from taas.core.cluster import ClusterInfo
 from taas.core.publish import log_scalar
 from taas.core.settings import TrainerSettings
-from taas.graph.exporter import ModelExporter
+from taas.graph.exporter import ModelExporter, raw_session
 from taas.graph.steps import StepRunner
 
 InitFn = Callable[[Any], None]
@@ -115,6 +115,16 @@ class GraphHooks:
                 "train() and start the trainer with main()"
             )
         return self._taas_steps.run(session, self.train_op, self.loss, feed_dict, examples)
+
+    def read_global_step(self, session: Any) -> int:
+        """The global step now, read past the session's hooks.
+
+        ``session`` in ``train`` is a ``MonitoredSession``: each ``session.run`` also runs the
+        chief's summary and checkpoint hooks, whose summaries may need your placeholders fed
+        (``session.run(global_step)`` alone then fails with "You must feed a value for
+        placeholder"). This reads the variable with the plain session under it.
+        """
+        return int(raw_session(session).run(self.global_step))
 
     def log_scalar(self, name: str, value: float, step: int | None = None) -> None:
         """Publish a scalar (accuracy, learning rate, ...) with the chief's progress: its last

@@ -2,6 +2,7 @@
 
 ``trainer`` (the public class: ``hooks`` + ``main()``), ``hooks`` (what users override and
 call), ``engine`` (KerasEngine: one task's part), ``strategies`` (which strategy and role, pure),
-``steps`` (``fit`` or the custom step, feeding the shared loop), ``checkpoints`` (checkpoints,
+``fit`` (Keras ``fit`` as the loop: callbacks, validation, epochs, the step loss, Keras 3),
+``steps`` (the custom step, feeding the shared loop), ``checkpoints`` (checkpoints,
 summaries, SIGTERM), ``evaluator`` (the evaluator task). Never imports ``taas.graph``.
 """

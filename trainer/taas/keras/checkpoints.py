@@ -2,7 +2,8 @@
 
     CheckpointKeeper(settings, plan, task, model, optimizer, strategy)
         .latest() .restore(path)        resume (every replica reads the chief's model_dir)
-        .after_step(step, loss)         chief: summaries, periodic checkpoints; SIGTERM check
+        .after_step(step, loss, metrics) chief: summaries, periodic checkpoints; SIGTERM check
+        .epoch_end(step, values)        chief: summaries of fit's validation metrics
         .stop_watching()                after the loop: SIGTERM is plain again
         .finish(step)                   chief: the final checkpoint
         .watch_sigterm(resolver)        from here SIGTERM means "checkpoint, then exit 143"
@@ -32,6 +33,7 @@ import shutil
 import signal
 import tempfile
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import tensorflow as tf
@@ -129,13 +131,16 @@ class CheckpointKeeper:
 
     # ------------------------------------------------------------------ steps
 
-    def after_step(self, step: int, loss: float | None) -> None:
-        """After each finished step: summaries and checkpoints when due, then SIGTERM."""
+    def after_step(
+        self, step: int, loss: float | None, metrics: Mapping[str, float] | None = None
+    ) -> None:
+        """After each finished step: summaries (the loss, ``metrics``) and checkpoints when
+        due, then SIGTERM."""
         self._step = step
         settings = self.settings
         summaries = settings.save_summaries_steps
         if self.writes and summaries and step % summaries == 0:
-            self._summaries(step, loss)
+            self._summaries(step, loss, metrics or {})
         if (self.writes or self.collective) and self._checkpoint_due(step):
             self.save(step)
         if self._handler is not None:
@@ -168,12 +173,22 @@ class CheckpointKeeper:
         total = self.strategy.run(replica_fn, args=(flag,))
         return float(self.strategy.experimental_local_results(total)[0]) > 0
 
-    def _summaries(self, step: int, loss: float | None) -> None:
+    def epoch_end(self, step: int, values: Mapping[str, float]) -> None:
+        """Chief: ``values`` (fit's validation metrics) as summaries at global step ``step``."""
+        if self._writer is None or not self.settings.save_summaries_steps:
+            return
+        with self._writer.as_default(step=step):
+            for name, value in values.items():
+                tf.summary.scalar(name, value)
+
+    def _summaries(self, step: int, loss: float | None, metrics: Mapping[str, float]) -> None:
         assert self._writer is not None
         now = time.monotonic()
         with self._writer.as_default(step=step):
             if loss is not None:
                 tf.summary.scalar("loss", loss)
+            for name, value in metrics.items():
+                tf.summary.scalar(name, value)
             if self._summary_mark is not None:
                 then, before = self._summary_mark
                 if now > then and step > before:

@@ -26,10 +26,12 @@ from taas.core import stopping
 from taas.core.cluster import ClusterInfo
 from taas.core.loop import TrainLoop
 from taas.core.progress import nothing_to_train, process_age
+from taas.core.settings import SettingsError, refuse_fit_only
 from taas.keras.checkpoints import CheckpointKeeper
 from taas.keras.evaluator import run_evaluator
-from taas.keras.hooks import KerasHooks, overrides_train
-from taas.keras.steps import run_custom_steps, run_fit
+from taas.keras.fit import fit_keras, run_fit
+from taas.keras.hooks import FIT_ONLY_HOOKS, KerasHooks, overrides_hook, overrides_train
+from taas.keras.steps import run_custom_steps
 from taas.keras.strategies import StrategyPlan, plan_strategy
 from taas.runtime import coordination
 from taas.runtime.preflight import require_writable_model_dir
@@ -62,6 +64,8 @@ class KerasEngine:
         if plan.role == "serve":
             self._serve(plan)
             return
+        if overrides_train(self.trainer):
+            refuse_custom_step_with_fit_hooks(self.trainer, settings)
         if plan.is_chief:
             require_writable_model_dir(settings)
         self._train(plan)
@@ -144,8 +148,6 @@ class KerasEngine:
                 loss = getattr(model, "loss", None)
                 optimizer = getattr(model, "optimizer", None)
         if optimizer is None:
-            from taas.core.settings import SettingsError
-
             raise SettingsError(
                 f"{type(trainer).__name__}.build_model() returned a model that is not compiled: "
                 "compile it (model.compile(optimizer=..., loss=...)) or return "
@@ -161,6 +163,7 @@ class KerasEngine:
         trainer.strategy = strategy
         trainer.global_batch_size = settings.batch_size * plan.replicas
         model, optimizer = self._build(strategy)
+        keras = None if overrides_train(trainer) else fit_keras(trainer, model, plan)
         keeper = CheckpointKeeper(settings, plan, task, model, optimizer, strategy)
         checkpoint = keeper.latest()
         if checkpoint:
@@ -180,8 +183,10 @@ class KerasEngine:
                 else f"[{task}] chief; no checkpoint in model_dir, initialising",
                 flush=True,
             )
+        how = "your train(batch) under strategy.run" if keras is None else f"{keras.__name__} fit"
         print(
-            f"[{task}] model ready {process_age():.2f}s after start; global step {start}",
+            f"[{task}] model ready {process_age():.2f}s after start; global step {start}; "
+            f"steps: {how}",
             flush=True,
         )
         keeper.watch_sigterm(resolver)
@@ -195,10 +200,10 @@ class KerasEngine:
             print(line, flush=True)
         else:
             workers = len(plan.hosts("worker"))
-            if overrides_train(trainer):
+            if keras is None:
                 run_custom_steps(trainer, strategy, coordinator, loop, keeper, workers)
             else:
-                run_fit(trainer, model, coordinator, loop, keeper, workers)
+                run_fit(trainer, model, keras, coordinator, loop, keeper, workers)
             if coordinator is not None:
                 coordinator.join()
             loop.finish()
@@ -221,6 +226,18 @@ class KerasEngine:
         context.context().wait_at_barrier("taas_training_end", timeout_ms)
         if plan.task_type in ("chief", "worker") and plan.task_index == 0:
             time.sleep(END_LINGER_SECS)
+
+
+def refuse_custom_step_with_fit_hooks(trainer: KerasHooks, settings: Any) -> None:
+    """A custom ``train(batch)`` runs no ``fit``: its hooks and settings would do nothing."""
+    hooks = [name for name in FIT_ONLY_HOOKS if overrides_hook(trainer, name)]
+    if hooks:
+        raise SettingsError(
+            f"{type(trainer).__name__} overrides train(batch), so fit does not run, and "
+            f"{', '.join(hooks)} would never be called: drop train(batch) to run fit, or "
+            "call your callbacks and validation from your own step"
+        )
+    refuse_fit_only(settings, "a custom train(batch) step")
 
 
 def configure_devices(settings: Any, plan: StrategyPlan, gpus: list[Any]) -> None:

@@ -57,6 +57,28 @@ class KerasHooks:
             f"{type(self).__name__} must override create_dataset(input_context) to train"
         )
 
+    def create_validation_dataset(self, input_context: Any) -> Any:
+        """Return a ``tf.data.Dataset`` of ``(features, labels)`` batches to validate on at
+        each epoch's end (``fit``'s ``validation_data``), or None (the default: no validation).
+
+        Called like ``create_dataset``, once per input pipeline, on each task that runs ``fit``
+        (the coordinator's workers under ParameterServerStrategy). A dataset that ends is read
+        to its end each time; one that repeats needs ``validation_steps``.
+        """
+        return None
+
+    def callbacks(self) -> list[Any]:
+        """Return your Keras callbacks for ``fit`` (``EarlyStopping``, ``ReduceLROnPlateau``,
+        your own), of the Keras your model is built with; default: none.
+
+        Called once after ``build_model`` (and the restore or warm start), on each task that
+        runs ``fit``. They run after TaaS's own callback, so they see each step once TaaS has
+        reported, checked and checkpointed it; one that sets ``self.model.stop_training`` (as
+        ``EarlyStopping`` does) ends training there, with ``after_train`` and the final
+        checkpoint as at ``max_steps``. Not called with a custom ``train(batch)``.
+        """
+        return []
+
     def get_init_fn(self, checkpoint_path: str) -> WarmStartFn | None:
         """Return ``fn(model)`` warm-starting from ``checkpoint_path``, or None.
 
@@ -69,7 +91,9 @@ class KerasHooks:
     def train(self, batch: Any) -> Any:
         """One custom step on this replica's ``batch``; return the loss (a scalar tensor).
 
-        Not overridden: the base class runs ``model.fit``. Overridden, it runs in a
+        Not graph mode's ``train(session, global_step, is_chief) -> bool``: here it is what
+        Keras calls ``train_step``, the step itself. Not overridden: the base class runs
+        ``model.fit``. Overridden, it runs in a
         ``tf.function`` under ``strategy.run``; the returned losses are summed over the
         replicas, so return ``self.average_loss(per_example_loss)`` (scaled by the global
         batch, which also makes the summed gradients right).
@@ -109,7 +133,9 @@ class KerasHooks:
         is_chief = self.cluster.is_chief if self.cluster.distributed else True
         target = export_dir if is_chief else tempfile.mkdtemp(prefix="taas-export-")
         try:
-            if hasattr(model, "save"):
+            if type(model).__module__.startswith("keras."):
+                model.export(target)  # Keras 3: save() writes .keras files, export() SavedModels
+            elif hasattr(model, "save"):
                 model.save(target)
             else:
                 import tensorflow as tf
@@ -121,9 +147,18 @@ class KerasHooks:
         return os.path.abspath(export_dir)
 
 
+def overrides_hook(trainer: KerasHooks, name: str) -> bool:
+    """True when the subclass wrote its own hook ``name``."""
+    return getattr(type(trainer), name) is not getattr(KerasHooks, name)
+
+
 def overrides_train(trainer: KerasHooks) -> bool:
     """True when the subclass wrote its own ``train`` step (else the engine runs ``fit``)."""
-    return type(trainer).train is not KerasHooks.train
+    return overrides_hook(trainer, "train")
 
 
-__all__ = ["KerasHooks", "WarmStartFn", "overrides_train"]
+#: Hooks only ``fit`` calls: overriding them beside ``train(batch)`` is refused.
+FIT_ONLY_HOOKS = ("callbacks", "create_validation_dataset")
+
+
+__all__ = ["FIT_ONLY_HOOKS", "KerasHooks", "WarmStartFn", "overrides_hook", "overrides_train"]

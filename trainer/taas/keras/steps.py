@@ -1,7 +1,7 @@
-"""TensorFlow 2: the two ways the loop's steps run, both feeding the shared ``TrainLoop``.
+"""TensorFlow 2: the custom step loop, and what it shares with ``fit`` (``taas.keras.fit``).
 
     run_custom_steps(trainer, strategy, coordinator, loop, keeper)   the user's train(batch)
-    run_fit(trainer, model, coordinator, loop, keeper)               Keras fit, tf_keras
+    report(loop, keeper, loss, metrics)                              one finished step
 
 Each finished step goes to :class:`taas.core.loop.TrainLoop` (progress lines, the NaN check, the
 stop at ``max_steps``), then to the :class:`~taas.keras.checkpoints.CheckpointKeeper`
@@ -16,13 +16,13 @@ line shows is the number of steps finished, never merely scheduled.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from typing import Any
 
 import tensorflow as tf
 
 from taas.core.engine import StepResult
 from taas.core.loop import TrainLoop
-from taas.core.settings import SettingsError
 from taas.keras.checkpoints import CheckpointKeeper
 from taas.keras.hooks import KerasHooks
 
@@ -32,15 +32,21 @@ def window(coordinator: Any, workers: int) -> int:
     return 0 if coordinator is None else max(4, 2 * workers)
 
 
-def report(loop: TrainLoop, keeper: CheckpointKeeper, loss: float | None) -> bool:
+def report(
+    loop: TrainLoop,
+    keeper: CheckpointKeeper,
+    loss: float | None,
+    metrics: Mapping[str, float] | None = None,
+) -> bool:
     """One more finished step; False when the loop should end."""
     step = loop.global_step + 1
-    more = loop.step(StepResult(step, loss))
-    keeper.after_step(step, loss)
+    more = loop.step(StepResult(step, loss, metrics=metrics))
+    keeper.after_step(step, loss, metrics)
     return more
 
 
-def _fetch(value: Any) -> Any:
+def fetch(value: Any) -> Any:
+    """``value``, fetched when it is a ParameterServerStrategy RemoteValue."""
     return value.fetch() if hasattr(value, "fetch") else value
 
 
@@ -78,59 +84,5 @@ def run_custom_steps(
         while scheduled < todo and len(pending) <= limit:
             pending.append(coordinator.schedule(step, args=(iterator,)))
             scheduled += 1
-        if not pending or not report(loop, keeper, float(_fetch(pending.popleft()))):
+        if not pending or not report(loop, keeper, float(fetch(pending.popleft()))):
             return
-
-
-def run_fit(
-    trainer: KerasHooks,
-    model: Any,
-    coordinator: Any,
-    loop: TrainLoop,
-    keeper: CheckpointKeeper,
-    workers: int = 1,
-) -> None:
-    """``model.fit`` over the remaining steps, each finished batch reported to the loop."""
-    import tf_keras
-
-    if not isinstance(model, tf_keras.Model):
-        raise SettingsError(
-            f"{type(trainer).__name__}.build_model() returned a {type(model).__module__}."
-            f"{type(model).__name__}, not a tf_keras model: TaaS runs fit with tf_keras "
-            "(Keras 3's fit fails under MultiWorkerMirroredStrategy and ParameterServerStrategy,"
-            " keras-team/keras#20585). Build it with `import tf_keras as keras`, or override "
-            "train(batch) for a custom step"
-        )
-
-    class LoopCallback(tf_keras.callbacks.Callback):
-        """Reports each finished batch; stops fit when the loop ends."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self._supports_tf_logs = True  # PS training hands RemoteValues: fetched in order
-            self.pending: deque[Any] = deque()
-            self.limit = window(coordinator, workers)
-
-        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-            self.pending.append(logs)
-            while len(self.pending) > self.limit:
-                self._report_one()
-
-        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-            while self.pending:
-                self._report_one()
-
-        def _report_one(self) -> None:
-            logs = _fetch(self.pending.popleft()) or {}
-            loss = float(logs["loss"]) if "loss" in logs else None
-            if not report(loop, keeper, loss):
-                self.model.stop_training = True
-
-    creator = tf_keras.utils.experimental.DatasetCreator(trainer.create_dataset)
-    model.fit(
-        creator,
-        epochs=1,
-        steps_per_epoch=loop.max_steps - loop.global_step,
-        verbose=0,
-        callbacks=[LoopCallback()],
-    )

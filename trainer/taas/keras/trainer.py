@@ -7,9 +7,10 @@ the class to :func:`taas.core.runner.run` with :class:`taas.keras.engine.KerasEn
 engine, imported (with TensorFlow) only when the runner asks, after the settings are read.
 Importing this module does not import TensorFlow (a test checks it).
 
-``fit`` needs ``tf_keras`` (Keras 2) under MultiWorkerMirroredStrategy and
-ParameterServerStrategy (Keras 3's ``fit`` fails there, keras-team/keras#20585): build models
-with ``import tf_keras as keras``.
+``fit`` takes ``tf_keras`` (Keras 2) models under every strategy and Keras 3 models in one
+process and under MirroredStrategy; Keras 3's ``fit`` fails under MultiWorkerMirroredStrategy
+and ParameterServerStrategy (keras-team/keras#20585), where such a model is refused naming the
+fix (``taas.keras.fit``).
 """
 
 from __future__ import annotations
@@ -40,10 +41,15 @@ class KerasTrainer(KerasHooks):
                  restore the latest checkpoint in model_dir, else (with checkpoint_path):
                      init = get_init_fn(checkpoint_path); init(model)        warm start
         data     create_dataset(input_context)         per input pipeline, called by the strategy
-        loop     train() not overridden: model.fit over the remaining steps
+        loop     train() not overridden: model.fit over the remaining steps, with
+                     callbacks = [TaaS's] + callbacks()    the user's run after TaaS's
+                     validation: create_validation_dataset(input_context), validation_steps
+                     batches at each epoch's end (epochs of steps_per_epoch; else one epoch)
+                     a callback's model.stop_training (EarlyStopping) ends the loop early
                  train(batch) overridden: one custom step per call, run by strategy.run in a
                      tf.function (scheduled on a worker under ParameterServerStrategy)
-                 progress line every N steps/secs; chief: checkpoints, summaries
+                 progress line every N steps/secs (the step's loss, fit's metrics);
+                 chief: checkpoints, summaries
                  loss NaN/infinite: exit 3; SIGTERM: checkpoint, exit 143 (resumes there)
                  (already at max_steps: one line "nothing to train", no steps)
         end      after_train(model, is_chief)           evaluate, export_model(model, dir)

@@ -1,0 +1,274 @@
+"""TensorFlow 2: Keras ``fit`` as the loop, for tf_keras models everywhere and Keras 3 models
+where Keras 3's ``fit`` works.
+
+    keras = fit_keras(trainer, model, plan)     tf_keras or keras; refuses what cannot run
+    run_fit(trainer, model, keras, coordinator, loop, keeper, workers)
+
+``fit`` gets TaaS's callback first, then the user's ``callbacks()``. TaaS's reports each
+finished batch to the shared :class:`~taas.core.loop.TrainLoop` (progress lines, the NaN check,
+the stop at ``max_steps``), then to the :class:`~taas.keras.checkpoints.CheckpointKeeper`
+(summaries, checkpoints, SIGTERM); at each epoch's end it publishes the validation metrics. So
+the user's callbacks see a step only once it is checked and checkpointed, and one that stops
+``fit`` (``EarlyStopping``) leaves the engine to finish as at ``max_steps``: ``after_train``,
+the final checkpoint.
+
+The loss reported is the step's own, as in graph mode and the custom step: ``logs["loss"]`` in
+a callback is Keras's running mean since the epoch began (1.66 while the model already fits
+to 0.0025), so while ``fit`` runs (:func:`step_loss`) each train step's logs also carry
+``step_loss``: the loss that step minimised (``compute_loss``'s, summed over the replicas: the
+mean over the global batch). A model whose own ``train_step`` does not call ``compute_loss``
+has none: then the progress shows Keras's running mean, and says so once. The compiled metrics
+are shown as Keras computes them: means since the epoch began.
+
+Epochs: without ``steps_per_epoch`` one epoch of the remaining steps; with it, epochs of that
+many steps, epoch ``global step // steps_per_epoch`` first (a run resumed mid-epoch runs whole
+epochs from where it resumed), the last one cut at ``max_steps``.
+
+Keras 3 (``import keras``): its ``fit`` runs under the default strategy and MirroredStrategy;
+under MultiWorkerMirroredStrategy and ParameterServerStrategy it fails on TensorFlow 2.21
+(keras-team/keras#20585), so such a model is refused there, naming the fix.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any
+
+import tensorflow as tf
+
+from taas.core.loop import TrainLoop
+from taas.core.settings import SettingsError
+from taas.keras.checkpoints import CheckpointKeeper
+from taas.keras.hooks import KerasHooks, overrides_hook
+from taas.keras.steps import fetch, report, window
+from taas.keras.strategies import StrategyPlan
+
+KERAS3_FIT_ISSUE = "keras-team/keras#20585"
+#: The logs' entry with each train step's own loss (Keras's ``loss`` is a running mean).
+STEP_LOSS = "step_loss"
+#: Strategies whose fit Keras 3 cannot run on TensorFlow 2.21 (their names as users know them).
+KERAS3_NO_FIT = {
+    "multi_worker_mirrored": "MultiWorkerMirroredStrategy",
+    "parameter_server": "ParameterServerStrategy",
+}
+
+
+def fit_keras(trainer: KerasHooks, model: Any, plan: StrategyPlan) -> ModuleType:
+    """The Keras ``model`` belongs to (``tf_keras`` or Keras 3's ``keras``), when ``fit`` can
+    train it under ``plan``'s strategy; else :class:`SettingsError` naming the fix."""
+    import tf_keras
+
+    name = f"{type(trainer).__name__}.build_model()"
+    what = f"{type(model).__module__}.{type(model).__name__}"
+    if isinstance(model, tf_keras.Model):
+        _one_step_per_call(name, model)
+        return tf_keras
+    keras = _keras3()
+    if keras is None or not isinstance(model, keras.Model):
+        raise SettingsError(
+            f"{name} returned a {what}, not a Keras model: return a compiled tf_keras "
+            "(`import tf_keras as keras`) or Keras 3 model, or (model, loss, optimizer)"
+        )
+    if plan.kind in KERAS3_NO_FIT:
+        raise SettingsError(
+            f"{name} returned a Keras 3 model ({what}): Keras 3's fit fails under "
+            f"{KERAS3_NO_FIT[plan.kind]} on TensorFlow 2.21 ({KERAS3_FIT_ISSUE}). Build it "
+            "with `import tf_keras as keras` (Keras 2 runs fit under every strategy); Keras 3 "
+            "models train with fit in one process and under MirroredStrategy only"
+        )
+    _one_step_per_call(name, model)
+    return keras
+
+
+def _one_step_per_call(name: str, model: Any) -> None:
+    """Refuse ``compile(steps_per_execution=N > 1)``: Keras then calls the callbacks once per N
+    steps, and TaaS counts, checks and checkpoints each step."""
+    value = getattr(model, "steps_per_execution", 1)
+    auto = isinstance(value, str) or getattr(model, "_autotune_steps_per_execution", False)
+    steps = 1 if auto or value is None else int(value.numpy() if hasattr(value, "numpy") else value)
+    if steps > 1 or auto:
+        raise SettingsError(
+            f"{name} compiled the model with steps_per_execution="
+            f"{'auto' if steps <= 1 else steps}: Keras then reports only every Nth step, and "
+            "TaaS counts, checks and checkpoints each one; compile without steps_per_execution"
+        )
+
+
+def _keras3() -> ModuleType | None:
+    try:
+        import keras
+    except ImportError:
+        return None
+    return keras if keras.__version__.split(".")[0] >= "3" else None
+
+
+@contextmanager
+def step_loss(model: Any) -> Iterator[None]:
+    """While in the block, each train step's logs carry ``STEP_LOSS`` (see the module): the
+    model's ``train_step`` and ``compute_loss`` are wrapped on the instance, then unwrapped."""
+    train_step, compute_loss = model.train_step, model.compute_loss
+    losses: list[Any] = []
+
+    def recording_loss(*args: Any, **kwargs: Any) -> Any:
+        loss = compute_loss(*args, **kwargs)
+        losses.append(loss)
+        return loss
+
+    def step_with_loss(data: Any) -> Any:
+        losses.clear()
+        logs = train_step(data)
+        if len(losses) != 1 or not isinstance(logs, dict):
+            return logs  # the model's own train_step: no single loss to show
+        loss = losses[0]  # scaled by 1 / replicas, for the optimizer: the sum is the mean
+        context = tf.distribute.get_replica_context()
+        if context is not None and context.num_replicas_in_sync > 1:
+            loss = context.all_reduce(tf.distribute.ReduceOp.SUM, loss)
+        return {**logs, STEP_LOSS: loss}
+
+    model.train_step, model.compute_loss = step_with_loss, recording_loss
+    try:
+        yield
+    finally:
+        del model.train_step, model.compute_loss  # the class's methods again
+
+
+def user_callbacks(trainer: KerasHooks, keras: ModuleType, coordinated: bool) -> list[Any]:
+    """``trainer.callbacks()``, each checked to be a callback of the model's Keras and, under
+    ParameterServerStrategy (``coordinated``), one Keras runs there: epoch-level hooks only
+    (a batch's logs are not known on the coordinator when the batch is scheduled)."""
+    name = f"{type(trainer).__name__}.callbacks()"
+    callbacks = list(trainer.callbacks() or [])
+    for callback in callbacks:
+        if not isinstance(callback, keras.callbacks.Callback):
+            raise SettingsError(
+                f"{name} returned {callback!r}, not a {keras.__name__}.callbacks.Callback: "
+                f"build callbacks with the Keras the model is built with "
+                f"(`import {keras.__name__} as keras`)"
+            )
+        if coordinated and _batch_level(callback):
+            raise SettingsError(
+                f"{name} returned {type(callback).__name__}, which has batch-level hooks "
+                "(on_train_batch_end and the like): under ParameterServerStrategy Keras runs "
+                "only epoch-level callbacks (EarlyStopping, ReduceLROnPlateau, on_epoch_end); "
+                "move its work to on_epoch_end, or train with MultiWorkerMirroredStrategy "
+                "(no PS replicas)"
+            )
+    return callbacks
+
+
+def _batch_level(callback: Any) -> bool:
+    """True when Keras would refuse ``callback`` under ParameterServerStrategy."""
+    if getattr(callback, "_supports_tf_logs", False):
+        return False
+    return any(
+        getattr(callback, f"_implements_{mode}_batch_hooks", lambda: False)()
+        for mode in ("train", "test", "predict")
+    )
+
+
+def run_fit(
+    trainer: KerasHooks,
+    model: Any,
+    keras: ModuleType,
+    coordinator: Any,
+    loop: TrainLoop,
+    keeper: CheckpointKeeper,
+    workers: int = 1,
+) -> None:
+    """``model.fit`` from the loop's global step to ``max_steps`` (see the module)."""
+    settings = trainer.settings
+    callbacks = [loop_callback(keras, loop, keeper, window(coordinator, workers))]
+    callbacks += user_callbacks(trainer, keras, coordinator is not None)
+    start, end = loop.global_step, loop.max_steps
+    epoch_steps = settings.steps_per_epoch or end - start
+    fit_args: dict[str, Any] = {
+        "epochs": math.ceil(end / epoch_steps) if settings.steps_per_epoch else 1,
+        "initial_epoch": start // epoch_steps if settings.steps_per_epoch else 0,
+        "steps_per_epoch": epoch_steps,
+    }
+    if overrides_hook(trainer, "create_validation_dataset"):
+        if settings.validation_steps is None:
+            raise SettingsError(
+                f"{type(trainer).__name__} overrides create_validation_dataset: set "
+                "validation_steps (TAAS_VALIDATION_STEPS or --validation_steps), the batches "
+                "each validation reads from it"
+            )
+        fit_args["validation_data"] = _data(keras, trainer, trainer.create_validation_dataset)
+        fit_args["validation_steps"] = settings.validation_steps
+    with step_loss(model):
+        model.fit(
+            _data(keras, trainer, trainer.create_dataset),
+            verbose=0,
+            shuffle=False,  # the datasets shuffle themselves (Keras 3 warns otherwise)
+            callbacks=callbacks,
+            **fit_args,
+        )
+    if loop.running:
+        print(
+            f"[{loop.task}] fit stopped at global step {loop.global_step} before max_steps "
+            f"{loop.max_steps} (a callback set model.stop_training)",
+            flush=True,
+        )
+
+
+def _data(keras: ModuleType, trainer: KerasHooks, create: Any) -> Any:
+    """What ``fit`` reads: tf_keras's DatasetCreator (every strategy), else the strategy's
+    distributed dataset (Keras 3 takes it in one process and under MirroredStrategy)."""
+    if keras.__name__ == "tf_keras":
+        return keras.utils.experimental.DatasetCreator(create)
+    return trainer.strategy.distribute_datasets_from_function(create)
+
+
+def loop_callback(keras: ModuleType, loop: TrainLoop, keeper: CheckpointKeeper, limit: int) -> Any:
+    """TaaS's callback (of ``keras``'s Callback class): reports each finished batch, in
+    order, at most ``limit`` behind under ParameterServerStrategy; stops fit when the loop
+    ends; publishes the validation metrics at each epoch's end."""
+
+    class LoopCallback(keras.callbacks.Callback):  # type: ignore[name-defined]
+        def __init__(self) -> None:
+            super().__init__()
+            self._supports_tf_logs = True  # PS training hands RemoteValues: fetched in order
+            self.pending: deque[Any] = deque()
+            self.noted = False
+
+        def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+            self.pending.append(logs)
+            while len(self.pending) > limit:
+                self._report_one()
+
+        def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+            while self.pending:
+                self._report_one()
+            validation = {
+                name: float(value)
+                for name, value in (fetch(logs) or {}).items()
+                if name.startswith("val_")
+            }
+            if validation:
+                loop.scalars(validation)
+                keeper.epoch_end(loop.global_step, validation)
+
+        def _report_one(self) -> None:
+            logs = {
+                name: float(value) for name, value in (fetch(self.pending.popleft()) or {}).items()
+            }
+            loss = logs.pop(STEP_LOSS, None)
+            running = logs.pop("loss", None)
+            if loss is None and running is not None and not self.noted:
+                print(
+                    f"[{loop.task}] note: the model's train_step does not call compute_loss: "
+                    "the progress loss is Keras's running mean since the epoch began",
+                    flush=True,
+                )
+                self.noted = True
+            if not report(loop, keeper, running if loss is None else loss, logs):
+                self.model.stop_training = True
+
+    return LoopCallback()
+
+
+__all__ = ["KERAS3_FIT_ISSUE", "STEP_LOSS", "fit_keras", "run_fit", "step_loss", "user_callbacks"]
