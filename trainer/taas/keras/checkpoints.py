@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import tempfile
 import time
 from collections.abc import Mapping
@@ -85,7 +84,6 @@ class CheckpointKeeper:
         self._saved_at = time.monotonic()
         self._summary_mark: tuple[float, int] | None = None
         self._writer = tf.summary.create_file_writer(settings.model_dir) if self.writes else None
-        self._sigterm = False
         self._handler: Any = None
         self._step = 0
 
@@ -111,7 +109,7 @@ class CheckpointKeeper:
                 resolver, self.manager, termination_config=config
             )
             return
-        signal.signal(signal.SIGTERM, self._on_sigterm)
+        stopping.checkpoint_first()
 
     def stop_watching(self) -> None:
         """After the loop: SIGTERM ends the task at once again (nothing left to checkpoint)."""
@@ -121,9 +119,6 @@ class CheckpointKeeper:
         stop = getattr(self._handler, "_stop_cluster_wise_termination_watcher_thread", None)
         if stop is not None:
             stop()
-
-    def _on_sigterm(self, signum: int, frame: Any) -> None:
-        self._sigterm = True
 
     def _preempted(self) -> None:
         where = f"checkpoint at global step {self._step}" if self.writes else "checkpoint saved"
@@ -145,7 +140,7 @@ class CheckpointKeeper:
             self.save(step)
         if self._handler is not None:
             self._handler.save_checkpoint_if_preempted()
-        elif self._sigterm:
+        elif stopping.requested():
             self.save(step)
             self._preempted()
 
