@@ -154,9 +154,6 @@ def test_progress_is_read_only_from_the_port_the_chief_declares(admin: Api, ns: 
     other.update(document("worker:0", 999, 1000, 0.0, 1.0, 1.0))
     name = unique("declared")
     _start_job(admin, ns, name, served)
-    pod = admin.pods(ns, name)[f"{name}-worker-0"]
-    ports = pod["spec"]["containers"][0]["ports"]
-    assert {"name": "taas-progress", "containerPort": served} in ports
     wait_for(lambda: _progress(admin, ns, name).get("step") == 10, "the chief's report")
 
     env = [{"name": "TAAS_PROGRESS_PORT", "value": str(elsewhere)}]
@@ -167,6 +164,9 @@ def test_progress_is_read_only_from_the_port_the_chief_declares(admin: Api, ns: 
     wait_for(lambda: _progress(admin, ns, name).get("step") == 20, "the chief's next report")
     time.sleep(3 * INTERVAL)  # reads enough to have gone elsewhere
     assert _progress(admin, ns, name)["step"] == 20
+    pod = admin.pods(ns, name)[f"{name}-worker-0"]
+    ports = pod["spec"]["containers"][0]["ports"]
+    assert {"name": "taas-progress", "containerPort": served, "protocol": "TCP"} in ports
 
 
 def test_a_host_network_chief_is_not_read(admin: Api, ns: str) -> None:
