@@ -1,7 +1,7 @@
 """Issue 29, point 2, operator side: one TFJob near the apiserver's size limit (1.2 MB of
 container args, which the apiserver stores) stops no watch. The other jobs of its namespace get
 their pods within seconds, the big job gets its own pod (as big: the pod watch carries it), and
-the watches still follow once it is deleted.
+the watches still follow once it is deleted; the client's watch (`taas get -w`) reads it too.
 
 Before the fix, the watch event of such a job was longer than aiohttp's 512 KiB line limit
 (`LineTooLong`), and the informer watched again from the same resourceVersion, met the same
@@ -12,11 +12,15 @@ No kubelet: nothing here needs a pod to run.
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 
 import pytest
 from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, wait_for
+
+from taas_controlplane.launcher import ControlPlane
+from taas_operator.client import TFJobClient
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
 
@@ -75,3 +79,23 @@ def test_a_job_of_1_2_mb_stops_no_other_job(admin: Api, namespaces: tuple[str, s
     last = unique("last")
     admin.create_tfjob(shared, _small(last))
     _pods_within(admin, shared, last, 1, PODS_WITHIN_S)
+
+
+def test_the_client_watch_follows_past_a_job_of_1_2_mb(
+    admin: Api, control_plane: ControlPlane
+) -> None:
+    """`taas get -w` and `TFJobClient.watch/wait` read the same events (before the fix, the big
+    job's event ended the watch with aiohttp's LineTooLong)."""
+    ns = new_namespace(admin, "big-client")
+    client = TFJobClient(kubeconfig=control_plane.kubeconfig, namespace=ns)
+    admin.create_tfjob(ns, _small("first"))
+    changes = client.watch(timeout=60)
+    try:
+        first = next(changes)
+        assert (first.type, first.job.name) == ("ADDED", "first")
+        admin.create_tfjob(ns, _big("big"))
+        admin.create_tfjob(ns, _small("after"))
+        seen = [(c.type, c.job.name) for c in itertools.islice(changes, 2)]
+        assert seen == [("ADDED", "big"), ("ADDED", "after")]
+    finally:
+        changes.close()
