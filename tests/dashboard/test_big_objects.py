@@ -88,3 +88,7 @@ def test_a_list_that_cannot_follow_says_so(control_plane: ControlPlane, admin: A
         problem = _until(lambda: _listed(url)["status"]["problem"], "a problem on the page")
         assert problem.startswith("Cannot follow the jobs list (") and "forbidden" in problem
         assert "it may be out of date" in problem
+        since = problem.split(" since ")[1][:8]
+        time.sleep(4)  # retried meanwhile: listed again, and the watch refused again
+        again = _until(lambda: _listed(url)["status"]["problem"], "the problem still said")
+        assert again.startswith("Cannot follow the jobs list (") and f" since {since}:" in again

@@ -10,6 +10,8 @@ a refusal (403 and the like) ends it (`Refused`); the problem is cleared once a 
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -18,6 +20,8 @@ from taas_operator.apiserver.listwatch import Retry, list_then_watch
 from taas_operator.dashboard.kubeapi import KubeApi, Unreachable
 
 RETRY_START, RETRY_MAX = 1.0, 10.0
+#: Failures closer than this (a list, then its watch failing again) are one run: "since" stays.
+FAILURES_APART_S = 3 * RETRY_MAX
 LIST_PAGE = 500
 
 Reset = Callable[[list[dict[str, Any]]], None]
@@ -50,7 +54,9 @@ class _Sink:
             what,
         )
         self.items: list[dict[str, Any]] = []
-        self.since: str | None = None
+        self.since: str | None = None  # when the failures began (kept while they go on)
+        self.failed_at = -math.inf  # time.monotonic() of the last failure
+        self.shown = False
 
     def page(self, items: list[dict[str, Any]]) -> None:
         self.items += items
@@ -58,16 +64,19 @@ class _Sink:
     def listed(self) -> None:
         items, self.items = self.items, []
         self.reset(items)
-        if self.since is not None:
+        if self.shown:
             self.problem(None)
-            self.since = None
+            self.shown = False
 
     def changed(self, event_type: str, obj: dict[str, Any]) -> None:
         self.change(event_type, obj)
 
     def failed(self, error: BaseException, delay: float) -> None:
         self.items = []
-        self.since = self.since or clock()
+        now = time.monotonic()
+        if now - self.failed_at > FAILURES_APART_S:
+            self.since = clock()  # not the same run of failures: a list followed for a while
+        self.failed_at, self.shown = now, True
         retry = f"Retrying in {delay:.0f} s; this page catches up by itself."
         if isinstance(error, Unreachable):
             self.problem(
