@@ -6,6 +6,7 @@ apiserver client of the operator, the dashboard and the client's watches.
     async with transport.forward(method, path, query, headers, body) as response: ...  # raw
     async for event in transport.stream(path, query): ...   # a watch, line by line
     async for line in transport.lines(path, query): ...     # a text stream (a followed log)
+    # a line longer than MAX_LINE_BYTES (3 MiB) raises LineTooLong; CUT: a stream cut short
     await transport.close()
 
 One keep-alive connection pool per process, opened on the first call (inside the running loop),
