@@ -54,7 +54,13 @@ def test_pod_names_labels_owner_and_restart_policy():
     ]
     assert w0["spec"]["restartPolicy"] == "Never"  # ExitCode -> Never
     container = w0["spec"]["containers"][0]
-    assert container["ports"] == [{"name": "tfjob-port", "containerPort": 2222}]
+    # Worker 0 is the chief here: it also declares the port the operator reads progress from.
+    assert container["ports"] == [
+        {"name": "tfjob-port", "containerPort": 2222},
+        {"name": "taas-progress", "containerPort": 2223},
+    ]
+    others = [p["spec"]["containers"][0]["ports"] for p in pods if p is not w0]
+    assert all(ports == [{"name": "tfjob-port", "containerPort": 2222}] for ports in others)
 
 
 def test_job_role_goes_to_chief_when_present():

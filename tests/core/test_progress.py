@@ -10,8 +10,10 @@ from typing import Any
 from taas_operator.api import ProgressReport, parse_tfjob
 from taas_operator.api.constants import DEFAULT_PROGRESS_PORT
 from taas_operator.engine import (
+    ObservedPod,
     chief_pod,
     desired_network_policy,
+    desired_pods,
     final_report,
     fold_progress,
     format_eta,
@@ -181,6 +183,28 @@ def test_chief_pod_and_port() -> None:
         {"name": "TAAS_PROGRESS_PORT", "value": "9555"}
     ]
     assert progress_port(parse_tfjob(m)) == 9555
+
+
+def test_the_chief_declares_its_progress_port_and_only_that_is_read() -> None:
+    m = manifest({"Chief": 1, "Worker": 1})
+    chief_spec = m["spec"]["tfReplicaSpecs"]["Chief"]["template"]["spec"]
+    chief_spec["containers"][0]["env"] = [{"name": "TAAS_PROGRESS_PORT", "value": "9555"}]
+    chief_spec["containers"][0]["ports"] = [{"name": "taas-progress", "containerPort": 10250}]
+    tfjob = parse_tfjob(m)
+    built = {p["metadata"]["name"]: p for p in desired_pods(tfjob)}
+    chief, worker = built["mnist-chief-0"], built["mnist-worker-0"]
+    # The port it serves on, declared once (a template's own taas-progress port is replaced).
+    assert [p for p in chief["spec"]["containers"][0]["ports"] if p["name"] == "taas-progress"] == [
+        {"name": "taas-progress", "containerPort": 9555}
+    ]
+    assert ObservedPod.from_manifest(chief).progress_port == 9555  # type: ignore[union-attr]
+    assert ObservedPod.from_manifest(worker).progress_port is None  # type: ignore[union-attr]
+    # With hostNetwork the pod's IP is its node's: nothing is declared, nothing is read.
+    chief_spec["hostNetwork"] = True
+    host = next(p for p in desired_pods(parse_tfjob(m)) if p["metadata"]["name"] == "mnist-chief-0")
+    assert "taas-progress" not in [p["name"] for p in host["spec"]["containers"][0]["ports"]]
+    chief["spec"]["hostNetwork"] = True  # a pod made before, read as it is now
+    assert ObservedPod.from_manifest(chief).progress_port is None  # type: ignore[union-attr]
 
 
 def test_network_policy_admits_the_operator_namespace_to_the_progress_port_only() -> None:

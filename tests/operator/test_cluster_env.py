@@ -165,8 +165,10 @@ def test_objects_labels_owner_and_ports(admin: Api, ns: str) -> None:
         }
         assert pod["metadata"]["annotations"] == {"note": "kept"}
         assert pod["spec"]["restartPolicy"] == "Never"  # ExitCode is the operator's job
+        progress = [{"name": "taas-progress", "containerPort": 2223, "protocol": "TCP"}]
         assert pod["spec"]["containers"][0]["ports"] == [
-            {"name": "tfjob-port", "containerPort": 2222, "protocol": "TCP"}
+            {"name": "tfjob-port", "containerPort": 2222, "protocol": "TCP"},
+            *(progress if index == 0 else []),  # worker 0, the chief: where progress is read
         ]
         assert svc["spec"]["clusterIP"] == "None"
         assert svc["spec"]["publishNotReadyAddresses"] is True

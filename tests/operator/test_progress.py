@@ -130,3 +130,54 @@ def test_a_chief_without_the_library_changes_nothing(admin: Api, ns: str) -> Non
     job = admin.tfjob(ns, name) or {}
     assert job["metadata"]["resourceVersion"] == rv
     assert "progress" not in job["status"]
+
+
+def _start_job(admin: Api, ns: str, name: str, port: int, **pod_spec: Any) -> None:
+    """A one-worker job (worker 0: the chief) serving progress on `port`, running at 127.0.0.1."""
+    env = [{"name": "TAAS_PROGRESS_PORT", "value": str(port)}]
+    containers = [{"name": "tensorflow", "image": "example.com/t:1", "env": env}]
+    manifest = tfjob(name, {"Worker": {"replicas": 1, "containers": containers}})
+    manifest["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"].update(pod_spec)
+    admin.create_tfjob(ns, manifest)
+    wait_for(lambda: len(admin.pods(ns, name)) == 1, "the pod")
+    admin.set_pod_phase(ns, f"{name}-worker-0", "Running", pod_ip="127.0.0.1")
+    wait_for(lambda: condition(admin.tfjob(ns, name), "Running"), "Running")
+
+
+def test_progress_is_read_only_from_the_port_the_chief_declares(admin: Api, ns: str) -> None:
+    """A tenant edits the job's TAAS_PROGRESS_PORT while its chief runs, to a port where
+    something else answers (here a valid report, the worst case): the operator goes on reading
+    the port the chief's pod declared when it was made, and nothing else lands in the status."""
+    served, elsewhere = free_ports(2)
+    chief, other = Publisher("worker:0", port=served), Publisher("worker:0", port=elsewhere)
+    chief.update(document("worker:0", 10, 1000, 0.5, 100.0, 60.0))
+    other.update(document("worker:0", 999, 1000, 0.0, 1.0, 1.0))
+    name = unique("declared")
+    _start_job(admin, ns, name, served)
+    wait_for(lambda: _progress(admin, ns, name).get("step") == 10, "the chief's report")
+
+    env = [{"name": "TAAS_PROGRESS_PORT", "value": str(elsewhere)}]
+    containers = [{"name": "tensorflow", "image": "example.com/t:1", "env": env}]
+    template = {"spec": {"containers": containers}}
+    admin.patch_tfjob(ns, name, {"spec": {"tfReplicaSpecs": {"Worker": {"template": template}}}})
+    chief.update(document("worker:0", 20, 1000, 0.4, 100.0, 50.0))
+    wait_for(lambda: _progress(admin, ns, name).get("step") == 20, "the chief's next report")
+    time.sleep(3 * INTERVAL)  # reads enough to have gone elsewhere
+    assert _progress(admin, ns, name)["step"] == 20
+    pod = admin.pods(ns, name)[f"{name}-worker-0"]
+    ports = pod["spec"]["containers"][0]["ports"]
+    assert {"name": "taas-progress", "containerPort": served, "protocol": "TCP"} in ports
+
+
+def test_a_host_network_chief_is_not_read(admin: Api, ns: str) -> None:
+    """With hostNetwork the chief's IP is its node's, and any port there is any service of the
+    node: the operator reads none (the final report still comes from the pod's status)."""
+    port = free_ports(1)[0]
+    node_service = Publisher("worker:0", port=port)
+    node_service.update(document("worker:0", 777, 1000, 0.1, 1.0, 1.0))
+    name = unique("hostnet")
+    _start_job(admin, ns, name, port, hostNetwork=True)
+    pod = admin.pods(ns, name)[f"{name}-worker-0"]
+    assert "taas-progress" not in [p["name"] for p in pod["spec"]["containers"][0]["ports"]]
+    time.sleep(3 * INTERVAL)  # several passes and intervals: nothing is read
+    assert "progress" not in ((admin.tfjob(ns, name) or {}).get("status") or {})

@@ -114,7 +114,10 @@ REASON_ADMITTED_BY_KUEUE: Final = "AdmittedByKueue"
 # document (`taas_operator.api.progress.ProgressReport`): over HTTP at GET PROGRESS_PATH on
 # TCP port $TAAS_PROGRESS_PORT (default DEFAULT_PROGRESS_PORT) in a pod, and into the file
 # $TAAS_PROGRESS_FILE under `taas run`. The trainer (`taas.publish`) spells the same names.
+# The operator declares that port on the chief's tensorflow container as PROGRESS_PORT_NAME
+# and reads progress from the declared port of the pod, nowhere else.
 PROGRESS_PORT_ENV: Final = "TAAS_PROGRESS_PORT"
+PROGRESS_PORT_NAME: Final = "taas-progress"
 PROGRESS_FILE_ENV: Final = "TAAS_PROGRESS_FILE"
 DEFAULT_PROGRESS_PORT: Final = 2223
 PROGRESS_PATH: Final = "/progress"

@@ -14,10 +14,14 @@ before each wait of the back-off.
 - 410 Gone (the version is too old: an ERROR event or the answer's status) lists again; the
   sink's `listed()` is where a caller compares the new list with what it knew (what vanished
   in the gap was deleted).
-- Errors of `retry.on` back off (`retry.delay(failures)`) and are retried: from the last version,
-  or with a new list when `retry.relist` (the dashboard: nothing changed meanwhile is missed,
-  and its page says when it has caught up). A watch that ends at once counts as an error, so a
-  misbehaving server is never spun on. Any other error ends the loop (raised to the caller).
+- Any other error backs off (`retry.delay(failures)`) and lists again, except the errors of
+  `retry.fatal`, which end the loop (raised to the caller: a refusal it must show). Only a
+  stream that was cut (`retry.cut`: the apiserver restarting, a connection reset) goes on
+  from the last version, and only when not `retry.relist` (the dashboard: nothing changed
+  meanwhile is missed, and its page says when it has caught up): an error the loop cannot
+  explain (a line too long, an undecodable event, an ERROR event, an error answer) may have
+  lost an event, and a watch from the same version would meet the same event again. A watch
+  that ends at once counts as an error, so a misbehaving server is never spun on.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from taas_operator.apiserver.transport import StreamError
+from taas_operator.apiserver.transport import CUT, StreamError
 
 GONE = 410
 #: A watch that ends sooner than this (without an error) is retried after the back-off.
@@ -64,9 +68,11 @@ class WatchEnded(Exception):
 
 @dataclass(frozen=True)
 class Retry:
-    """Which errors are retried, after how long, and whether from a new list."""
+    """Which errors end the loop, which may go on from the last version, after how long, and
+    whether even a cut stream lists again."""
 
-    on: tuple[type[BaseException], ...] = (Exception,)
+    fatal: tuple[type[BaseException], ...] = ()
+    cut: tuple[type[BaseException], ...] = CUT
     delay: Callable[[int], float] = field(default=lambda failures: min(2.0**failures, 30.0))
     relist: bool = False
 
@@ -77,29 +83,28 @@ async def list_then_watch(pages: Pages, watch: Watch, sink: Sink, retry: Retry) 
     while True:
         try:
             if not version:
+                listed = ""
                 async for items, page_version in pages():
-                    version = page_version
                     sink.page(items)
+                    listed = page_version
                 sink.listed()
-                if retry.relist:
-                    failures = 0
+                version = listed  # only once the whole list is in (a page may fail)
             started = time.monotonic()
             async for event in watch(version):
                 version = _follow(event, version, sink)
                 failures = 0
             if time.monotonic() - started < MIN_WATCH_S:
                 raise WatchEnded("the watch ended at once")
+            failures = 0
         except Gone:
             version = ""
-        except StreamError as err:
-            if err.status == GONE:
+        except Exception as err:
+            if isinstance(err, StreamError) and err.status == GONE:
                 version = ""
                 continue
             failures = await _back_off(err, failures, retry, sink)
-            version = "" if retry.relist else version
-        except retry.on as err:
-            failures = await _back_off(err, failures, retry, sink)
-            version = "" if retry.relist else version
+            if retry.relist or not isinstance(err, retry.cut):
+                version = ""
 
 
 def _follow(event: Mapping[str, Any], version: str, sink: Sink) -> str:
@@ -116,7 +121,7 @@ def _follow(event: Mapping[str, Any], version: str, sink: Sink) -> str:
 
 
 async def _back_off(error: BaseException, failures: int, retry: Retry, sink: Sink) -> int:
-    if not isinstance(error, retry.on):
+    if isinstance(error, retry.fatal):
         raise error
     failures += 1
     delay = retry.delay(failures)

@@ -6,6 +6,7 @@ apiserver client of the operator, the dashboard and the client's watches.
     async with transport.forward(method, path, query, headers, body) as response: ...  # raw
     async for event in transport.stream(path, query): ...   # a watch, line by line
     async for line in transport.lines(path, query): ...     # a text stream (a followed log)
+    # a line longer than MAX_LINE_BYTES (3 MiB) raises LineTooLong; CUT: a stream cut short
     await transport.close()
 
 One keep-alive connection pool per process, opened on the first call (inside the running loop),
@@ -35,6 +36,18 @@ import yarl
 
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 60.0
+#: The longest line a stream may send: a watch event holds one object, and the apiserver stores
+#: objects up to etcd's request limit (1.5 MiB), written as JSON again (escapes can grow it);
+#: aiohttp's own readline stops at 512 KiB (`LineTooLong`).
+MAX_LINE_BYTES = 3 * 1024 * 1024
+#: Errors of a stream that was cut (the apiserver restarting, a connection reset): nothing was
+#: misread, so a watch may go on from the last version it saw.
+CUT: tuple[type[BaseException], ...] = (
+    aiohttp.ClientConnectionError,
+    aiohttp.ClientPayloadError,
+    TimeoutError,
+    ConnectionError,
+)
 
 
 @dataclass(frozen=True)
@@ -135,11 +148,8 @@ class Transport:
             if response.status >= 300:
                 raw = await response.read()
                 raise StreamError(response.status, raw.decode(errors="replace")[:500])
-            while True:
-                raw = await response.content.readline()
-                if not raw:
-                    return
-                yield raw.decode("utf-8", errors="replace").rstrip("\r\n")
+            async for raw in bounded_lines(response.content.iter_any(), MAX_LINE_BYTES):
+                yield raw.decode("utf-8", errors="replace").rstrip("\r")
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -233,6 +243,29 @@ class Transport:
         self._session = self._streams = None
 
 
+async def bounded_lines(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterator[bytes]:
+    """The lines of a byte stream, without their newline (the last one also unended); a line
+    longer than `limit` bytes raises `LineTooLong` (memory stays bounded by `limit`)."""
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in chunks:
+        start = 0
+        while (end := chunk.find(b"\n", start)) >= 0:
+            size += end - start
+            if size > limit:
+                raise LineTooLong(limit)
+            parts.append(chunk[start:end])
+            yield b"".join(parts)
+            parts, size, start = [], 0, end + 1
+        if start < len(chunk):
+            size += len(chunk) - start
+            if size > limit:
+                raise LineTooLong(limit)
+            parts.append(chunk[start:])
+    if parts:
+        yield b"".join(parts)
+
+
 def _parsed(status: int, raw: bytes) -> Any:
     """The JSON answer (None when empty). An error answer that is not JSON, such as the
     apiserver's plain `404 page not found` for a resource no installed CRD serves, becomes its
@@ -245,6 +278,14 @@ def _parsed(status: int, raw: bytes) -> Any:
         if 200 <= status < 300:
             raise
         return raw.decode(errors="replace").strip()
+
+
+class LineTooLong(Exception):
+    """A stream sent a line longer than the bound (`MAX_LINE_BYTES`): its reader gives up."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"a line of the stream is longer than {limit} bytes")
 
 
 class StreamError(Exception):

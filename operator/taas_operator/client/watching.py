@@ -6,7 +6,8 @@
 
 First every job there now (ADDED), then every change (ADDED, MODIFIED, DELETED). A watch the
 server ends (its timeout) is opened again from the last version seen; one whose version the
-server has forgotten (410 Gone) lists again and reports what changed meanwhile, so a caller's
+server has forgotten (410 Gone), or that failed in a way the loop cannot explain (an event too
+long to read, an ERROR event), lists again and reports what changed meanwhile, so a caller's
 view never misses a job nor keeps a deleted one.
 
 The loop is asynchronous; a caller of this module is not (`taas get -w`, `TFJobClient.wait`):
@@ -31,9 +32,9 @@ import aiohttp
 from taas_operator.api.constants import PLURAL
 from taas_operator.api.models import TFJob
 from taas_operator.api.resources import TFJOB
-from taas_operator.apiserver.listwatch import Retry, WatchEnded, list_then_watch
+from taas_operator.apiserver.listwatch import Retry, list_then_watch
 from taas_operator.apiserver.transport import StreamError
-from taas_operator.client.errors import Unreachable
+from taas_operator.client.errors import ClientError, Unreachable
 from taas_operator.client.kube import Connection, What
 from taas_operator.client.manifests import read_job
 from taas_operator.client.models import JobChange
@@ -43,6 +44,10 @@ Key = tuple[str, str]
 QUEUE_CHANGES = 1000
 #: Each watch asks the server to end it after this long (the loop then goes on).
 WATCH_SECONDS = 300
+#: What ends the loop and goes to the caller: a refused watch, the apiserver gone, a list or a
+#: job the client cannot read. Anything else (an event too long to read, an ERROR event) lists
+#: again.
+_FATAL = (StreamError, ClientError, aiohttp.ClientError, TimeoutError, OSError)
 
 
 class JobLister(Protocol):
@@ -96,7 +101,7 @@ class _Handover:
         self.put(JobChange.model_validate({"type": event_type, "job": job}))
 
     def failed(self, error: BaseException, delay: float) -> None:
-        """A watch that ended at once: the loop watches again after `delay`."""
+        """A watch that failed (not fatally): the loop lists again after `delay`."""
 
 
 def changes(
@@ -127,7 +132,7 @@ def changes(
 
     async def follow() -> None:
         try:
-            retry = Retry(on=(WatchEnded,), delay=lambda failures: min(float(failures), 5.0))
+            retry = Retry(fatal=_FATAL, delay=lambda failures: min(float(failures), 5.0))
             await list_then_watch(pages, watch, sink, retry)
         except StreamError as err:
             sink.put(conn.refusal(err.status, err.message, what))

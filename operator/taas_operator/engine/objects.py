@@ -13,7 +13,10 @@
 Pods and headless services are named `<job>-<lowercase type>-<index>` and labelled like
 Kubeflow's (operator-name, job-name, replica-type, replica-index; job-role=master on the pods
 `taas_operator.tfjob.rules.is_master_role` names), the template's labels and annotations kept. The
-`tensorflow` container gets the port `tfjob-port` (2222) when it has none, and the cluster env
+`tensorflow` container gets the port `tfjob-port` (2222) when it has none, the chief's also
+`taas-progress` (the port it serves progress on, `engine.progress.progress_port`; the only port
+the operator reads progress from; none with hostNetwork, where the pod's IP is its node's), and
+the cluster env
 (TF_CONFIG when distributed, then PS_HOSTS, WORKER_HOSTS, CHIEF_HOSTS, JOB_NAME, TASK_INDEX) at
 the front of its env list, so the user's own env and `$(VAR)` references in args can use them;
 entries of the same names the user set are replaced. The pod's restartPolicy comes from the
@@ -50,10 +53,11 @@ from taas_operator.api.constants import (
     LABEL_POD_GROUP,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
+    PROGRESS_PORT_NAME,
     ReplicaType,
 )
 from taas_operator.api.models import TFJob
-from taas_operator.engine.progress import progress_port
+from taas_operator.engine.progress import chief_slot, progress_port
 from taas_operator.tfjob.cluster_spec import (
     ClusterEnv,
     HostFn,
@@ -156,6 +160,10 @@ def desired_pod(
         ports = container["ports"] = container.get("ports") or []
         if not any(p.get("name") == DEFAULT_PORT_NAME for p in ports):
             ports.append({"name": DEFAULT_PORT_NAME, "containerPort": port})
+        if (replica_type, index) == chief_slot(job):
+            ports[:] = [p for p in ports if p.get("name") != PROGRESS_PORT_NAME]
+            if not spec.get("hostNetwork"):
+                ports.append({"name": PROGRESS_PORT_NAME, "containerPort": progress_port(job)})
         ours = {e["name"] for e in env}
         container["env"] = env + [
             e for e in container.get("env") or [] if e.get("name") not in ours

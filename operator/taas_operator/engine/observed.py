@@ -31,6 +31,7 @@ from taas_operator.api.constants import (
     KUEUE_STOPPED_CONDITION,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
+    PROGRESS_PORT_NAME,
     ReplicaType,
 )
 from taas_operator.api.validation import normalize_replica_type
@@ -59,6 +60,10 @@ class ObservedPod(BaseModel):
     container: str = DEFAULT_CONTAINER_NAME
     #: status.podIP (None locally): where the operator reads the chief's training progress.
     pod_ip: str | None = None
+    #: The tensorflow container's port named taas-progress, the one the operator declares on
+    #: the chief for its progress and the only one it reads; None with hostNetwork (the pod's
+    #: IP is then its node's, whose ports are not the job's).
+    progress_port: int | None = None
     #: Why the tensorflow container (or an init container) waits instead of running, when that
     #: is a problem the kubelet reported: ErrImageNeverPull, ImagePullBackOff, CrashLoopBackOff,
     #: CreateContainerConfigError... None while it runs or is just being created.
@@ -191,6 +196,7 @@ class ObservedPod(BaseModel):
             restart_count=sum(int(cs.get("restartCount") or 0) for cs in statuses + init_statuses),
             deleting=bool(meta.get("deletionTimestamp")),
             pod_ip=status.get("podIP") or None,
+            progress_port=_progress_port(pod.get("spec") or {}),
             waiting_reason=waiting.get("reason"),
             waiting_message=waiting.get("message"),
             termination_message=message,
@@ -205,6 +211,20 @@ class ObservedPod(BaseModel):
             kueue_stopped=stopped,
             kueue_closed=annotations.get(KUEUE_RETRIABLE_ANNOTATION) == "false",
         )
+
+
+def _progress_port(spec: Mapping[str, Any]) -> int | None:
+    """The tensorflow container's TCP port named PROGRESS_PORT_NAME (None with hostNetwork)."""
+    if spec.get("hostNetwork"):
+        return None
+    for container in spec.get("containers") or []:
+        if container.get("name") != DEFAULT_CONTAINER_NAME:
+            continue
+        for port in container.get("ports") or []:
+            number = port.get("containerPort")
+            if port.get("name") == PROGRESS_PORT_NAME and port.get("protocol", "TCP") == "TCP":
+                return number if isinstance(number, int) and 0 < number < 65536 else None
+    return None
 
 
 def _timestamp(value: Any) -> datetime | None:

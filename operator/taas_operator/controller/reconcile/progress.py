@@ -7,7 +7,11 @@
 
 How the operator learns a job's progress: it pulls. The trainer library's chief serves its
 latest `ProgressReport` at `GET http://<chief pod IP>:2223/progress` (`taas.publish`; the port is
-the chief's `TAAS_PROGRESS_PORT` when its template sets one); a task per running job reads it
+the chief's `TAAS_PROGRESS_PORT` when its template sets one). The operator reads it only from
+the port the chief's pod declares for it (`taas-progress`, which the operator puts on the
+tensorflow container when it creates the pod: `engine.objects`), never from a port the job's
+spec names later, and never from a chief with hostNetwork (its IP is the node's: a port there
+could be any service of the node). A task per running job reads it
 as soon as the chief runs, again after 1, 2, 4, ... s until the first report arrives (a chief
 imports TensorFlow before it serves), then every `progress_interval` (30 s; after failures 60,
 120, ... at most 5 min) with a 2 s timeout,
@@ -67,7 +71,6 @@ from taas_operator.engine import (
     chief_pod,
     final_report,
     fold_progress,
-    progress_port,
 )
 from taas_operator.settings import OperatorSettings
 
@@ -126,7 +129,9 @@ class ProgressPoller:
             self._written[key] = now
         ended = plan.status.finished or plan.status.is_true(COND_SUSPENDED)
         chief = None if ended else chief_pod(job, pods)
-        url = progress_url(chief.pod_ip, progress_port(job)) if chief and chief.pod_ip else None
+        url = None
+        if chief is not None and chief.pod_ip and chief.progress_port:
+            url = progress_url(chief.pod_ip, chief.progress_port)
         self._track(key, url)
 
     def forget(self, key: JobKey) -> None:

@@ -11,9 +11,11 @@ lost for good (410 Gone: its resourceVersion is too old), it LISTs again, and ev
 knew that the new LIST lacks is handed over as DELETED (its name, namespace, uid and job
 label): a deletion in the gap is never missed (what Kubernetes' informers call Replace).
 Watches ask for bookmarks, so a quiet kind keeps a fresh resourceVersion, and end after 5-6
-minutes (then the next one goes on from the last version seen). Connection errors (the
-apiserver restarting) are retried, backing off from 0.5 s to 30 s; `synced` is set once the
-first LIST has been handed over.
+minutes (then the next one goes on from the last version seen). Every error is retried, backing
+off from 0.5 s to 30 s: a cut connection (the apiserver restarting) goes on from the last
+version, any other (an event too long to read, an ERROR event) LISTs again first, so one
+object can never stop the watch of every other; `synced` is set once the first LIST has been
+handed over.
 
 Why not kopf's watches: kopf runs every event through its per-object workers, causes and
 handler machinery, 0.25-0.5 ms of CPU per event, more than everything TaaS itself does with it
@@ -88,7 +90,7 @@ class Informer:
 
     async def run(self) -> None:
         """LIST and WATCH until cancelled."""
-        retry = Retry(on=(Exception,), delay=lambda n: backoff_delay(n, BACKOFF_START, BACKOFF_MAX))
+        retry = Retry(delay=lambda n: backoff_delay(n, BACKOFF_START, BACKOFF_MAX))
         await list_then_watch(self._pages, self._watch, self, retry)
 
     def _where(self) -> str:

@@ -33,6 +33,18 @@ class JobList:
         self.scope_note = ""
 
     async def follow(self) -> None:
+        """Keep the board current for ever. Each list retries by itself and says on the page
+        while it cannot follow; should the whole stop on an error all the same, the page says
+        that too (the list would otherwise look current)."""
+        try:
+            await self._follow()
+        except Exception as exc:
+            self.board.set_problem(
+                f"The jobs list stopped following the cluster "
+                f"({exc or type(exc).__name__}): it is out of date; restart taas dashboard."
+            )
+
+    async def _follow(self) -> None:
         scopes: list[str | None] = list(self.namespaces)
         if not scopes:
             if await self._retrying(self._can_list_everywhere):

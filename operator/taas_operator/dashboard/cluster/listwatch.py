@@ -1,7 +1,8 @@
 """The dashboard's use of the one list-then-watch loop (`apiserver.listwatch`): list (paged),
-follow the watch from the list's resourceVersion, list again on 410 Gone, and back off 1 s
-doubling to 10 s while the apiserver does not answer (saying so through `problem`; once it
-answers, the list is taken again so nothing changed meanwhile is missed).
+follow the watch from the list's resourceVersion, list again on 410 Gone and after any error
+(backing off 1 s doubling to 10 s), and say so through `problem` while it cannot follow: the
+apiserver not answering, or a watch that fails (an event it cannot read, an error answer). Only
+a refusal (403 and the like) ends it (`Refused`); the problem is cleared once a list is in again.
 
     await list_watch(api, path, params, reset, change, problem, what)   # for ever; Refused
     await list_all(api, path, params) -> (items, resourceVersion)
@@ -9,14 +10,18 @@ answers, the list is taken again so nothing changed meanwhile is missed).
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from taas_operator.apiserver.listwatch import Retry, WatchEnded, list_then_watch
+from taas_operator.apiserver.listwatch import Retry, list_then_watch
 from taas_operator.dashboard.kubeapi import KubeApi, Unreachable
 
 RETRY_START, RETRY_MAX = 1.0, 10.0
+#: Failures closer than this (a list, then its watch failing again) are one run: "since" stays.
+FAILURES_APART_S = 3 * RETRY_MAX
 LIST_PAGE = 500
 
 Reset = Callable[[list[dict[str, Any]]], None]
@@ -49,7 +54,9 @@ class _Sink:
             what,
         )
         self.items: list[dict[str, Any]] = []
-        self.since: str | None = None
+        self.since: str | None = None  # when the failures began (kept while they go on)
+        self.failed_at = -math.inf  # time.monotonic() of the last failure
+        self.shown = False
 
     def page(self, items: list[dict[str, Any]]) -> None:
         self.items += items
@@ -57,23 +64,30 @@ class _Sink:
     def listed(self) -> None:
         items, self.items = self.items, []
         self.reset(items)
-        if self.since is not None:
+        if self.shown:
             self.problem(None)
-            self.since = None
+            self.shown = False
 
     def changed(self, event_type: str, obj: dict[str, Any]) -> None:
         self.change(event_type, obj)
 
     def failed(self, error: BaseException, delay: float) -> None:
         self.items = []
-        if not isinstance(error, Unreachable):
-            return  # a watch that ended at once or said ERROR: listed again, nothing to say
-        self.since = self.since or clock()
-        self.problem(
-            f"The apiserver at {self.api.server} is not answering ({error}) since {self.since}: "
-            f"{self.what} may be out of date. Retrying every {int(RETRY_MAX)} s; this page "
-            f"catches up by itself."
-        )
+        now = time.monotonic()
+        if now - self.failed_at > FAILURES_APART_S:
+            self.since = clock()  # not the same run of failures: a list followed for a while
+        self.failed_at, self.shown = now, True
+        retry = f"Retrying in {delay:.0f} s; this page catches up by itself."
+        if isinstance(error, Unreachable):
+            self.problem(
+                f"The apiserver at {self.api.server} is not answering ({error}) since "
+                f"{self.since}: {self.what} may be out of date. {retry}"
+            )
+        else:
+            self.problem(
+                f"Cannot follow {self.what} ({error or type(error).__name__}) since "
+                f"{self.since}: it may be out of date. {retry}"
+            )
 
 
 async def list_watch(
@@ -86,8 +100,8 @@ async def list_watch(
     what: str,
 ) -> None:
     """List `path`, then follow its watch for ever (`apiserver.listwatch`): `reset(items)` after
-    each list, `change(type, object)` per event, `problem(text or None)` on outages, after
-    which it lists again. Raises Refused."""
+    each list, `change(type, object)` per event, `problem(text or None)` while it cannot follow
+    (it lists again after each). Raises Refused."""
 
     async def pages() -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
         items, version = await list_all(api, path, params)
@@ -97,7 +111,7 @@ async def list_watch(
         return api.watch(path, {**params, "resourceVersion": version})
 
     retry = Retry(
-        on=(Unreachable, WatchEnded),
+        fatal=(Refused,),
         delay=lambda failures: min(RETRY_START * 2 ** (failures - 1), RETRY_MAX),
         relist=True,
     )
