@@ -188,8 +188,12 @@ def _pod_job(pod: dict[str, Any]) -> Any:
         {
             "apiVersion": "kubeflow.org/v1",
             "kind": "TFJob",
-            "metadata": {"name": "mnist", "namespace": "team", "uid": "u-1",
-                         "annotations": {"taas.dev/tensorboard": "true"}},  # fmt: skip
+            "metadata": {
+                "name": "mnist",
+                "namespace": "team",
+                "uid": "u-1",
+                "annotations": {"taas.dev/tensorboard": "true"},
+            },
             "spec": {"tfReplicaSpecs": {"Worker": {"template": {"spec": pod}}}},
         }
     )

@@ -33,7 +33,8 @@ from typing import Any
 from taas_operator.api.constants import LABEL_JOB_NAME, PLURAL
 from taas_operator.api.resources import POD, POLICY, SERVICE, TFJOB
 from taas_operator.controller import metrics
-from taas_operator.controller.apiserver.kube import ApiError, KubeClient, Seen
+from taas_operator.controller.apiserver.kube import ApiError, KubeClient
+from taas_operator.controller.apiserver.seen import Seen
 from taas_operator.controller.memory import release_freed_memory
 from taas_operator.controller.reconcile.jobpass import JobPass
 from taas_operator.controller.reconcile.owned import Owned

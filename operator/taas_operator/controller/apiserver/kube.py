@@ -13,13 +13,12 @@
     await client.delete(kind, ns, name, uid=uid) -> bool              # False: it was already gone
     await client.replace_spec(kind, ns, name, spec, uid=uid)          # JSON patch of /spec
     await client.post_event(job: dict, type_, reason, message)
-    Seen.read(kind, body) -> Seen        # an object as read: name, uid, controlling TFJob's uid
 
 Writes to an existing object (`delete`, `replace_spec`, `patch_metadata`, `annotate`) take the
 uid of the object as read: the apiserver applies them to that object only (a DELETE's
 `preconditions.uid`; a patch carrying `metadata.uid`, or a JSON patch's `test` of it), and
 raises `Conflict` when the name now holds another object. Who may be written at all is
-`reconcile.owned`'s one check.
+`reconcile.owned`'s one check, on what was read (`seen.Seen`).
 
 Everything is plain JSON dicts (camelCase), exactly as the API serves them. Authentication comes
 from the official client's config loaders (kubeconfig, or in-cluster service account); the HTTP
@@ -35,8 +34,7 @@ from __future__ import annotations
 import re
 import socket
 import uuid
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -44,7 +42,7 @@ import kopf
 import kubernetes.client
 import kubernetes.config
 
-from taas_operator.api.constants import API_VERSION, GROUP, KIND
+from taas_operator.api.constants import API_VERSION, KIND
 from taas_operator.api.models import format_time
 from taas_operator.api.resources import EVENT, POD, POLICY, SERVICE, TFJOB, Kind
 from taas_operator.apiserver.transport import Transport, endpoint
@@ -136,50 +134,6 @@ _ERRORS: dict[int, type[ApiError]] = {
     409: Conflict,
     422: Invalid,
 }
-
-
-def controller_uid(meta: Mapping[str, Any]) -> str | None:
-    """The uid of the object's controller when that is a TFJob; "" when it is controlled by
-    something else; None when nothing controls it (made by hand, or orphaned)."""
-    refs = [r for r in meta.get("ownerReferences") or [] if r.get("controller")]
-    if not refs:
-        return None
-    ref = refs[0]
-    group = str(ref.get("apiVersion") or "").partition("/")[0]
-    return str(ref.get("uid") or "") if group == GROUP and ref.get("kind") == KIND else ""
-
-
-@dataclass(frozen=True, slots=True)
-class Seen:
-    """An object as the operator read it (a watch, a LIST, a GET): what `reconcile.owned`
-    checks before a write, and the uid the write is made conditional on."""
-
-    kind: Kind
-    namespace: str
-    name: str
-    uid: str
-    owner: str | None  # `controller_uid`
-
-    @classmethod
-    def read(cls, kind: Kind, body: Mapping[str, Any]) -> Seen:
-        """What an object's metadata says."""
-        meta = body.get("metadata") or {}
-        return cls(
-            kind,
-            str(meta.get("namespace") or ""),
-            str(meta.get("name") or ""),
-            str(meta.get("uid") or ""),
-            controller_uid(meta),
-        )
-
-    def __str__(self) -> str:
-        """As kubectl names it: networkpolicy/default-deny."""
-        plural = self.kind.plural
-        return f"{_SINGULAR.get(plural, plural)}/{self.name}"
-
-
-_SINGULAR = {"networkpolicies": "networkpolicy", "pods": "pod", "services": "service",
-             "podgroups": "podgroup", "deployments": "deployment"}  # fmt: skip
 
 
 def load_configuration(kubeconfig: str | None) -> kubernetes.client.Configuration:

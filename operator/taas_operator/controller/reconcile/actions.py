@@ -60,8 +60,8 @@ from taas_operator.controller.apiserver.kube import (
     KubeClient,
     NotFound,
     PodSecurityRefused,
-    Seen,
 )
+from taas_operator.controller.apiserver.seen import Seen
 from taas_operator.controller.reconcile.events import (
     CREATE,
     DELETE,

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from taas_operator.controller.apiserver.kube import Conflict, KubeClient, Seen
+from taas_operator.controller.apiserver.kube import Conflict, KubeClient
+from taas_operator.controller.apiserver.seen import Seen
 
 
 class NotOwned(Exception):

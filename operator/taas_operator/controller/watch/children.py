@@ -21,7 +21,7 @@ included, and a watch that had to LIST again reports what vanished meanwhile as 
 job's own creations are in it once their watch events arrived; a pass that starts while some
 have not (`Echoes.pending`) LISTs instead.
 Entries are small (a pod: the engine's ObservedPod; a service: its name; a policy: its spec) and
-carry the object's uid and its controlling TFJob's uid (`kube.controller_uid`): a job's children
+carry the object's uid and its controlling TFJob's uid (`seen.controller_uid`): a job's children
 are the objects that incarnation of the job controls. Another incarnation's, an orphan's and
 one made by hand with the job's labels are left out: a pass never plans to change or delete
 them, and a creation that meets one under its name is told whose it is (`reconcile.owned`).
@@ -42,7 +42,8 @@ from typing import Any
 
 from taas_operator.api.constants import CONTROLLER_NAME, LABEL_JOB_NAME, LABEL_OPERATOR_NAME
 from taas_operator.api.resources import Kind
-from taas_operator.controller.apiserver.kube import CHILD_KINDS, Seen, controller_uid
+from taas_operator.controller.apiserver.kube import CHILD_KINDS
+from taas_operator.controller.apiserver.seen import Seen, controller_uid
 from taas_operator.engine import ObservedPod
 
 PODS, SERVICES, POLICIES = "pods", "services", "networkpolicies"
@@ -54,7 +55,7 @@ CHILD_SELECTOR = f"{LABEL_OPERATOR_NAME}={CONTROLLER_NAME},{LABEL_JOB_NAME}"
 class _Entry:
     job: str
     uid: str
-    owner: str | None  # `kube.controller_uid`
+    owner: str | None  # `seen.controller_uid`
     rv: int
     value: Any  # ObservedPod | None (services) | spec (policies)
 
