@@ -81,6 +81,8 @@ class PassError(RuntimeError):
 
 
 _CHILD_PLURALS = (POD.plural, SERVICE.plural, POLICY.plural)
+#: Objects named in an ObjectNotOwned condition (the rest are counted).
+_NAMED_OBJECTS = 3
 
 
 class JobPass:
@@ -262,7 +264,9 @@ class JobPass:
             status = TFJobStatus.model_validate(body.get("status") or {})
         except ValueError:
             status = TFJobStatus()
-        detail = "; ".join(dict.fromkeys(str(p) for p in problems))
+        named = list(dict.fromkeys(str(p) for p in problems))
+        more = len(named) - _NAMED_OBJECTS
+        detail = "; ".join(named[:_NAMED_OBJECTS]) + (f" (and {more} more)" if more > 0 else "")
         message = f"TFJob {key[0]}/{key[1]} cannot run under its name: {detail}"
         now = datetime.now(UTC).replace(microsecond=0)
         event = Event(type="Warning", reason=REASON_NOT_OWNED, message=message)
@@ -275,6 +279,7 @@ class JobPass:
         stored = await self.writer.write(key, body, status.to_dict(), body.get("status"))
         if stored is not None:
             await self.recorder.post(key, stored, [event])
+            self.request(key)  # the failed job's clean-up and TTL: its write starts no pass
 
     async def _reject(self, key: JobKey, body: dict[str, Any], problem: str) -> None:
         """A spec the models or the apiserver refuse: Failed condition + Warning event, once."""
