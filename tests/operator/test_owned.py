@@ -42,6 +42,7 @@ pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 
 PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/{ns}/deployments"
+_GROUP_TYPE = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup"}
 _POD_SPEC = {"containers": [{"name": "tensorflow", "image": "example.com/trainer:1"}]}
 
 
@@ -226,7 +227,8 @@ def test_a_pod_group_it_does_not_own(
     start_operator(ns, args=("--gang-scheduler-name=scheduler-plugins",))
     name = unique("pg")
     group = admin.create(
-        PODGROUPS.format(ns=ns), {"metadata": {"name": name}, "spec": {"minMember": 1}}
+        PODGROUPS.format(ns=ns),
+        {**_GROUP_TYPE, "metadata": {"name": name}, "spec": {"minMember": 1}},
     )
     admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 2}}))
     _not_owned(admin, ns, name, f"podgroup/{name}")
@@ -254,7 +256,7 @@ def test_every_write_applies_only_to_the_object_read(
         POD: {"spec": _POD_SPEC},
         SERVICE: {"spec": {"clusterIP": "None", "ports": [{"port": 2222}]}},
         POLICY: {"spec": {"podSelector": {}}},
-        POD_GROUP: {"spec": {"minMember": 1}},
+        POD_GROUP: {**_GROUP_TYPE, "spec": {"minMember": 1}},
     }
     new_spec = {
         POD: None,

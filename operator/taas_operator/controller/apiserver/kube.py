@@ -16,7 +16,7 @@
 
 Writes to an existing object (`delete`, `replace_spec`, `patch_metadata`, `annotate`) take the
 uid of the object as read: the apiserver applies them to that object only (a DELETE's
-`preconditions.uid`; a patch carrying `metadata.uid`, or a JSON patch's `test` of it), and
+`preconditions.uid`; a patch setting `metadata.uid`, which is immutable), and
 raises `Conflict` when the name now holds another object. Who may be written at all is
 `reconcile.owned`'s one check, on what was read (`seen.Seen`).
 
@@ -114,8 +114,8 @@ class PodSecurityRefused(ApiError):
 #: `pods "x" is forbidden: violates PodSecurity "restricted:latest": a (b), c (d)`
 _PSA = re.compile(r'violates PodSecurity "([^"]*)":\s*(.*)', re.DOTALL)
 PSA_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
-#: A patch's uid precondition failed (JSON patch `test`; a uid set in a merge patch).
-_UID_MISMATCH = re.compile(r"metadata\.uid|/metadata/uid|testing value", re.IGNORECASE)
+#: A patch's uid precondition failed: the uid it sets is not the stored object's.
+_UID_MISMATCH = re.compile(r"metadata\.uid: Invalid value")
 
 
 class NotFound(ApiError):
@@ -301,9 +301,10 @@ class KubeClient:
         self, kind: Kind, namespace: str, name: str, spec: dict[str, Any], *, uid: str
     ) -> bool:
         """Set `.spec` of the object `uid` exactly (a JSON patch: needs only the `patch`
-        verb; its first operation tests the uid); False when it is gone."""
+        verb; it sets the uid too, which the apiserver refuses to change); False when it is
+        gone."""
         patch = [
-            {"op": "test", "path": "/metadata/uid", "value": uid},
+            {"op": "replace", "path": "/metadata/uid", "value": uid},
             {"op": "replace", "path": "/spec", "value": spec},
         ]
         return await self._patch(kind, namespace, name, patch, "json-patch", uid)
@@ -329,7 +330,7 @@ class KubeClient:
         self, kind: Kind, namespace: str, name: str, body: Any, patch_type: str, uid: str
     ) -> bool:
         """PATCH with the uid in it: another object under the name is a Conflict (the
-        apiserver answers a failed `test`, or a uid that is not the stored one, with 422)."""
+        apiserver answers a uid that is not the stored one with 422: it is immutable)."""
         try:
             status, _ = await self._request(
                 "PATCH", kind, namespace, name, body=body,

@@ -217,8 +217,8 @@ class JobPass:
         if applied.invalid:  # a permanent error: retrying would fail the same way forever
             await self._reject(key, self.cache.get(key) or body, "; ".join(applied.invalid))
             return None
-        if not_owned:  # as permanent, until someone renames the job or the object
-            await self._not_owned(key, self.cache.get(key) or body, not_owned)
+        # as permanent as an invalid spec, until someone renames the job or the object
+        if not_owned and await self._not_owned(key, self.cache.get(key) or body, not_owned):
             return None
         if plan.delete_job and not applied.errors:
             if await self.actions.delete_job(job, children):
@@ -256,10 +256,11 @@ class JobPass:
         listed.pods += [p for p in lost if p.name not in names]
         return listed
 
-    async def _not_owned(self, key: JobKey, body: dict[str, Any], problems: list[NotOwned]) -> None:
+    async def _not_owned(self, key: JobKey, body: dict[str, Any], problems: list[NotOwned]) -> bool:
         """Names the job needs are held by objects it does not control: they are left alone,
         and the job fails (Failed condition + Warning event naming them and the fix), once;
-        a job that had ended already gets the Warning alone."""
+        a job that had ended already gets the Warning alone (False: its pass goes on, to its
+        clean-up and TTL)."""
         try:
             status = TFJobStatus.model_validate(body.get("status") or {})
         except ValueError:
@@ -274,12 +275,13 @@ class JobPass:
             ended = status.condition("Failed")
             if ended is None or ended.reason != REASON_NOT_OWNED:
                 await self.recorder.post(key, body, [event])
-            return
+            return False
         logger.warning("%s", message)
         stored = await self.writer.write(key, body, status.to_dict(), body.get("status"))
         if stored is not None:
             await self.recorder.post(key, stored, [event])
             self.request(key)  # the failed job's clean-up and TTL: its write starts no pass
+        return True
 
     async def _reject(self, key: JobKey, body: dict[str, Any], problem: str) -> None:
         """A spec the models or the apiserver refuse: Failed condition + Warning event, once."""
