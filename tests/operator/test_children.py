@@ -15,6 +15,7 @@ from operator_harness import Api, new_namespace
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.api.resources import POD as KIND_POD
 from taas_operator.controller.apiserver.kube import KubeClient
+from taas_operator.controller.apiserver.seen import Seen
 from taas_operator.controller.watch.children import (
     CHILD_SELECTOR,
     PODS,
@@ -30,6 +31,11 @@ NS, JOB, UID = "team", "job", "uid-1"
 _POD_SPEC = {"containers": [{"name": "tensorflow", "image": "example.com/trainer:1"}]}
 
 
+def _owner(uid: str, kind: str = "TFJob") -> dict[str, Any]:
+    return {"apiVersion": "kubeflow.org/v1", "kind": kind, "name": JOB, "uid": uid,
+            "controller": True}  # fmt: skip
+
+
 def _obj(name: str, rv: int, *, uid: str = "", owner: str | None = UID, **extra: Any) -> dict:
     meta: dict[str, Any] = {
         "name": name,
@@ -39,7 +45,7 @@ def _obj(name: str, rv: int, *, uid: str = "", owner: str | None = UID, **extra:
         "labels": replica_labels(JOB, "Worker", int(name.rsplit("-", 1)[1])),
     }
     if owner:
-        meta["ownerReferences"] = [{"uid": owner, "controller": True, "kind": "TFJob"}]
+        meta["ownerReferences"] = [_owner(owner)]
     return {"metadata": meta, **extra}
 
 
@@ -56,16 +62,34 @@ def test_follows_adds_changes_and_deletions() -> None:
     assert children.pods == [] and children.services == ["job-worker-0"]
 
 
-def test_another_incarnations_objects_are_left_out() -> None:
+def test_only_what_the_incarnation_controls_is_the_jobs() -> None:
+    """Another incarnation's objects, orphans and objects another kind controls carry the
+    job's labels but are not its children: a pass never plans to change or delete them."""
     cache = ChildCache()
     cache.put(PODS, _obj("job-worker-0", 10, owner="older-uid"))
-    cache.put(PODS, _obj("job-worker-1", 11, owner=None))  # no controller: ours to adopt
-    policy = _obj("job-worker-2", 12, spec={"podSelector": {}})
+    cache.put(PODS, _obj("job-worker-1", 11, owner=None))  # no controller: an orphan
+    other = _obj("job-worker-2", 12)
+    other["metadata"]["ownerReferences"] = [{**_owner(UID), "kind": "ReplicaSet"}]
+    cache.put(PODS, other)
+    cache.put(PODS, _obj("job-worker-3", 13))
+    policy = _obj("job-worker-4", 14, spec={"podSelector": {}})
     policy["metadata"]["name"] = JOB
     cache.put(POLICIES, policy)
     children = cache.of(NS, JOB, UID)
-    assert [p.name for p in children.pods] == ["job-worker-1"]
+    assert [p.name for p in children.pods] == ["job-worker-3"]
     assert children.policies == {JOB: {"podSelector": {}}}
+    assert children.seen(KIND_POD, "job-worker-3") == Seen(
+        KIND_POD, NS, "job-worker-3", "job-worker-3-uid", UID
+    )
+    for name in ("job-worker-0", "job-worker-1", "job-worker-2"):
+        assert children.seen(KIND_POD, name) is None
+    assert children.earlier(KIND_POD, "job-worker-0")
+    assert not children.earlier(KIND_POD, "job-worker-1")
+    assert not children.earlier(KIND_POD, "job-worker-2")
+    assert [str(s) for s in cache.controlled(NS, JOB, UID)] == [
+        "pod/job-worker-3",
+        "networkpolicy/job",
+    ]
 
 
 def test_an_older_version_never_replaces_a_newer_one() -> None:
@@ -100,7 +124,11 @@ def test_a_watch_that_lists_again_reports_what_vanished(
     DELETED: the child cache never keeps a ghost."""
     ns = new_namespace(admin, "inform")
     for i in range(5):
-        meta = {"name": f"job-worker-{i}", "labels": replica_labels(JOB, "Worker", i)}
+        meta = {
+            "name": f"job-worker-{i}",
+            "labels": replica_labels(JOB, "Worker", i),
+            "ownerReferences": [_owner(UID)],
+        }
         admin.create(PODS_PATH.format(ns=ns), {"metadata": meta, "spec": _POD_SPEC})
     seen: list[tuple[str | None, str]] = []
 
@@ -117,7 +145,7 @@ def test_a_watch_that_lists_again_reports_what_vanished(
         admin.delete(f"{PODS_PATH.format(ns=ns)}/job-worker-3")  # no watch saw it
         await informer._list()  # as after 410 Gone
         await kube.close()
-        return sorted(p.name for p in cache.of(ns, JOB, "").pods)
+        return sorted(p.name for p in cache.of(ns, JOB, UID).pods)
 
     left = asyncio.run(scenario())
     assert left == [f"job-worker-{i}" for i in (0, 1, 2, 4)]

@@ -121,20 +121,26 @@ def test_one_pass_creates_a_job_and_real_changes_still_count(
 def test_children_made_before_the_first_status_are_found_not_recreated(
     admin: Api, start_operator: StartOperator
 ) -> None:
-    """A pod under the job's name already exists when the job has no status (e.g. another
-    controller made it and died before writing status): the name is found taken, the next
-    pass lists it and counts it."""
+    """A pod of the job already exists when the job has no status (an operator made it and
+    died before writing status): the name is found taken, the next pass lists it and counts
+    it. (A pod under the name that the job does not control is not its: test_owned.)"""
     ns = new_namespace(admin, "taken")
-    start_operator(ns)
     name = unique("taken")
+    made = admin.create_tfjob(ns, tfjob(name, {"Worker": {}}))  # no operator yet
+    owner = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": name,
+             "uid": made["metadata"]["uid"], "controller": True}  # fmt: skip
     pod_name = f"{name}-worker-0"
     pod = {
-        "metadata": {"name": pod_name, "labels": replica_labels(name, "Worker", 0)},
+        "metadata": {
+            "name": pod_name,
+            "labels": replica_labels(name, "Worker", 0),
+            "ownerReferences": [owner],
+        },
         "spec": {"containers": [{"name": "tensorflow", "image": "example.com/trainer:1"}]},
     }
     uid = admin.create(PODS.format(ns=ns), pod)["metadata"]["uid"]
     admin.set_pod_phase(ns, pod_name, "Running")
-    admin.create_tfjob(ns, tfjob(name, {"Worker": {}}))
+    start_operator(ns)
     job = wait_for(
         lambda: (
             (j := admin.tfjob(ns, name))

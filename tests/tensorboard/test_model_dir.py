@@ -181,3 +181,103 @@ def test_a_name_too_long_for_a_service() -> None:
     job.metadata.name = "x" * 60
     with pytest.raises(ModelDirError, match="at most 51"):
         desired_tensorboard(job, IMAGE)
+
+
+def _pod_job(pod: dict[str, Any]) -> Any:
+    return parse_tfjob(
+        {
+            "apiVersion": "kubeflow.org/v1",
+            "kind": "TFJob",
+            "metadata": {
+                "name": "mnist",
+                "namespace": "team",
+                "uid": "u-1",
+                "annotations": {"taas.dev/tensorboard": "true"},
+            },
+            "spec": {"tfReplicaSpecs": {"Worker": {"template": {"spec": pod}}}},
+        }
+    )
+
+
+def test_the_tensorboard_takes_only_the_log_volume_of_a_privileged_chief() -> None:
+    """Issue 29: a chief asking for the host (its namespaces, root, seccomp Unconfined,
+    sysctls, tolerations, a privileged container, hostPath `/`) gives its TensorBoard none of
+    that: the TensorBoard reads the log volume read-only, as non-root, seccomp RuntimeDefault."""
+    chief = {
+        "name": "tensorflow",
+        "image": "t:1",
+        "env": [{"name": "TF_LOGDIR", "value": "/host/runs"}],
+        "volumeMounts": [{"name": "root", "mountPath": "/host"}],
+        "securityContext": {"privileged": True, "runAsUser": 0},
+    }
+    pod = {
+        "containers": [chief],
+        "volumes": [
+            {"name": "root", "hostPath": {"path": "/"}},
+            {"name": "docker", "hostPath": {"path": "/var/run/docker.sock"}},
+        ],
+        "hostNetwork": True,
+        "hostPID": True,
+        "hostIPC": True,
+        "shareProcessNamespace": True,
+        "serviceAccountName": "admin",
+        "securityContext": {
+            "runAsUser": 0,
+            "runAsGroup": 0,
+            "fsGroup": 0,
+            "supplementalGroups": [0],
+            "seccompProfile": {"type": "Unconfined"},
+            "sysctls": [{"name": "kernel.shm_rmid_forced", "value": "0"}],
+            "seLinuxOptions": {"type": "spc_t"},
+        },
+        "tolerations": [{"operator": "Exists"}],
+        "nodeSelector": {"node-role.kubernetes.io/control-plane": ""},
+        "affinity": {"nodeAffinity": {}},
+        "imagePullSecrets": [{"name": "registry"}],
+        "priorityClassName": "system-node-critical",
+    }
+    deployment, _ = desired_tensorboard(_pod_job(pod), IMAGE)
+    spec = deployment["spec"]["template"]["spec"]
+    assert spec == {
+        "automountServiceAccountToken": False,
+        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": spec["containers"],
+        "volumes": [{"name": "root", "hostPath": {"path": "/"}}],  # the log volume alone
+    }
+    (container,) = spec["containers"]
+    assert container["image"] == IMAGE
+    assert container["volumeMounts"] == [{"name": "root", "mountPath": "/host", "readOnly": True}]
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    assert "env" not in container and "envFrom" not in container
+
+
+def test_the_tensorboard_runs_as_the_chiefs_non_root_user() -> None:
+    """It reads what the chief wrote: the chief's user and groups, when they are not root's."""
+    chief = {
+        "name": "tensorflow",
+        "image": "t:1",
+        "env": [{"name": "TF_LOGDIR", "value": "/model/run"}],
+        "volumeMounts": [{"name": "shared", "mountPath": "/model"}],
+    }
+    pod = {
+        "containers": [chief],
+        "volumes": [{"name": "shared", "persistentVolumeClaim": {"claimName": "runs"}}],
+        "securityContext": {
+            "runAsUser": 1000,
+            "runAsGroup": 0,
+            "fsGroup": 2000,
+            "supplementalGroups": [0, 3000],
+            "seccompProfile": {"type": "Unconfined"},
+        },
+    }
+    deployment, _ = desired_tensorboard(_pod_job(pod), IMAGE)
+    assert deployment["spec"]["template"]["spec"]["securityContext"] == {
+        "runAsNonRoot": True,
+        "seccompProfile": {"type": "RuntimeDefault"},
+        "runAsUser": 1000,
+        "fsGroup": 2000,
+        "supplementalGroups": [3000],
+    }

@@ -70,6 +70,8 @@ REASON_RESUMED: Final = "TFJobResumed"
 REASON_EXITED_WITH_CODE: Final = "ExitedWithCode"
 REASON_TEMPLATE_RESTART_POLICY: Final = "SettedPodTemplateRestartPolicy"
 REASON_INVALID_SPEC: Final = "InvalidTFJobSpec"
+#: An object holds a name the job needs and no TFJob of that name controls it (left alone).
+REASON_NOT_OWNED: Final = "ObjectNotOwned"
 REASON_WAITING_FOR_NAMES: Final = "WaitingForOldPods"
 #: TaaS: Running False because the scheduler cannot place some replicas (its message quoted).
 REASON_UNSCHEDULABLE: Final = "Unschedulable"

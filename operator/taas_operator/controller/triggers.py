@@ -33,9 +33,11 @@ from typing import Any
 from taas_operator.api.constants import LABEL_JOB_NAME, PLURAL
 from taas_operator.api.resources import POD, POLICY, SERVICE, TFJOB
 from taas_operator.controller import metrics
-from taas_operator.controller.apiserver.kube import CHILD_KINDS, ApiError, KubeClient
+from taas_operator.controller.apiserver.kube import ApiError, KubeClient
+from taas_operator.controller.apiserver.seen import Seen
 from taas_operator.controller.memory import release_freed_memory
 from taas_operator.controller.reconcile.jobpass import JobPass
+from taas_operator.controller.reconcile.owned import Owned
 from taas_operator.controller.watch.children import CHILD_SELECTOR, ChildCache
 from taas_operator.controller.watch.echoes import Echoes
 from taas_operator.controller.watch.informer import Informer
@@ -98,9 +100,10 @@ class Controller:
             if key in self.jobs:  # no need to parse the cached job
                 metrics.job_deleted(key[0])
             if not meta.get("deletionTimestamp"):  # deleted at once: see _delete_children
-                children = self.children.controlled(*key, str(meta.get("uid") or ""))
+                uid = str(meta.get("uid") or "")
+                children = self.children.controlled(*key, uid)
                 if children:
-                    self._spawn(self._delete_children(key, children))
+                    self._spawn(self._delete_children(key, uid, children))
             self._gone(key)
             return
         job = dict(body)
@@ -165,24 +168,28 @@ class Controller:
         self._tasks.add(task)  # a reference, so the task is not collected while it runs
         task.add_done_callback(self._tasks.discard)
 
-    async def _delete_children(self, key: JobKey, children: list[tuple[str, str]]) -> None:
+    async def _delete_children(self, key: JobKey, uid: str, children: list[Seen]) -> None:
         """A TFJob deleted at once (`kubectl delete`, background propagation): its pods,
         services and NetworkPolicy are deleted now, as the garbage collector would a moment
         later (seconds, or until its next discovery of the TFJob kind after a restart), so that
         the pods stop when asked and a job applied again under the name finds its service names
         free as soon as the pods' names. Only a deletion without finalizers: an orphaning one
         (`--cascade=orphan`) or a foreground one passes through a deletionTimestamp and stays
-        the garbage collector's; a child orphaned or adopted meanwhile is left alone."""
+        the garbage collector's; a child orphaned or adopted meanwhile is left alone, and so
+        is an object that took a child's name since the watch showed it (`owned`: each
+        deletion is conditional on the uid read)."""
         logger.info("%s/%s: deleted; deleting its %d pods, services and policies", *key,
                     len(children))  # fmt: skip
 
-        async def delete(plural: str, name: str) -> None:
-            try:
-                await self.kube.delete(CHILD_KINDS[plural], key[0], name)
-            except ApiError as err:  # the garbage collector still deletes it
-                logger.warning("%s/%s: could not delete %s %s: %s", *key, plural, name, err)
+        owned = Owned(self.kube)
 
-        await asyncio.gather(*(delete(plural, name) for plural, name in children))
+        async def delete(child: Seen) -> None:
+            try:
+                await owned.delete(child, uid)
+            except ApiError as err:  # the garbage collector still deletes it
+                logger.warning("%s/%s: could not delete %s: %s", *key, child, err)
+
+        await asyncio.gather(*(delete(child) for child in children))
 
     def _gone(self, key: JobKey) -> None:
         self.jobs.forget(key)

@@ -16,7 +16,7 @@ Public surface:
     Kueue's pod groups: pod_group, join, to_release, to_close, ...        (kueue.py)
     desired_pod(s), desired_service(s), desired_network_policy, owner_reference,
     replica_labels, job_selector                                          (objects.py)
-    set_condition, fail_invalid_spec                                      (conditions.py)
+    set_condition, fail_invalid_spec, fail_job                            (conditions.py)
     backoff_delay(attempt, start, cap)                                    (backoff.py)
     fold_progress, chief_slot, chief_pod, final_report, progress_port, job_state,
     progress_columns,
@@ -24,7 +24,7 @@ Public surface:
 """
 
 from taas_operator.engine.backoff import backoff_delay
-from taas_operator.engine.conditions import fail_invalid_spec, set_condition
+from taas_operator.engine.conditions import fail_invalid_spec, fail_job, set_condition
 from taas_operator.engine.gang import desired_pod_group, gang_waiting, min_member
 from taas_operator.engine.lifecycle import plan_job
 from taas_operator.engine.objects import (
@@ -73,6 +73,7 @@ __all__ = [
     "desired_service",
     "desired_services",
     "fail_invalid_spec",
+    "fail_job",
     "final_report",
     "fold_progress",
     "format_eta",

@@ -2,6 +2,7 @@
 
     set_condition(status, type_, status_value, reason, message, now, refresh=False) -> bool
     fail_invalid_spec(status, namespace, name, problem, now) -> str | None     # the message
+    fail_job(status, name, reason, message, now) -> bool       # False: it had ended already
 
 - nothing changes once the job has a Failed=True condition (terminal stays terminal);
 - a condition with the same status and reason is left as it is (TaaS: unless `refresh` and
@@ -80,10 +81,24 @@ def fail_invalid_spec(
     if status.is_true(COND_FAILED):
         return None
     message = f"TFJob {namespace}/{name} has an invalid spec: {problem}"
+    _fail(status, name, REASON_INVALID_SPEC, message, now)
+    return message
+
+
+def fail_job(status: TFJobStatus, name: str, reason: str, message: str, now: datetime) -> bool:
+    """Fail the job at once, in place, as for an invalid spec; False when it has ended
+    already (Failed or Succeeded: terminal stays terminal)."""
+    if status.finished:
+        return False
+    _fail(status, name, reason, message, now)
+    return True
+
+
+def _fail(status: TFJobStatus, name: str, reason: str, message: str, now: datetime) -> None:
+    """Created if missing, Failed with `reason` and `message`, completionTime."""
     if status.condition(COND_CREATED) is None:
         set_condition(
             status, COND_CREATED, "True", REASON_CREATED, f"TFJob {name} is created.", now
         )
-    set_condition(status, COND_FAILED, "True", REASON_INVALID_SPEC, message, now)
+    set_condition(status, COND_FAILED, "True", reason, message, now)
     status.completion_time = status.completion_time or now
-    return message

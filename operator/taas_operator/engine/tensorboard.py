@@ -17,6 +17,14 @@ read-only at the same path), or a remote path (`gs://...`) directly; it is a Dep
 ClusterIP Service `<job>-tensorboard` owned by the TFJob (deleted with it), labelled without
 the job-name label so that the job's own pod and service logic never counts them.
 
+What it takes from the chief is what it needs, no more (the operator made it, so nothing the
+tenant's template asks for beyond that should reach it): the model_dir's volume, mounted
+read-only, and the chief's non-root user and groups, so that it may read what the chief wrote.
+Never the chief's host namespaces, root user, privileges, seccomp or SELinux or AppArmor
+settings, sysctls, node placement, tolerations, pull secrets or ServiceAccount: its pod runs
+as non-root with seccomp RuntimeDefault, without a ServiceAccount token, no capability and no
+privilege escalation (Pod Security's "restricted" level, given a non-root image).
+
 The model_dir is read as the trainer library reads it (`taas.core.settings`; a test keeps the
 two lists of names equal): a flag of the chief container's command or args (`--model_dir`,
 `--logdir`, `--train_dir`; `=value` or the next argument; `-` and `_` alike), else the env
@@ -236,6 +244,25 @@ def _owner(job: TFJob) -> list[dict[str, Any]]:
     ]
 
 
+#: What the TensorBoard takes of the chief's pod securityContext: who it runs as, if not root.
+_IDENTITY = ("runAsUser", "runAsGroup", "fsGroup")
+
+
+def _security_context(chief: Any) -> dict[str, Any]:
+    """Non-root, seccomp RuntimeDefault, with the chief's user and groups where they are
+    not root's (to read what the chief wrote): nothing else of the chief's."""
+    chief = chief if isinstance(chief, dict) else {}
+    found: dict[str, Any] = {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    for key in _IDENTITY:
+        value = chief.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            found[key] = value
+    groups = [g for g in chief.get("supplementalGroups") or [] if isinstance(g, int) and g > 0]
+    if groups:
+        found["supplementalGroups"] = groups
+    return found
+
+
 def desired_tensorboard(job: TFJob, image: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The Deployment and Service of the job's TensorBoard; ModelDirError when it cannot read
     the chief's model_dir (the message names the field and the fix)."""
@@ -293,15 +320,10 @@ def desired_tensorboard(job: TFJob, image: str) -> tuple[dict[str, Any], dict[st
     }
     pod_spec: dict[str, Any] = {
         "automountServiceAccountToken": False,
-        # The chief's pod-level security context (its uid reads what the chief wrote).
-        "securityContext": dict(model_dir.pod_spec.get("securityContext") or {})
-        or {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        "securityContext": _security_context(model_dir.pod_spec.get("securityContext")),
         "containers": [container],
         "volumes": volumes,
     }
-    for key in ("nodeSelector", "tolerations", "affinity", "imagePullSecrets"):
-        if model_dir.pod_spec.get(key):
-            pod_spec[key] = model_dir.pod_spec[key]
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",

@@ -10,9 +10,15 @@
     async for event in client.stream(kind, ns, query): ...           # a watch (`informer`)
     await client.get(kind, ns, name) -> dict | None                   # None: it does not exist
     await client.create(kind, ns, manifest) -> dict | None            # None: it already existed
-    await client.delete(kind, ns, name) -> bool                       # False: it was already gone
-    await client.replace_spec(kind, ns, name, spec)                   # JSON patch of /spec
+    await client.delete(kind, ns, name, uid=uid) -> bool              # False: it was already gone
+    await client.replace_spec(kind, ns, name, spec, uid=uid)          # JSON patch of /spec
     await client.post_event(job: dict, type_, reason, message)
+
+Writes to an existing object (`delete`, `replace_spec`, `patch_metadata`, `annotate`) take the
+uid of the object as read: the apiserver applies them to that object only (a DELETE's
+`preconditions.uid`; a patch setting `metadata.uid`, which is immutable), and
+raises `Conflict` when the name now holds another object. Who may be written at all is
+`reconcile.owned`'s one check, on what was read (`seen.Seen`).
 
 Everything is plain JSON dicts (camelCase), exactly as the API serves them. Authentication comes
 from the official client's config loaders (kubeconfig, or in-cluster service account); the HTTP
@@ -68,7 +74,8 @@ class ApiError(Exception):
 
 
 class Conflict(ApiError):
-    """409: the object changed since it was read, or it already exists."""
+    """409: the object changed since it was read, or it already exists; also a write whose
+    uid precondition failed (the name now holds another object)."""
 
 
 class Forbidden(ApiError):
@@ -107,6 +114,8 @@ class PodSecurityRefused(ApiError):
 #: `pods "x" is forbidden: violates PodSecurity "restricted:latest": a (b), c (d)`
 _PSA = re.compile(r'violates PodSecurity "([^"]*)":\s*(.*)', re.DOTALL)
 PSA_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
+#: A patch's uid precondition failed: the uid it sets is not the stored object's.
+_UID_MISMATCH = re.compile(r"metadata\.uid: Invalid value")
 
 
 class NotFound(ApiError):
@@ -271,45 +280,66 @@ class KubeClient:
         return None if status == 409 else dict(data or {})
 
     async def delete(
-        self, kind: Kind, namespace: str, name: str, grace_seconds: int | None = None
+        self,
+        kind: Kind,
+        namespace: str,
+        name: str,
+        grace_seconds: int | None = None,
+        *,
+        uid: str,
     ) -> bool:
-        """Delete (background propagation; `grace_seconds` 0: at once, without waiting for a
-        kubelet); False when it was already gone."""
-        body: dict[str, Any] = {"propagationPolicy": "Background"}
+        """Delete the object `uid` (background propagation; `grace_seconds` 0: at once,
+        without waiting for a kubelet); False when it was already gone; Conflict when the
+        name holds another object now."""
+        body: dict[str, Any] = {"propagationPolicy": "Background", "preconditions": {"uid": uid}}
         if grace_seconds is not None:
             body["gracePeriodSeconds"] = grace_seconds
         status, _ = await self._request("DELETE", kind, namespace, name, body=body, ok=(404,))
         return status != 404
 
     async def replace_spec(
-        self, kind: Kind, namespace: str, name: str, spec: dict[str, Any]
-    ) -> None:
-        """Set `.spec` exactly (a JSON patch: needs only the `patch` verb)."""
-        patch = [{"op": "replace", "path": "/spec", "value": spec}]
-        await self._request(
-            "PATCH", kind, namespace, name, body=patch, content_type="application/json-patch+json"
-        )
+        self, kind: Kind, namespace: str, name: str, spec: dict[str, Any], *, uid: str
+    ) -> bool:
+        """Set `.spec` of the object `uid` exactly (a JSON patch: needs only the `patch`
+        verb; it sets the uid too, which the apiserver refuses to change); False when it is
+        gone."""
+        patch = [
+            {"op": "replace", "path": "/metadata/uid", "value": uid},
+            {"op": "replace", "path": "/spec", "value": spec},
+        ]
+        return await self._patch(kind, namespace, name, patch, "json-patch", uid)
 
     async def patch_metadata(
-        self, kind: Kind, namespace: str, name: str, metadata: dict[str, Any]
+        self, kind: Kind, namespace: str, name: str, metadata: dict[str, Any], *, uid: str
     ) -> bool:
-        """A strategic-merge patch of `.metadata` (core kinds: `$deleteFromPrimitiveList/...`
-        removes list entries without a read); False when the object is already gone."""
-        status, _ = await self._request(
-            "PATCH", kind, namespace, name, body={"metadata": metadata},
-            content_type="application/strategic-merge-patch+json", ok=(404,),
-        )  # fmt: skip
-        return status != 404
+        """A strategic-merge patch of `.metadata` of the object `uid` (core kinds:
+        `$deleteFromPrimitiveList/...` removes list entries without a read); False when it
+        is already gone."""
+        body = {"metadata": {**metadata, "uid": uid}}
+        return await self._patch(kind, namespace, name, body, "strategic-merge-patch", uid)
 
     async def annotate(
-        self, kind: Kind, namespace: str, name: str, annotations: dict[str, str]
+        self, kind: Kind, namespace: str, name: str, annotations: dict[str, str], *, uid: str
     ) -> bool:
-        """Set annotations (a JSON merge patch: custom resources too, which take no strategic
-        merge); False when the object is already gone."""
-        status, _ = await self._request(
-            "PATCH", kind, namespace, name, body={"metadata": {"annotations": annotations}},
-            content_type="application/merge-patch+json", ok=(404,),
-        )  # fmt: skip
+        """Set annotations of the object `uid` (a JSON merge patch: custom resources too,
+        which take no strategic merge); False when it is already gone."""
+        body = {"metadata": {"annotations": annotations, "uid": uid}}
+        return await self._patch(kind, namespace, name, body, "merge-patch", uid)
+
+    async def _patch(
+        self, kind: Kind, namespace: str, name: str, body: Any, patch_type: str, uid: str
+    ) -> bool:
+        """PATCH with the uid in it: another object under the name is a Conflict (the
+        apiserver answers a uid that is not the stored one with 422: it is immutable)."""
+        try:
+            status, _ = await self._request(
+                "PATCH", kind, namespace, name, body=body,
+                content_type=f"application/{patch_type}+json", ok=(404,),
+            )  # fmt: skip
+        except Invalid as err:
+            if not _UID_MISMATCH.search(err.server_message):
+                raise
+            raise Conflict(409, err.verb, kind, namespace, "", err.server_message) from None
         return status != 404
 
     # -- events ---------------------------------------------------------------------------------

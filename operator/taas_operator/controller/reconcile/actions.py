@@ -3,17 +3,21 @@ the TTL delete.
 
     actions = Actions(kube, echoes, request, network_policy=True, extra_namespaces=(),
                       progress_namespace="", options=BuildOptions())
-    await actions.apply(job, plan, policies) -> Applied     # policies: name -> spec existing
-    await actions.delete_job(job) -> bool                   # ttlSecondsAfterFinished passed
+    await actions.apply(job, plan, children) -> Applied     # children: what exists, as read
+    await actions.delete_job(job, children) -> bool         # ttlSecondsAfterFinished passed
 
 `apply` deletes `plan.delete_pods`/`delete_services` and creates `plan.create_pods`/
 `create_services` concurrently, and creates the NetworkPolicy `<job>` (or puts its spec back if
 someone changed it) when `network_policy` is on. Every creation expects its ADDED watch event
 (`echoes.expecting_echo`), so the echo of the operator's own write starts no pass. A creation
-that finds the name taken (AlreadyExists) is not an error: `Applied.name_taken` tells the pass
-to look at what is there. A pod or service the apiserver refuses as invalid (400/422: the CRD
-keeps pod templates open, so e.g. a containerPort of 70000 is only caught here) is reported as
-`Invalid<Kind>` naming the replica type's template; any other failed call as `Failed<Verb><Kind>`.
+that finds the name taken (AlreadyExists) by the job's own object or an earlier TFJob's of the
+same name is not an error: `Applied.name_taken` tells the pass to look at what is there. One
+that finds it held by an object no TFJob of the name controls leaves it alone and reports it
+(`Applied.not_owned`: the pass fails the job naming it). Every deletion and update is of an
+object the job controls, as read, and conditional on its uid (`owned`). A pod or service the
+apiserver refuses as invalid (400/422: the CRD keeps pod templates open, so e.g. a
+containerPort of 70000 is only caught here) is reported as `Invalid<Kind>` naming the replica
+type's template; any other failed call as `Failed<Verb><Kind>`.
 
 With gang scheduling on (`options.gang_scheduler`), the job's PodGroup (`engine.desired_pod_group`)
 is made before its pods, and its spec put back when the job's wants change (minAvailable,
@@ -57,6 +61,7 @@ from taas_operator.controller.apiserver.kube import (
     NotFound,
     PodSecurityRefused,
 )
+from taas_operator.controller.apiserver.seen import Seen
 from taas_operator.controller.reconcile.events import (
     CREATE,
     DELETE,
@@ -67,6 +72,8 @@ from taas_operator.controller.reconcile.events import (
     log_api_error,
     noun,
 )
+from taas_operator.controller.reconcile.owned import NotOwned, Owned, holder
+from taas_operator.controller.watch.children import Children
 from taas_operator.controller.watch.echoes import Echoes, expecting_echo
 from taas_operator.controller.watch.jobcache import JobKey
 from taas_operator.engine import (
@@ -96,7 +103,7 @@ class _Taken:
     pod: bool = False
 
 
-_Outcome = Done | Event | _Taken | None
+_Outcome = Done | Event | _Taken | NotOwned | None
 
 
 @dataclass
@@ -109,6 +116,8 @@ class Applied:
     name_taken: bool = False
     #: Pods whose names are still held by another incarnation's pods (being deleted).
     taken_pods: list[str] = field(default_factory=list)
+    #: Objects holding a name the job needs that no TFJob of the name controls (left alone).
+    not_owned: list[NotOwned] = field(default_factory=list)
 
     @property
     def errors(self) -> list[str]:
@@ -136,6 +145,7 @@ class Actions:
         options: BuildOptions | None = None,
     ) -> None:
         self.kube, self.echoes, self.request = kube, echoes, request
+        self.owned = Owned(kube)
         self.options = options or BuildOptions()
         #: job -> (uid, PodGroup spec) last made or found so (`_sync_pod_group`)
         self._pod_groups: dict[JobKey, tuple[str, dict[str, Any]]] = {}
@@ -143,55 +153,64 @@ class Actions:
         self.network_policy, self.extra_namespaces = network_policy, tuple(extra_namespaces)
         self.progress_namespace = progress_namespace  # admitted to the chief's progress port
 
-    async def apply(self, job: TFJob, plan: Plan, policies: dict[str, dict[str, Any]]) -> Applied:
+    async def apply(self, job: TFJob, plan: Plan, children: Children) -> Applied:
         """Deletions and creations of `plan`, concurrently (and the NetworkPolicy); the
-        PodGroup first, so that no pod reaches the gang scheduler before its group."""
-        ns = job.namespace
+        PodGroup first, so that no pod reaches the gang scheduler before its group.
+        `children`: the job's objects as the pass read them."""
         group = None
         if not plan.delete_job and not plan.status.finished:
             group = await self._sync_pod_group(job)
             if isinstance(group, Event):  # pods without their group would never be placed
                 return Applied(problems=[group])
+            if isinstance(group, NotOwned):  # nor would they join another's group
+                return Applied(not_owned=[group])
+        uid, seen = job.metadata.uid or "", children.seen
         calls = [
-            *(self._delete(POD, ns, name) for name in plan.delete_pods),
-            *(self._delete(POD, ns, name, grace_seconds=0) for name in plan.force_delete_pods),
-            *(self._delete(SERVICE, ns, name) for name in plan.delete_services),
-            *(self._create(POD, job, manifest) for manifest in plan.create_pods),
-            *(self._create(SERVICE, job, manifest) for manifest in plan.create_services),
-            *(self._release(ns, name) for name in plan.release_pods),
-            *(self._close(ns, name) for name in plan.close_pods),
+            *(self._delete(uid, seen(POD, name)) for name in plan.delete_pods),
+            *(self._delete(uid, seen(POD, name), 0) for name in plan.force_delete_pods),
+            *(self._delete(uid, seen(SERVICE, name)) for name in plan.delete_services),
+            *(self._create(POD, job, manifest, children) for manifest in plan.create_pods),
+            *(self._create(SERVICE, job, m, children) for m in plan.create_services),
+            *(self._release(uid, seen(POD, name)) for name in plan.release_pods),
+            *(self._close(uid, seen(POD, name)) for name in plan.close_pods),
         ]
         if self.network_policy and not plan.delete_job:
-            calls.append(self._sync_policy(job, policies))
+            calls.append(self._sync_policy(job, children))
         outcomes = [group, *await asyncio.gather(*calls)]
         return Applied(
             done=[o for o in outcomes if isinstance(o, Done)],
             problems=[o for o in outcomes if isinstance(o, Event)],
             name_taken=any(isinstance(o, _Taken) for o in outcomes),
             taken_pods=[o.name for o in outcomes if isinstance(o, _Taken) and o.pod],
+            not_owned=[o for o in outcomes if isinstance(o, NotOwned)],
         )
 
-    async def close_groups(self, namespace: str, names: Sequence[str]) -> list[Event]:
+    async def close_groups(self, pods: Sequence[Seen]) -> list[Event]:
         """Mark pods of a gone run `retriable-in-group: "false"` (`engine.kueue`): those of a
-        deleted job, or of an earlier job of the same name; the Warnings of calls that failed."""
-        outcomes = await asyncio.gather(*(self._close(namespace, name) for name in names))
+        deleted job, or of an earlier job of the same name (each checked as controlled by the
+        TFJob it was read with); the Warnings of calls that failed."""
+        closing = (self._close(pod.owner or "", pod) for pod in pods)
+        outcomes = await asyncio.gather(*closing)
         return [o for o in outcomes if isinstance(o, Event)]
 
     def forget(self, key: JobKey) -> None:
         """The job is gone: drop what was remembered of its PodGroup."""
         self._pod_groups.pop(key, None)
 
-    async def delete_job(self, job: TFJob) -> bool:
-        """Delete the TFJob (and its NetworkPolicy); False when a new job took its name."""
+    async def delete_job(self, job: TFJob, children: Children) -> bool:
+        """Delete the TFJob (and its NetworkPolicy, when the job controls one of its name);
+        False when a new job took its name."""
         if self.network_policy:
-            await self._delete(POLICY, job.namespace, job.name)
+            await self._delete(job.metadata.uid or "", children.seen(POLICY, job.name))
         try:
             await self.kube.delete_job(job.namespace, job.name, job.metadata.uid or "")
         except Conflict:  # the uid precondition: a new job of that name; leave it
             return False
         return True
 
-    async def _create(self, kind: Kind, job: TFJob, manifest: dict[str, Any]) -> _Outcome:
+    async def _create(
+        self, kind: Kind, job: TFJob, manifest: dict[str, Any], children: Children
+    ) -> _Outcome:
         name = manifest["metadata"]["name"]
         key, ref = (job.namespace, job.name), (kind.plural, name)
         write = self.kube.create(kind, job.namespace, manifest)
@@ -221,49 +240,77 @@ class Actions:
         except ApiError as err:
             log_api_error(err)
             return failed(CREATE, kind, name, err)
-        return _Taken(name, kind is POD) if made is None else Done(CREATE, kind, name)
+        if made is not None:
+            return Done(CREATE, kind, name)
+        return await self._taken(kind, job, name, children)
+
+    async def _taken(self, kind: Kind, job: TFJob, name: str, children: Children) -> _Outcome:
+        """A creation found `name` taken: the job's own or an earlier TFJob's (wait for it), or
+        an object no TFJob of the name controls (left alone, reported)."""
+        if children.earlier(kind, name):  # the watch shows whose it is: no GET
+            return _Taken(name, kind is POD)
+        try:
+            found = await self.kube.get(kind, job.namespace, name)
+        except ApiError as err:
+            log_api_error(err)
+            return failed(CREATE, kind, name, err)
+        if found is not None:
+            seen = Seen.read(kind, found)
+            if holder(seen, job.metadata.uid or "") == "other":
+                return NotOwned(seen)
+        return _Taken(name, kind is POD)
 
     async def _delete(
-        self, kind: Kind, ns: str, name: str, grace_seconds: int | None = None
+        self, owner: str, seen: Seen | None, grace_seconds: int | None = None
     ) -> _Outcome:
+        """Delete a child the pass read (None: not read as the job's, nothing to delete)."""
+        if seen is None:
+            return None
         try:
-            gone = await self.kube.delete(kind, ns, name, grace_seconds)
+            gone = await self.owned.delete(seen, owner, grace_seconds)
+        except NotOwned as err:
+            return err
         except ApiError as err:
             log_api_error(err)
-            return failed(DELETE, kind, name, err)
-        return Done(DELETE, kind, name) if gone else None
+            return failed(DELETE, seen.kind, seen.name, err)
+        return Done(DELETE, seen.kind, seen.name) if gone else None
 
-    async def _release(self, ns: str, name: str) -> _Outcome:
+    async def _patch_pod(self, owner: str, seen: Seen | None, metadata: dict[str, Any]) -> _Outcome:
+        if seen is None:
+            return None
+        try:
+            await self.owned.patch_metadata(seen, owner, metadata)
+        except NotOwned as err:
+            return err
+        except ApiError as err:
+            log_api_error(err)
+            return failed(UPDATE, POD, seen.name, err)
+        return None
+
+    async def _release(self, owner: str, seen: Seen | None) -> _Outcome:
         """Remove Kueue's finalizer from an ended pod TaaS replaces (`engine.kueue`)."""
         removal = {"$deleteFromPrimitiveList/finalizers": [c.KUEUE_FINALIZER]}
-        try:
-            await self.kube.patch_metadata(POD, ns, name, removal)
-        except ApiError as err:
-            log_api_error(err)
-            return failed(UPDATE, POD, name, err)
-        return None
+        return await self._patch_pod(owner, seen, removal)
 
-    async def _close(self, ns: str, name: str) -> _Outcome:
+    async def _close(self, owner: str, seen: Seen | None) -> _Outcome:
         """Tell Kueue the pod's group will not retry it: the run is over (`engine.kueue`)."""
         closed = {"annotations": {c.KUEUE_RETRIABLE_ANNOTATION: "false"}}
-        try:
-            await self.kube.patch_metadata(POD, ns, name, closed)
-        except ApiError as err:
-            log_api_error(err)
-            return failed(UPDATE, POD, name, err)
-        return None
+        return await self._patch_pod(owner, seen, closed)
 
-    async def _sync_policy(self, job: TFJob, policies: dict[str, dict[str, Any]]) -> _Outcome:
-        """Create the job's NetworkPolicy, or put its spec back if someone changed it
-        (`policies`: the job's policies that exist, name -> spec)."""
+    async def _sync_policy(self, job: TFJob, children: Children) -> _Outcome:
+        """Create the job's NetworkPolicy, or put its spec back if someone changed it."""
         desired = desired_network_policy(job, self.extra_namespaces, self.progress_namespace)
-        current = policies.get(job.name)
-        if current is None:
-            return await self._create(POLICY, job, desired)
+        current = children.policies.get(job.name)
+        seen = children.seen(POLICY, job.name)
+        if current is None or seen is None:
+            return await self._create(POLICY, job, desired, children)
         if current == desired["spec"]:
             return None
         try:
-            await self.kube.replace_spec(POLICY, job.namespace, job.name, desired["spec"])
+            if not await self.owned.replace_spec(seen, job.metadata.uid or "", desired["spec"]):
+                return None  # gone or replaced since read: the next pass sees it
+        except NotOwned as err:
+            return err
         except ApiError as err:
             log_api_error(err)
             return failed(UPDATE, POLICY, job.name, err)
@@ -283,14 +330,20 @@ class Actions:
             if made is not None:
                 self._pod_groups[key] = (uid, desired["spec"])
                 return Done(CREATE, POD_GROUP, job.name)
-            current = await self.kube.get(POD_GROUP, job.namespace, job.name) or {}
-            owners = (current.get("metadata") or {}).get("ownerReferences") or []
-            if uid and not any(o.get("uid") == uid for o in owners):
+            current = await self.kube.get(POD_GROUP, job.namespace, job.name)
+            if current is None:
+                return None  # gone since: made on a later pass
+            seen = Seen.read(POD_GROUP, current)
+            whose = holder(seen, uid)
+            if whose == "other":
+                return NotOwned(seen)
+            if whose == "earlier":
                 return None  # an earlier job's, on its way out with it: made on a later pass
             if current.get("spec") != desired["spec"]:
-                await self.kube.replace_spec(POD_GROUP, job.namespace, job.name, desired["spec"])
+                if not await self.owned.replace_spec(seen, uid, desired["spec"]):
+                    return None  # gone or replaced since read: the next pass sees it
                 self._pod_groups[key] = (uid, desired["spec"])
-                self._later(self._nudge_pod_group(job.namespace, job.name))
+                self._later(self._nudge_pod_group(seen, uid))
                 return Done(UPDATE, POD_GROUP, job.name)
         except NotFound as err:  # no such resource: the CRD is not installed
             log_api_error(err)
@@ -312,12 +365,12 @@ class Actions:
         self._nudges.add(task)
         task.add_done_callback(self._nudges.discard)
 
-    async def _nudge_pod_group(self, ns: str, name: str) -> None:
+    async def _nudge_pod_group(self, seen: Seen, owner: str) -> None:
         """Write the PodGroup once more after its spec changed, so coscheduling looks at its
         waiting gang again with the new spec in its cache (the module's docstring says why)."""
         await asyncio.sleep(POD_GROUP_NUDGE_SECONDS)
         stamp = format_time(datetime.now(UTC))
         try:
-            await self.kube.annotate(POD_GROUP, ns, name, {c.ANNOTATION_POD_GROUP_CHANGED: stamp})
+            await self.owned.annotate(seen, owner, {c.ANNOTATION_POD_GROUP_CHANGED: stamp})
         except ApiError as err:  # the scheduler's 5-minute flush remains
             log_api_error(err)

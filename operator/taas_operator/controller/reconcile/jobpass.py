@@ -10,11 +10,13 @@ A pass (level-triggered, idempotent; the rules are `taas_operator.engine.lifecyc
    `engine.skip_reason` (managedBy another controller, or being deleted) -> nothing;
 2. a spec the models refuse (stored while an older CRD was installed) -> condition Failed with
    the field and fix and a Warning event `InvalidTFJobSpec`, once (`engine.fail_invalid_spec`);
-   never a retry loop. The same for a pod template the apiserver refuses (`actions`);
+   never a retry loop. The same for a pod template the apiserver refuses (`actions`), and,
+   with reason `ObjectNotOwned`, for a name the job needs held by an object no TFJob of the
+   name controls (`owned.NotOwned`: the object is left alone, the message names it and the fix);
 3. pods, services (and NetworkPolicies) from the watch cache (`children.ChildCache`, which says
    why it can be trusted); LISTed fresh by the job's labels instead while some of the job's own
    creations are not in the watch yet, or when a creation found a name taken that the cache
-   did not show. Objects controlled by another incarnation of the same name are ignored;
+   did not show. Only objects this incarnation of the job controls are its children;
 4. `engine.plan_job` -> Plan; the status written FIRST (`status.StatusWriter`: a Conflict reads
    the job again and repeats the pass; a change of the replica counts alone may be held a few
    seconds, `StatusWriter.hold_until`), then deletions and creations concurrently
@@ -41,7 +43,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from taas_operator.api import TFJobStatus, TFJobValidationError, parse_tfjob
-from taas_operator.api.constants import REASON_INVALID_SPEC
+from taas_operator.api.constants import REASON_INVALID_SPEC, REASON_NOT_OWNED
 from taas_operator.api.models import TFJob
 from taas_operator.api.resources import POD, POLICY, SERVICE
 from taas_operator.controller import metrics
@@ -52,6 +54,7 @@ from taas_operator.controller.reconcile.events import (
     pass_events,
     waiting_for_names,
 )
+from taas_operator.controller.reconcile.owned import NotOwned
 from taas_operator.controller.reconcile.progress import ProgressPoller
 from taas_operator.controller.reconcile.status import StatusWriter
 from taas_operator.controller.reconcile.tensorboard import TensorBoards
@@ -62,6 +65,7 @@ from taas_operator.engine import (
     BuildOptions,
     Event,
     fail_invalid_spec,
+    fail_job,
     job_selector,
     plan_job,
     skip_reason,
@@ -77,6 +81,8 @@ class PassError(RuntimeError):
 
 
 _CHILD_PLURALS = (POD.plural, SERVICE.plural, POLICY.plural)
+#: Objects named in an ObjectNotOwned condition (the rest are counted).
+_NAMED_OBJECTS = 3
 
 
 class JobPass:
@@ -188,11 +194,14 @@ class JobPass:
             if stored is None:
                 return None
             body = stored
-        applied = await self.actions.apply(job, plan, children.policies)
+        applied = await self.actions.apply(job, plan, children)
         metrics.pods_created(job, plan, bool(applied.errors))
         events = pass_events(applied.done, applied.problems, plan.events)
+        not_owned = applied.not_owned
         if not plan.delete_job:
-            events += await self.tensorboards.sync(job)
+            board_events, board_taken = await self.tensorboards.sync(job)
+            events += board_events
+            not_owned = not_owned + board_taken
         # Names still another incarnation's: as listed, or as the watch shows that earlier
         # job's pods (a LIST a moment later may find them gone; the wait still happened).
         taken = applied.taken_pods
@@ -208,8 +217,11 @@ class JobPass:
         if applied.invalid:  # a permanent error: retrying would fail the same way forever
             await self._reject(key, self.cache.get(key) or body, "; ".join(applied.invalid))
             return None
+        # as permanent as an invalid spec, until someone renames the job or the object
+        if not_owned and await self._not_owned(key, self.cache.get(key) or body, not_owned):
+            return None
         if plan.delete_job and not applied.errors:
-            if await self.actions.delete_job(job):
+            if await self.actions.delete_job(job, children):
                 logger.info("%s/%s: deleted after ttlSecondsAfterFinished", *key)
                 self._forget_job(key)
             return None
@@ -224,7 +236,8 @@ class JobPass:
         names = to_close(self.children.others(*key, uid))
         if names:
             logger.info("%s/%s: ending Kueue pod groups of gone runs: %s", *key, names)
-            problems = await self.actions.close_groups(key[0], names)
+            found = (self.children.find(POD, key[0], name) for name in names)
+            problems = await self.actions.close_groups([s for s in found if s is not None])
             if problems:
                 raise PassError("; ".join(e.message for e in problems))
 
@@ -236,12 +249,39 @@ class JobPass:
         found = await asyncio.gather(*(self.kube.list(k, job.namespace, selector) for k in kinds))
         pods, services, *policies = found
         uid = job.metadata.uid or ""
-        listed = children_from(pods, services, policies[0] if policies else [], uid)
+        listed = children_from(pods, services, policies[0] if policies else [], uid, job.namespace)
         # pods lost with their node that are gone already: a LIST cannot show them
         names = {p.name for p in listed.pods}
         lost = self.children.lost(job.namespace, job.name, uid)
         listed.pods += [p for p in lost if p.name not in names]
         return listed
+
+    async def _not_owned(self, key: JobKey, body: dict[str, Any], problems: list[NotOwned]) -> bool:
+        """Names the job needs are held by objects it does not control: they are left alone,
+        and the job fails (Failed condition + Warning event naming them and the fix), once;
+        a job that had ended already gets the Warning alone (False: its pass goes on, to its
+        clean-up and TTL)."""
+        try:
+            status = TFJobStatus.model_validate(body.get("status") or {})
+        except ValueError:
+            status = TFJobStatus()
+        named = list(dict.fromkeys(str(p) for p in problems))
+        more = len(named) - _NAMED_OBJECTS
+        detail = "; ".join(named[:_NAMED_OBJECTS]) + (f" (and {more} more)" if more > 0 else "")
+        message = f"TFJob {key[0]}/{key[1]} cannot run under its name: {detail}"
+        now = datetime.now(UTC).replace(microsecond=0)
+        event = Event(type="Warning", reason=REASON_NOT_OWNED, message=message)
+        if not fail_job(status, key[1], REASON_NOT_OWNED, message, now):
+            ended = status.condition("Failed")
+            if ended is None or ended.reason != REASON_NOT_OWNED:
+                await self.recorder.post(key, body, [event])
+            return False
+        logger.warning("%s", message)
+        stored = await self.writer.write(key, body, status.to_dict(), body.get("status"))
+        if stored is not None:
+            await self.recorder.post(key, stored, [event])
+            self.request(key)  # the failed job's clean-up and TTL: its write starts no pass
+        return True
 
     async def _reject(self, key: JobKey, body: dict[str, Any], problem: str) -> None:
         """A spec the models or the apiserver refuse: Failed condition + Warning event, once."""

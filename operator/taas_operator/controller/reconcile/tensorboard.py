@@ -1,7 +1,7 @@
 """The TensorBoard the operator runs for a TFJob that asks for one (`engine.tensorboard`).
 
     boards = TensorBoards(kube, image)
-    await boards.sync(job) -> list[Event]     # a pass's TensorBoard work, and what to tell
+    await boards.sync(job) -> (list[Event], list[NotOwned])  # a pass's TensorBoard work
     boards.forget(key)
 
 A job annotated `taas.dev/tensorboard: "true"` gets the Deployment and Service
@@ -10,7 +10,10 @@ collector removes them with it; they outlive the job's pods (cleanPodPolicy), si
 job is when its summaries are read. Not watched, as the PodGroup is not: a pass sends nothing
 once this incarnation's TensorBoard was made or found (remembered per job and uid), so the cost
 is two POSTs per annotated job (and per operator start). A name still taken by an earlier
-incarnation's TensorBoard (on its way out with that job) is tried again on a later pass.
+incarnation's TensorBoard (on its way out with that job) is tried again on a later pass; a
+name held by an object no TFJob of the name controls is left alone and reported (`NotOwned`:
+the pass fails the job naming it, `jobpass`). The operator never changes nor deletes a
+TensorBoard object (the garbage collector removes them with the job).
 What makes it impossible (the chief's model_dir on no volume another pod can mount, a name too
 long) is a Warning `TensorBoardUnavailable` naming the fix, once per problem; the job runs on.
 """
@@ -27,7 +30,9 @@ from taas_operator.api.constants import (
 from taas_operator.api.models import TFJob
 from taas_operator.api.resources import DEPLOYMENT
 from taas_operator.controller.apiserver.kube import SERVICE, ApiError, Kind, KubeClient
+from taas_operator.controller.apiserver.seen import Seen
 from taas_operator.controller.reconcile.events import log_api_error
+from taas_operator.controller.reconcile.owned import NotOwned, holder
 from taas_operator.controller.watch.jobcache import JobKey
 from taas_operator.engine import Event
 from taas_operator.engine.tensorboard import (
@@ -50,28 +55,32 @@ class TensorBoards:
         self._made.pop(key, None)
         self._told.pop(key, None)
 
-    async def sync(self, job: TFJob) -> list[Event]:
-        """Create the job's TensorBoard when it asks for one and it was not made yet."""
+    async def sync(self, job: TFJob) -> tuple[list[Event], list[NotOwned]]:
+        """Create the job's TensorBoard when it asks for one and it was not made yet: what to
+        tell, and the objects holding its names that no TFJob of the name controls."""
         if tensorboard_request(job) != "run":
-            return []
+            return [], []
         key, uid = (job.namespace, job.name), job.metadata.uid or ""
         if self._made.get(key) == uid:
-            return []
+            return [], []
         try:
             deployment, service = desired_tensorboard(job, self.image)
         except ModelDirError as err:
-            return self._tell(key, uid, f"no TensorBoard for this job: {err}")
+            return self._tell(key, uid, f"no TensorBoard for this job: {err}"), []
         made = await asyncio.gather(
             self._create(DEPLOYMENT, job, deployment), self._create(SERVICE, job, service)
         )
+        not_owned = [m for m in made if isinstance(m, NotOwned)]
+        if not_owned:
+            return [], not_owned
         problems = [m for m in made if isinstance(m, str)]
         if problems:
-            return self._tell(key, uid, "; ".join(problems), retried=True)
+            return self._tell(key, uid, "; ".join(problems), retried=True), []
         if not all(made):
-            return []  # an earlier incarnation's still holds the name: a later pass makes it
+            return [], []  # an earlier incarnation's holds the name: a later pass makes it
         self._made[key] = uid
         name = deployment["metadata"]["name"]
-        return [
+        created = [
             Event(
                 type="Normal",
                 reason=REASON_TENSORBOARD_CREATED,
@@ -79,6 +88,7 @@ class TensorBoards:
                 f"machine with: {tensorboard_command(job.namespace, job.name)}",
             )
         ]
+        return created, []
 
     def _tell(self, key: JobKey, uid: str, problem: str, retried: bool = False) -> list[Event]:
         if self._told.get(key) == (uid, problem):
@@ -88,16 +98,22 @@ class TensorBoards:
             problem += " (tried again on the job's next change)"
         return [Event(type="Warning", reason=REASON_TENSORBOARD_UNAVAILABLE, message=problem)]
 
-    async def _create(self, kind: Kind, job: TFJob, manifest: dict[str, Any]) -> bool | str:
-        """True when this incarnation's object exists now, False when another's holds the
-        name, else the failure's message."""
+    async def _create(
+        self, kind: Kind, job: TFJob, manifest: dict[str, Any]
+    ) -> bool | str | NotOwned:
+        """True when this incarnation's object exists now, False when an earlier one's holds
+        the name, NotOwned when an object no TFJob of the name controls does, else the
+        failure's message."""
         name = manifest["metadata"]["name"]
         try:
             if await self.kube.create(kind, job.namespace, manifest) is not None:
                 return True
-            found = await self.kube.get(kind, job.namespace, name) or {}
+            found = await self.kube.get(kind, job.namespace, name)
         except ApiError as err:
             log_api_error(err)
             return f"cannot create {kind.plural} {name}: {err}"
-        owners = (found.get("metadata") or {}).get("ownerReferences") or []
-        return any(o.get("uid") == job.metadata.uid for o in owners)
+        if found is None:
+            return False  # gone since: made on a later pass
+        seen = Seen.read(kind, found)
+        whose = holder(seen, job.metadata.uid or "")
+        return NotOwned(seen) if whose == "other" else whose == "job"

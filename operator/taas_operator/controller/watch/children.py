@@ -5,10 +5,13 @@
     cache.drop(plural, body)              # a child deleted
     cache.of(namespace, job, uid) -> Children
     cache.lost(namespace, job, uid) -> list[ObservedPod]    # pods gone with their node
-    cache.controlled(namespace, job, uid) -> [(plural, name)]  # what `uid` controls
+    cache.controlled(namespace, job, uid) -> [Seen]   # what `uid` controls
     cache.forget_job(namespace, job)      # the job is gone: drop what it alone kept
     Children(pods, services, policies)    # what a pass plans from
-    children_from(pods, services, policies, uid) -> Children    # the same from LISTed objects
+    children.seen(kind, name) -> Seen | None          # one of them as read (`reconcile.owned`)
+    children.earlier(kind, name) -> bool              # held by an earlier incarnation's
+    cache.find(kind, namespace, name) -> Seen | None  # any child as read
+    children_from(pods, services, policies, uid, namespace) -> Children  # the same, LISTed
 
 A pass reads a job's children here instead of LISTing them (three requests per pass, each one
 a scan of the namespace in the apiserver: a restart among 5,000 jobs made 15,000 of them).
@@ -18,7 +21,10 @@ included, and a watch that had to LIST again reports what vanished meanwhile as 
 job's own creations are in it once their watch events arrived; a pass that starts while some
 have not (`Echoes.pending`) LISTs instead.
 Entries are small (a pod: the engine's ObservedPod; a service: its name; a policy: its spec) and
-carry the controlling owner's uid, so objects of another incarnation of the job are left out.
+carry the object's uid and its controlling TFJob's uid (`seen.controller_uid`): a job's children
+are the objects that incarnation of the job controls. Another incarnation's, an orphan's and
+one made by hand with the job's labels are left out: a pass never plans to change or delete
+them, and a creation that meets one under its name is told whose it is (`reconcile.owned`).
 A pod deleted because it was lost with its node (`ObservedPod.lost_with_node`: evicted from an
 unreachable node, or its node deleted) is kept after its DELETED event, marked `gone`, until a
 pod takes its name again or the job is gone: the pass that runs after the pod garbage
@@ -35,11 +41,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from taas_operator.api.constants import CONTROLLER_NAME, LABEL_JOB_NAME, LABEL_OPERATOR_NAME
+from taas_operator.api.resources import Kind
+from taas_operator.controller.apiserver.kube import CHILD_KINDS
+from taas_operator.controller.apiserver.seen import Seen, controller_uid
 from taas_operator.engine import ObservedPod
 
 PODS, SERVICES, POLICIES = "pods", "services", "networkpolicies"
 #: Every child of every job, as a label selector (the child watches' and the audits').
 CHILD_SELECTOR = f"{LABEL_OPERATOR_NAME}={CONTROLLER_NAME},{LABEL_JOB_NAME}"
+
+
+@dataclass(slots=True)
+class _Entry:
+    job: str
+    uid: str
+    owner: str | None  # `seen.controller_uid`
+    rv: int
+    value: Any  # ObservedPod | None (services) | spec (policies)
 
 
 @dataclass
@@ -49,15 +67,23 @@ class Children:
     pods: list[ObservedPod] = field(default_factory=list)
     services: list[str] = field(default_factory=list)
     policies: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> spec
+    namespace: str = ""
+    #: (plural, name) -> what was read of each (the cache's own entries: no copy per pass)
+    read: Mapping[tuple[str, str], _Entry] = field(default_factory=dict)
+    uid: str = ""  # the job's
 
+    def seen(self, kind: Kind, name: str) -> Seen | None:
+        """The child `name` of `kind` as read, if it is one of the job's."""
+        entry = self.read.get((kind.plural, name))
+        if entry is None or not _owned(entry.owner, self.uid):
+            return None
+        return Seen(kind, self.namespace, name, entry.uid, entry.owner)
 
-@dataclass(slots=True)
-class _Entry:
-    job: str
-    uid: str
-    owner: str | None  # the controlling owner's uid
-    rv: int
-    value: Any  # ObservedPod | None (services) | spec (policies)
+    def earlier(self, kind: Kind, name: str) -> bool:
+        """Whether the watch shows `name` held by another TFJob's object of the job's name
+        (an earlier incarnation's, on its way out)."""
+        entry = self.read.get((kind.plural, name))
+        return entry is not None and entry.owner not in (None, "", self.uid)
 
 
 def _rv(meta: Mapping[str, Any]) -> int:
@@ -65,11 +91,6 @@ def _rv(meta: Mapping[str, Any]) -> int:
         return int(meta.get("resourceVersion") or 0)
     except ValueError:  # opaque by contract; etcd-backed servers use integers
         return 0
-
-
-def _controller_uid(meta: Mapping[str, Any]) -> str | None:
-    refs = [r for r in meta.get("ownerReferences") or [] if r.get("controller")]
-    return str(refs[0].get("uid")) if refs else None
 
 
 def _value(plural: str, body: Mapping[str, Any]) -> Any:
@@ -81,8 +102,8 @@ def _value(plural: str, body: Mapping[str, Any]) -> Any:
 
 
 def _owned(owner: str | None, uid: str) -> bool:
-    """Ours unless its controller owner is another object (e.g. an older job of the name)."""
-    return owner is None or owner == uid
+    """The job's: the TFJob `uid` controls it (not an orphan, not another incarnation's)."""
+    return bool(uid) and owner == uid
 
 
 def children_from(
@@ -90,17 +111,32 @@ def children_from(
     services: Iterable[Mapping[str, Any]],
     policies: Iterable[Mapping[str, Any]],
     uid: str,
+    namespace: str = "",
 ) -> Children:
-    """Children from objects read fresh (a LIST), leaving out another incarnation's."""
+    """Children from objects read fresh (a LIST), leaving out those `uid` does not control."""
+    read: dict[tuple[str, str], _Entry] = {}
 
-    def mine(objs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        return [o for o in objs if _owned(_controller_uid(o.get("metadata") or {}), uid)]
+    def mine(plural: str, objs: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        found = []
+        for obj in objs:
+            meta = obj.get("metadata") or {}
+            owner = controller_uid(meta)
+            if _owned(owner, uid):
+                entry = _Entry("", str(meta.get("uid") or ""), owner, _rv(meta), None)
+                read[(plural, str(meta.get("name") or ""))] = entry
+                found.append(obj)
+        return found
 
-    observed = [p for p in map(ObservedPod.from_manifest, mine(pods)) if p is not None]
+    observed = [p for p in map(ObservedPod.from_manifest, mine(PODS, pods)) if p is not None]
     return Children(
         pods=observed,
-        services=[str(s["metadata"]["name"]) for s in mine(services)],
-        policies={str(p["metadata"]["name"]): p.get("spec") or {} for p in mine(policies)},
+        services=[str(s["metadata"]["name"]) for s in mine(SERVICES, services)],
+        policies={
+            str(p["metadata"]["name"]): p.get("spec") or {} for p in mine(POLICIES, policies)
+        },
+        namespace=namespace,
+        read=read,
+        uid=uid,
     )
 
 
@@ -130,7 +166,7 @@ class ChildCache:
             return
         if old is not None and old.job != job:  # relabelled to another job
             self._unlink(key, old)
-        entry = _Entry(job, str(uid), _controller_uid(meta), rv, _value(plural, body))
+        entry = _Entry(job, str(uid), controller_uid(meta), rv, _value(plural, body))
         self._objects[key] = entry
         self._by_job.setdefault((ns, job), {})[(plural, name)] = entry
 
@@ -165,20 +201,23 @@ class ChildCache:
             if plural == PODS
             and entry.value is not None
             and not entry.value.gone
-            and entry.owner not in (None, uid)
+            and entry.owner not in (None, "", uid)
         ]
 
-    def controlled(self, namespace: str, job: str, uid: str) -> list[tuple[str, str]]:
-        """(plural, name) of the children that exist and that the job's incarnation `uid`
-        controls (not those without a controller: orphaned ones are no longer the job's)."""
-        if not uid:
-            return []
+    def controlled(self, namespace: str, job: str, uid: str) -> list[Seen]:
+        """The children that exist and that the job's incarnation `uid` controls (not those
+        without a controller: orphaned ones are no longer the job's), as read."""
         return [
-            (plural, name)
+            Seen(CHILD_KINDS[plural], namespace, name, entry.uid, entry.owner)
             for (plural, name), entry in self._by_job.get((namespace, job), {}).items()
-            if entry.owner == uid
+            if _owned(entry.owner, uid)
             and not (isinstance(entry.value, ObservedPod) and entry.value.gone)
         ]
+
+    def find(self, kind: Kind, namespace: str, name: str) -> Seen | None:
+        """A child of any job or incarnation, as read."""
+        entry = self._objects.get((kind.plural, namespace, name))
+        return None if entry is None else Seen(kind, namespace, name, entry.uid, entry.owner)
 
     def lost(self, namespace: str, job: str, uid: str) -> list[ObservedPod]:
         """The job's pods that are gone but remembered as lost with their node."""
@@ -195,8 +234,9 @@ class ChildCache:
 
     def of(self, namespace: str, job: str, uid: str) -> Children:
         """The job's children (those of incarnation `uid`)."""
-        found = Children()
-        for (plural, name), entry in self._by_job.get((namespace, job), {}).items():
+        entries = self._by_job.get((namespace, job), {})
+        found = Children(namespace=namespace, read=entries, uid=uid)
+        for (plural, name), entry in entries.items():
             if not _owned(entry.owner, uid):
                 continue
             if plural == PODS and entry.value is not None:
