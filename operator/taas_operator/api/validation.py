@@ -57,7 +57,7 @@ __all__ = [
     "template_errors",
 ]
 
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
 _CANONICAL: dict[str, ReplicaType] = {t.lower(): t for t in REPLICA_TYPES}
 _MAX_LABEL = 63
 _NOT_BY_SCHEMA = frozenset({"apiVersion", "kind", "metadata", "status"})
