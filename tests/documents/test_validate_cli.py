@@ -98,6 +98,12 @@ def test_many_documents(tmp_path: Path) -> None:
     assert "the YAML has more than 100 documents ('---' separated): split the file" in err
 
 
+def test_binary_value(tmp_path: Path) -> None:
+    data = SMALL_VALID.replace(b"image: example/train:1}", b"image: !!binary ZXhhbXBsZQ==}")
+    err = refused(tmp_path, data)
+    assert "the YAML has a !!binary value, a type JSON and Kubernetes do not have" in err
+
+
 def _job(annotations: dict[str, str], template_annotations: dict[str, str]) -> bytes:
     job = {
         "apiVersion": "kubeflow.org/v1",
