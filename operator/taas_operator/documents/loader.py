@@ -218,8 +218,10 @@ class _JsonConstructor(SafeConstructor):
         )
 
 
-for _tag in ("binary", "set"):
-    _JsonConstructor.add_constructor(f"tag:yaml.org,2002:{_tag}", _JsonConstructor._not_json)
+_JsonConstructor.yaml_constructors = {
+    **SafeConstructor.yaml_constructors,
+    **{f"tag:yaml.org,2002:{tag}": _JsonConstructor._not_json for tag in ("binary", "set")},
+}
 
 
 class _PyLoader(Reader, Scanner, Parser, _BoundedComposer, _JsonConstructor, _KubectlResolver):
