@@ -5,7 +5,6 @@
     await client.get_job(ns, name) -> dict | None
     await client.replace_job_status(job, status) -> dict     # PUT, resourceVersion-checked
     await client.delete_job(ns, name, uid)
-    await client.list(kind, ns, labels) -> list[dict]                 # kind: POD, SERVICE, POLICY
     async for items, rv in client.list_pages(kind, ns, selector): ...  # ns "": every namespace
     async for event in client.stream(kind, ns, query): ...           # a watch (`informer`)
     await client.get(kind, ns, name) -> dict | None                   # None: it does not exist
@@ -229,12 +228,6 @@ class KubeClient:
         return status != 404
 
     # -- owned objects --------------------------------------------------------------------------
-    async def list(self, kind: Kind, namespace: str, labels: dict[str, str]) -> list[dict]:
-        """Objects of `kind` in `namespace` carrying all `labels` (a fresh, consistent read)."""
-        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
-        _, data = await self._request("GET", kind, namespace, query={"labelSelector": selector})
-        return list(data.get("items") or [])
-
     async def list_pages(
         self, kind: Kind, namespace: str, selector: str, limit: int = LIST_PAGE
     ) -> AsyncIterator[tuple[Objects, int]]:

@@ -14,6 +14,7 @@ that finds the name taken (AlreadyExists) is not an error: `Applied.name_taken` 
 to look at what is there. A pod or service the apiserver refuses as invalid (400/422: the CRD
 keeps pod templates open, so e.g. a containerPort of 70000 is only caught here) is reported as
 `Invalid<Kind>` naming the replica type's template; any other failed call as `Failed<Verb><Kind>`.
+Pods are created in slow-start rounds (`engine.batches`).
 
 With gang scheduling on (`options.gang_scheduler`), the job's PodGroup (`engine.desired_pod_group`)
 is made before its pods, and its spec put back when the job's wants change (minAvailable,
@@ -76,6 +77,7 @@ from taas_operator.engine import (
     desired_network_policy,
     desired_pod_group,
 )
+from taas_operator.engine.batches import SLOW_START
 
 #: Seconds between a PodGroup's spec change and the write that wakes its gang again (above).
 POD_GROUP_NUDGE_SECONDS = 2.0
@@ -156,14 +158,16 @@ class Actions:
             *(self._delete(POD, ns, name) for name in plan.delete_pods),
             *(self._delete(POD, ns, name, grace_seconds=0) for name in plan.force_delete_pods),
             *(self._delete(SERVICE, ns, name) for name in plan.delete_services),
-            *(self._create(POD, job, manifest) for manifest in plan.create_pods),
             *(self._create(SERVICE, job, manifest) for manifest in plan.create_services),
             *(self._release(ns, name) for name in plan.release_pods),
             *(self._close(ns, name) for name in plan.close_pods),
         ]
         if self.network_policy and not plan.delete_job:
             calls.append(self._sync_policy(job, policies))
-        outcomes = [group, *await asyncio.gather(*calls)]
+        pods, done = await asyncio.gather(
+            self._create_pods(job, plan.create_pods), asyncio.gather(*calls)
+        )
+        outcomes = [group, *done, *pods]
         return Applied(
             done=[o for o in outcomes if isinstance(o, Done)],
             problems=[o for o in outcomes if isinstance(o, Event)],
@@ -190,6 +194,20 @@ class Actions:
         except Conflict:  # the uid precondition: a new job of that name; leave it
             return False
         return True
+
+    async def _create_pods(self, job: TFJob, manifests: list[dict[str, Any]]) -> list[_Outcome]:
+        """Pods in slow-start rounds: SLOW_START at once, then twice as many each round; a
+        round with a failure ends it (the pods not tried wait for the next pass)."""
+        outcomes: list[_Outcome] = []
+        start, size = 0, SLOW_START
+        while start < len(manifests):
+            batch = manifests[start : start + size]
+            done = await asyncio.gather(*(self._create(POD, job, m) for m in batch))
+            outcomes += done
+            if any(isinstance(o, Event) for o in done):
+                break
+            start, size = start + size, size * 2
+        return outcomes
 
     async def _create(self, kind: Kind, job: TFJob, manifest: dict[str, Any]) -> _Outcome:
         name = manifest["metadata"]["name"]
