@@ -18,7 +18,7 @@ from the official client's config loaders (kubeconfig, or in-cluster service acc
 calls go through `transport.Transport` (aiohttp on the operator's event loop), at most
 `concurrency` in flight at once across the whole process (the `concurrency` setting).
 Non-2xx answers raise `ApiError` (`Conflict` for 409, `Forbidden` for 403, `PodSecurityRefused` for
-a 403 of Pod Security Admission, `Invalid` for 400/422),
+a 403 of Pod Security Admission, `QuotaExceeded` for one of a ResourceQuota, `Invalid` for 400/422),
 whose message names the verb and resource, so a missing RBAC verb is obvious in the log.
 """
 
@@ -100,6 +100,17 @@ class PodSecurityRefused(ApiError):
             f"Pod Security Admission refused the pod: namespace {self.namespace} enforces the "
             f'"{self.level}" Pod Security level (label {PSA_ENFORCE_LABEL}) and the pod '
             f"violates it: {self.violations}"
+        )
+
+
+class QuotaExceeded(ApiError):
+    """403 from the ResourceQuota admission: the namespace's quota is used up. Not RBAC."""
+
+    def __str__(self) -> str:
+        return (
+            f"the ResourceQuota of namespace {self.namespace} refused to {self.verb} "
+            f"{self.resource}: {self.server_message}; fix: have an admin raise the quota "
+            f"(kubectl describe resourcequota -n {self.namespace}), or lower the replicas"
         )
 
 
@@ -195,6 +206,8 @@ class KubeClient:
         error = _ERRORS.get(status, ApiError)
         if status == 403 and _PSA.search(message):
             error = PodSecurityRefused
+        elif status == 403 and "exceeded quota: " in message:
+            error = QuotaExceeded
         raise error(status, verb, kind, namespace, sub, message)
 
     # -- TFJobs ---------------------------------------------------------------------------------
