@@ -12,8 +12,9 @@ tenant's would (no quota controller runs here: the quota's status is written by 
 counts from it). The pass that builds the missing pods, every service, the status and the
 refusals run at full size. Figures: the controller's RSS when idle before the job, its peak
 growth above that until the job's pods (up to the quota) and as many services exist and it is
-quiet again, its growth at the end, and the seconds that took. With `--before DIR` the same runs with the
-operator of another checkout (DIR/operator on PYTHONPATH) and the table shows the ratios.
+quiet again, its growth at the end, and the seconds that took. With `--before DIR` the same
+runs with the operator of another checkout (DIR/operator on PYTHONPATH) and the table shows the
+ratios.
 """
 
 from __future__ import annotations
