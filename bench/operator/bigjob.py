@@ -33,6 +33,7 @@ from bench.operator.controllers import Controller, TaasController
 from bench.operator.measure import MIB, NAMESPACE, settle, staged
 from bench.operator.workloads import tfjob_manifest
 from bench.table import figure, ratio
+from taas_operator.api.quantity import parse_quantity
 
 QUOTA = "pods"
 
@@ -67,7 +68,7 @@ def _counts(api: client.ApiClient) -> tuple[int, int]:
     used = core.read_namespaced_resource_quota(QUOTA, NAMESPACE).status.used or {}
     services = core.list_namespaced_service(NAMESPACE, limit=1)
     made = len(services.items) + int(services.metadata.remaining_item_count or 0)
-    return int(used.get("pods", 0)), made
+    return int(parse_quantity(used.get("pods", 0)) or 0), made  # the quota writes 1000 as "1k"
 
 
 def run_big_job(

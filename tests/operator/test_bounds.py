@@ -167,8 +167,8 @@ def test_a_5000_replica_job_stays_within_the_charts_memory_limit(
         used = (admin.get(f"{QUOTAS.format(ns=ns)}/pods").get("status") or {}).get("used") or {}
         services = admin.get(f"/api/v1/namespaces/{ns}/services?limit=1")
         made = len(services["items"]) + int(services["metadata"].get("remainingItemCount") or 0)
-        done = int(used.get("pods", 0)) >= POD_QUOTA and refused()
-        return (int(used.get("pods", 0)), made) if done else None
+        pods = int(parse_quantity(used.get("pods", 0)) or 0)  # a quantity: 1000 is "1k"
+        return (pods, made) if pods >= POD_QUOTA and refused() else None
 
     pods, services = wait_for(progressed, "the quota's pods", timeout=240, interval=0)
     for _ in range(10):  # passes go on (with backoff): more services, more refusals

@@ -154,20 +154,24 @@ class Actions:
             group = await self._sync_pod_group(job)
             if isinstance(group, Event):  # pods without their group would never be placed
                 return Applied(problems=[group])
-        calls = [
+        deletions = [
             *(self._delete(POD, ns, name) for name in plan.delete_pods),
             *(self._delete(POD, ns, name, grace_seconds=0) for name in plan.force_delete_pods),
             *(self._delete(SERVICE, ns, name) for name in plan.delete_services),
+        ]
+        calls = [
             *(self._create(SERVICE, job, manifest) for manifest in plan.create_services),
             *(self._release(ns, name) for name in plan.release_pods),
             *(self._close(ns, name) for name in plan.close_pods),
         ]
         if self.network_policy and not plan.delete_job:
             calls.append(self._sync_policy(job, policies))
-        pods, done = await asyncio.gather(
-            self._create_pods(job, plan.create_pods), asyncio.gather(*calls)
+        deleted, pods, done = await asyncio.gather(
+            asyncio.gather(*deletions),
+            self._create_pods(job, plan.create_pods),
+            asyncio.gather(*calls),
         )
-        outcomes = [group, *done, *pods]
+        outcomes = [group, *deleted, *pods, *done]
         return Applied(
             done=[o for o in outcomes if isinstance(o, Done)],
             problems=[o for o in outcomes if isinstance(o, Event)],
