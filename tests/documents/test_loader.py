@@ -18,6 +18,8 @@ from taas_operator.documents import (
     load_tfjobs,
     loader,
     parse_tfjobs,
+    size_errors,
+    size_warnings,
 )
 
 from .bombs import BOMB_618, BOMB_722, deep_nesting, many_documents
@@ -189,3 +191,15 @@ def test_values_json_cannot_hold_are_refused(
     message = refused(text)
     assert message.startswith(f"job.yaml (line {line}): the YAML has a !!{tag} value")
     assert "fix: write it as a plain value" in message
+
+
+def test_sizes_are_counted_with_escaped_astral_characters() -> None:
+    """The loader keeps a JSON surrogate-pair escape as two surrogates (as kubectl reads it);
+    the size checks count them instead of failing to encode them."""
+    doc = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": "a", "annotations": {"built": "\ud800\udc00"}},
+        "spec": {"runPolicy": "\ud800\udc00"},
+    }
+    assert size_errors(doc) == [] and size_warnings(doc) == []

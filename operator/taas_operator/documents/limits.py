@@ -34,7 +34,7 @@ def _annotations_bytes(meta: Any) -> int:
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
     if not isinstance(annotations, dict):
         return 0
-    return sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
+    return sum(_utf8_bytes(str(k)) + _utf8_bytes(str(v)) for k, v in annotations.items())
 
 
 def _annotations_error(path: str, meta: Any, fix: str) -> list[str]:
@@ -89,4 +89,10 @@ def size_warnings(doc: dict[str, Any]) -> list[str]:
 
 def json_bytes(doc: Any) -> int:
     """The size of `doc` as the apiserver stores it: compact JSON, UTF-8."""
-    return len(json.dumps(doc, separators=(",", ":"), ensure_ascii=False, default=str).encode())
+    return _utf8_bytes(json.dumps(doc, separators=(",", ":"), ensure_ascii=False, default=str))
+
+
+def _utf8_bytes(text: str) -> int:
+    """UTF-8 bytes of `text`; an escaped character past U+FFFF ("\\ud800\\udc00", which the
+    loader reads as two surrogates) counts 6 bytes, not the 4 it takes joined."""
+    return len(text.encode("utf-8", "surrogatepass"))
