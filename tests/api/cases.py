@@ -96,6 +96,24 @@ BAD = [
         messages.NEGATIVE_REPLICAS,
     ),
     (
+        "replicas-past-int32",  # issue 29: 2**31 - 1 replicas passed every check
+        _edit(lambda o: _worker(o).update(replicas=2147483647)),
+        "spec.tfReplicaSpecs[Worker].replicas",
+        messages.TOO_MANY_REPLICAS,
+    ),
+    (
+        "replicas-one-past-the-maximum",
+        _edit(lambda o: _worker(o).update(replicas=5001)),
+        "spec.tfReplicaSpecs[Worker].replicas",
+        messages.TOO_MANY_REPLICAS,
+    ),
+    (
+        "replicas-past-the-maximum-in-total",  # 5,000 workers and 1 PS
+        _edit(lambda o: _worker(o).update(replicas=5000)),
+        "spec.tfReplicaSpecs",
+        messages.TOO_MANY_REPLICAS_IN_TOTAL,
+    ),
+    (
         "name-not-dns-1035",
         _edit(lambda o: _rename(o, "1st-job")),
         "metadata.name",

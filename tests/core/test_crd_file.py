@@ -40,6 +40,8 @@ def test_every_shared_message_is_a_cel_message():
         messages.CHIEF_AND_MASTER,
         messages.NO_REPLICA_SPECS,
         messages.NEGATIVE_REPLICAS,
+        messages.TOO_MANY_REPLICAS,
+        messages.TOO_MANY_REPLICAS_IN_TOTAL,
         messages.NO_CONTAINERS,
         messages.NO_TENSORFLOW_CONTAINER,
         messages.NO_IMAGE,

@@ -24,6 +24,7 @@ ATTACKS = [
     "a" * 254,
     "\x00",
     "-lead",
+    "mnist\n",  # Python's `$` matches before a final newline: the checks end at `\Z`
 ]
 
 

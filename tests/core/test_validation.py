@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from api.cases import BAD, good
 
-from taas_operator.api import TFJobValidationError, parse_tfjob
+from taas_operator.api import TFJobValidationError, messages, parse_tfjob
 
 
 @pytest.mark.parametrize(("rule", "obj", "path", "message"), BAD, ids=[b[0] for b in BAD])
@@ -63,3 +63,20 @@ def test_type_and_shape_errors_name_the_field(edit, path):
     with pytest.raises(TFJobValidationError) as info:
         parse_tfjob(obj)
     assert path in [e.path for e in info.value.errors]
+
+
+@pytest.mark.parametrize("name", ["mnist\n", "mnist\n\n", "\nmnist"])
+def test_a_name_with_a_newline_is_not_a_dns_label(name):
+    with pytest.raises(TFJobValidationError) as info:
+        parse_tfjob(good(name))
+    assert "metadata.name: " + messages.NAME_DNS1035 in [str(e) for e in info.value.errors]
+
+
+def test_a_quantity_with_a_trailing_newline_breaks_the_schemas_pattern():
+    # the schema's patterns are Go's: `$` is the end of the text, as the apiserver reads them
+    obj = good()
+    container = obj["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"limits": {"cpu": "1\n"}}
+    with pytest.raises(TFJobValidationError) as info:
+        parse_tfjob(obj)
+    assert any("resources.limits.cpu in body should match" in str(e) for e in info.value.errors)

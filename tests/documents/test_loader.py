@@ -18,6 +18,8 @@ from taas_operator.documents import (
     load_tfjobs,
     loader,
     parse_tfjobs,
+    size_errors,
+    size_warnings,
 )
 
 from .bombs import BOMB_618, BOMB_722, deep_nesting, many_documents
@@ -170,3 +172,34 @@ def test_json_with_a_character_past_u_ffff_loads_as_kubectl_reads_it() -> None:
     text = json.dumps({"apiVersion": "v1", "note": "\U00010000"})
     (doc,) = load_documents(text, "job.json")
     assert doc["apiVersion"] == "v1" and len(doc["note"]) == 2
+
+
+@pytest.mark.parametrize("use_pyyaml", [False, True], ids=["libyaml", "pyyaml"])
+@pytest.mark.parametrize(
+    ("text", "tag", "line"),
+    [
+        ("a: 1\nb: !!binary aGVsbG8=\n", "binary", 2),
+        ("args:\n  - !!binary |\n    aGVsbG8=\n", "binary", 2),
+        ("a: !!set {x, y}\n", "set", 1),
+    ],
+)
+def test_values_json_cannot_hold_are_refused(
+    monkeypatch: pytest.MonkeyPatch, use_pyyaml: bool, text: str, tag: str, line: int
+) -> None:
+    if use_pyyaml:
+        monkeypatch.setattr(loader, "_Loader", loader._PyLoader)
+    message = refused(text)
+    assert message.startswith(f"job.yaml (line {line}): the YAML has a !!{tag} value")
+    assert "fix: write it as a plain value" in message
+
+
+def test_sizes_are_counted_with_escaped_astral_characters() -> None:
+    """The loader keeps a JSON surrogate-pair escape as two surrogates (as kubectl reads it);
+    the size checks count them instead of failing to encode them."""
+    doc = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "TFJob",
+        "metadata": {"name": "a", "annotations": {"built": "\ud800\udc00"}},
+        "spec": {"runPolicy": "\ud800\udc00"},
+    }
+    assert size_errors(doc) == [] and size_warnings(doc) == []

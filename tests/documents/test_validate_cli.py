@@ -98,6 +98,12 @@ def test_many_documents(tmp_path: Path) -> None:
     assert "the YAML has more than 100 documents ('---' separated): split the file" in err
 
 
+def test_binary_value(tmp_path: Path) -> None:
+    data = SMALL_VALID.replace(b"image: example/train:1}", b"image: !!binary ZXhhbXBsZQ==}")
+    err = refused(tmp_path, data)
+    assert "the YAML has a !!binary value, a type JSON and Kubernetes do not have" in err
+
+
 def _job(annotations: dict[str, str], template_annotations: dict[str, str]) -> bytes:
     job = {
         "apiVersion": "kubeflow.org/v1",
@@ -134,12 +140,14 @@ def test_annotations_over_256_kib(tmp_path: Path) -> None:
     assert stdout == "tfjob.kubeflow.org/big valid (namespace default)\n"
 
 
-def test_object_over_3_mib_as_json(tmp_path: Path) -> None:
-    # 1.6 MiB of YAML, one value used twice through an alias: 3.2 MiB once sent
-    value = "x" * (1600 * 1024)
-    data = f"""apiVersion: kubeflow.org/v1
+def _env_job(value: str, copies: int) -> bytes:
+    """A TFJob whose worker env holds `value` `copies` times (one YAML anchor, aliases after)."""
+    env = [f'                - {{name: A, value: &big "{value}"}}']
+    env += [f"                - {{name: B{i}, value: *big}}" for i in range(copies - 1)]
+    return (
+        """apiVersion: kubeflow.org/v1
 kind: TFJob
-metadata: {{name: big}}
+metadata: {name: big}
 spec:
   tfReplicaSpecs:
     Worker:
@@ -149,14 +157,31 @@ spec:
             - name: tensorflow
               image: x
               env:
-                - {{name: A, value: &big "{value}"}}
-                - {{name: B, value: *big}}
 """
-    code, _, err, _, _ = validate(tmp_path, data.encode())
+        + "\n".join(env)
+        + "\n"
+    ).encode()
+
+
+def test_object_over_1_5_mib_as_json(tmp_path: Path) -> None:
+    # 0.8 MiB of YAML, one value used twice through an alias: 1.6 MiB once sent, which etcd
+    # refuses (the apiserver's request limit, 3 MiB, would let it through)
+    value = "x" * (800 * 1024)
+    code, _, err, _, _ = validate(tmp_path, _env_job(value, 2))
     assert code == 2
     size = re.search(r"\* <the TFJob>: Too long: the object is (\d+) bytes as JSON", err)
     assert size and int(size[1]) > 2 * len(value), err[-1000:]
-    assert "as JSON, more than the apiserver's 3145728-byte request limit" in err
+    assert "as JSON, more than the 1572864 bytes (1.5 MiB) the apiserver stores" in err
+
+
+def test_object_over_512_kib_is_valid_with_a_warning(tmp_path: Path) -> None:
+    code, stdout, err, _, _ = validate(tmp_path, _env_job("x" * (600 * 1024), 1))
+    assert code == 0, err[-1000:]
+    assert stdout == "tfjob.kubeflow.org/big valid (namespace default)\n"
+    assert err.startswith("warning: ") and 'TFJob "big": <the TFJob>: the object is ' in err
+    assert "more than 524288 (512 KiB): every watch of TFJobs" in err
+    code, _, err, _, _ = validate(tmp_path, _env_job("x" * (500 * 1024), 1))
+    assert code == 0 and err == "", err[-1000:]
 
 
 def test_oversize_stdin() -> None:

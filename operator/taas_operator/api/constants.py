@@ -18,6 +18,9 @@ ReplicaType = Literal["PS", "Worker", "Chief", "Master", "Evaluator"]
 #: Canonical replica types, in the order Kubeflow's status logic walks them.
 REPLICA_TYPES: Final[tuple[ReplicaType, ...]] = ("Chief", "Evaluator", "Master", "PS", "Worker")
 CHIEF_TYPES: Final = frozenset({"Chief", "Master"})
+#: The most replicas of one type, and of all types together: every pod's TF_CONFIG lists every
+#: replica's host, so a pod grows with the job (docs/tfjob-api.md, "How many replicas").
+MAX_REPLICAS: Final = 5000
 
 RestartPolicy = Literal["Always", "OnFailure", "Never", "ExitCode"]
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never", "ExitCode")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from taas_operator.api.constants import MAX_REPLICAS
+
 NAME_DNS1035: Final = (
     "must be a DNS-1035 label: at most 63 lowercase letters, digits or '-', starting with a "
     "letter and ending with a letter or digit; fix: rename the TFJob, e.g. 'mnist-dist'"
@@ -30,6 +32,15 @@ CHIEF_AND_MASTER: Final = (
 )
 NO_REPLICA_SPECS: Final = "at least one replica type is required; fix: add e.g. a Worker entry"
 NEGATIVE_REPLICAS: Final = "must be 0 or more; fix: set replicas to a number >= 0"
+TOO_MANY_REPLICAS: Final = (
+    f"must be at most {MAX_REPLICAS}: every pod's TF_CONFIG lists every replica's host; fix: "
+    f"set replicas to at most {MAX_REPLICAS}, or split the training into several TFJobs"
+)
+TOO_MANY_REPLICAS_IN_TOTAL: Final = (
+    f"more than {MAX_REPLICAS} replicas in total (the sum of tfReplicaSpecs[*].replicas): every "
+    f"pod's TF_CONFIG lists every replica's host; fix: lower the replicas to at most "
+    f"{MAX_REPLICAS} together, or split the training into several TFJobs"
+)
 NO_CONTAINERS: Final = (
     "at least one container is required; fix: add a container named 'tensorflow' with an image"
 )

@@ -30,6 +30,7 @@ from taas_operator.api.constants import (
     DEFAULT_REPLICAS,
     DEFAULT_RESTART_POLICY,
     KIND,
+    MAX_REPLICAS,
     REPLICA_TYPES,
     CleanPodPolicy,
     ReplicaType,
@@ -78,7 +79,7 @@ class ObjectMeta(_Wire):
 class ReplicaSpec(_Wire):
     """One replica type: how many pods, their template, and what to do when one fails."""
 
-    replicas: int = Field(default=DEFAULT_REPLICAS, ge=0)
+    replicas: int = Field(default=DEFAULT_REPLICAS, ge=0, le=MAX_REPLICAS)
     template: dict[str, Any] = Field(default_factory=dict)
     restart_policy: RestartPolicy = DEFAULT_RESTART_POLICY
 

@@ -9,7 +9,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?([a-zA-Z]*)$")
+_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?([a-zA-Z]*)\Z")
 _SUFFIX = {
     "": Decimal(1),
     "n": Decimal("1e-9"),

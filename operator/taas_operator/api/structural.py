@@ -111,7 +111,22 @@ def _type_error(path: Path, value: Any, wanted: str) -> FieldError:
 
 @lru_cache(maxsize=64)
 def _regex(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern)
+    """The schema's pattern as Go reads it: `$` outside a class is the end of the text (`\\Z`),
+    never before a final newline as in Python."""
+    out, in_class, escaped = [], False, False
+    for char in pattern:
+        if escaped:
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "[":
+            in_class = True
+        elif char == "]":
+            in_class = False
+        elif char == "$" and not in_class:
+            char = r"\Z"
+        out.append(char)
+    return re.compile("".join(out))
 
 
 def _pattern_error(path: Path, value: str, pattern: str) -> FieldError | None:

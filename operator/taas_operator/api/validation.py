@@ -39,6 +39,7 @@ from taas_operator.api.constants import (
     API_VERSION,
     DEFAULT_CONTAINER_NAME,
     KIND,
+    MAX_REPLICAS,
     REPLICA_TYPES,
     ReplicaType,
 )
@@ -57,7 +58,7 @@ __all__ = [
     "template_errors",
 ]
 
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?\Z")
 _CANONICAL: dict[str, ReplicaType] = {t.lower(): t for t in REPLICA_TYPES}
 _MAX_LABEL = 63
 _NOT_BY_SCHEMA = frozenset({"apiVersion", "kind", "metadata", "status"})
@@ -180,6 +181,8 @@ def _check_rules(body: Mapping[str, Any], metadata: Any, errors: list[FieldError
         errors.append(FieldError(path=path, message=messages.DUPLICATE_REPLICA_TYPE))
     if "chief" in lowered and "master" in lowered:
         errors.append(FieldError(path=path, message=messages.CHIEF_AND_MASTER))
+    if sum(r.get("replicas", 1) for r in specs.values()) > MAX_REPLICAS:
+        errors.append(FieldError(path=path, message=messages.TOO_MANY_REPLICAS_IN_TOTAL))
     for key, replica in specs.items():
         replica_path: Path = (("field", "spec"), ("field", "tfReplicaSpecs"), ("key", key))
         _check_replica(replica_path, replica, errors)
@@ -204,9 +207,11 @@ def _names_fit(name: str, specs: Mapping[str, Any]) -> bool:
 
 
 def _check_replica(path: Path, replica: Mapping[str, Any], errors: list[FieldError]) -> None:
+    where = bracketed((*path, ("field", "replicas")))
     if replica.get("replicas", 0) < 0:
-        where = bracketed((*path, ("field", "replicas")))
         errors.append(FieldError(path=where, message=messages.NEGATIVE_REPLICAS))
+    if replica.get("replicas", 0) > MAX_REPLICAS:
+        errors.append(FieldError(path=where, message=messages.TOO_MANY_REPLICAS))
     containers = replica["template"]["spec"]["containers"]
     where = bracketed((*path, ("field", "template"), ("field", "spec"), ("field", "containers")))
     if not containers:

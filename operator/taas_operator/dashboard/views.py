@@ -33,6 +33,7 @@ from taas_operator.api.constants import (
     DEFAULT_CONTAINER_NAME,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
+    MAX_REPLICAS,
     REASON_UNSCHEDULABLE,
     REPLICA_TYPES,
     TENSORBOARD_ANNOTATION,
@@ -231,8 +232,9 @@ def pod_view(pod: dict[str, Any]) -> ReplicaView:
 
 
 def replica_views(tfjob: dict[str, Any], pods: list[dict[str, Any]]) -> list[ReplicaView]:
-    """One row per replica slot of the spec (in Kubeflow's type order), then pods outside it
-    (a scaled-down replica still stopping)."""
+    """One row per replica slot of the spec (in Kubeflow's type order, at most MAX_REPLICAS
+    per type: a job stored before the CRD had its bound may ask for 2**31), then pods outside
+    it (a scaled-down replica still stopping)."""
     by_name = {_meta(p).get("name"): p for p in pods}
     name = str(_meta(tfjob).get("name", ""))
     rows: list[ReplicaView] = []
@@ -240,7 +242,7 @@ def replica_views(tfjob: dict[str, Any], pods: list[dict[str, Any]]) -> list[Rep
     for rtype in REPLICA_TYPES:
         if rtype not in specs:
             continue
-        for index in range(int((specs[rtype] or {}).get("replicas", 1))):
+        for index in range(min(int((specs[rtype] or {}).get("replicas", 1)), MAX_REPLICAS)):
             pod_name = replica_name(name, rtype.lower(), index)
             pod = by_name.pop(pod_name, None)
             if pod is None:

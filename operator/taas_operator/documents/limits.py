@@ -3,9 +3,15 @@
     MAX_REQUEST_BYTES      3 MiB: kube-apiserver's limit on a request body (--max-request-bytes
                            of its generic server, `MaxRequestBodyBytes`), so also the largest
                            YAML file worth reading
+    MAX_OBJECT_BYTES       1.5 MiB: the largest object the apiserver stores (etcd's default
+                           --max-request-bytes; a custom resource is stored as its JSON)
+    WARN_OBJECT_BYTES      512 KiB: past this, a TFJob is refused by nothing but costs every
+                           watch of TFJobs (operator, dashboard, `kubectl get -w`) that much per
+                           change; what aiohttp's default line limit allowed a watch event
     MAX_ANNOTATIONS_BYTES  256 KiB: metadata.annotations, keys and values together
                            (`TotalAnnotationSizeLimitB` of apimachinery's ObjectMeta validation)
     size_errors(doc) -> list[str]   each limit a TFJob document breaks, as "field: problem; fix"
+    size_warnings(doc) -> list[str] the same for WARN_OBJECT_BYTES (the job is still valid)
 
 The TFJob's own annotations are checked by the apiserver when the TFJob is created; a pod
 template's annotations only when the operator creates the pod (the CRD keeps templates open), so
@@ -18,6 +24,9 @@ import json
 from typing import Any
 
 MAX_REQUEST_BYTES = 3 * 1024 * 1024
+MAX_OBJECT_BYTES = 1536 * 1024
+WARN_OBJECT_BYTES = 512 * 1024
+_MOVE_DATA = "move data out of the manifest (a ConfigMap, a volume, the image)"
 MAX_ANNOTATIONS_BYTES = 256 * 1024
 
 
@@ -25,7 +34,7 @@ def _annotations_bytes(meta: Any) -> int:
     annotations = meta.get("annotations") if isinstance(meta, dict) else None
     if not isinstance(annotations, dict):
         return 0
-    return sum(len(str(k).encode()) + len(str(v).encode()) for k, v in annotations.items())
+    return sum(_utf8_bytes(str(k)) + _utf8_bytes(str(v)) for k, v in annotations.items())
 
 
 def _annotations_error(path: str, meta: Any, fix: str) -> list[str]:
@@ -56,11 +65,34 @@ def size_errors(doc: dict[str, Any]) -> list[str]:
                 "the apiserver would refuse every pod of this replica type: keep large data "
                 "in a ConfigMap or a volume",
             )
-    size = len(json.dumps(doc, separators=(",", ":"), default=str).encode())
-    if size > MAX_REQUEST_BYTES:
+    size = json_bytes(doc)
+    if size > MAX_OBJECT_BYTES:
         errors.append(
             f"<the TFJob>: Too long: the object is {size} bytes as JSON, more than the "
-            f"apiserver's {MAX_REQUEST_BYTES}-byte request limit; move data out of the manifest "
-            f"(a ConfigMap, a volume, the image)"
+            f"{MAX_OBJECT_BYTES} bytes (1.5 MiB) the apiserver stores (etcd's request limit); "
+            f"{_MOVE_DATA}"
         )
     return errors
+
+
+def size_warnings(doc: dict[str, Any]) -> list[str]:
+    """What makes `doc` costly though valid: past WARN_OBJECT_BYTES, one line."""
+    size = json_bytes(doc)
+    if WARN_OBJECT_BYTES < size <= MAX_OBJECT_BYTES:
+        return [
+            f"<the TFJob>: the object is {size} bytes as JSON, more than {WARN_OBJECT_BYTES} "
+            f"(512 KiB): every watch of TFJobs (the operator's, the dashboard's) receives it "
+            f"whole on each change; {_MOVE_DATA}"
+        ]
+    return []
+
+
+def json_bytes(doc: Any) -> int:
+    """The size of `doc` as the apiserver stores it: compact JSON, UTF-8."""
+    return _utf8_bytes(json.dumps(doc, separators=(",", ":"), ensure_ascii=False, default=str))
+
+
+def _utf8_bytes(text: str) -> int:
+    """UTF-8 bytes of `text`; an escaped character past U+FFFF ("\\ud800\\udc00", which the
+    loader reads as two surrogates) counts 6 bytes, not the 4 it takes joined."""
+    return len(text.encode("utf-8", "surrogatepass"))

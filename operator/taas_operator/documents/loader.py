@@ -4,7 +4,8 @@
     load_documents(text, source) -> list[Any]      # every non-empty document; InputError
 
 YAML as kubectl reads it (a SafeLoader: plain data, no Python objects; an unquoted date or time
-stays a string, as JSON and Kubernetes have no date type), with bounds checked while the text is
+stays a string, as JSON and Kubernetes have no date type; `!!binary` and `!!set`, which JSON
+cannot hold, are refused), with bounds checked while the text is
 parsed, before anything is expanded, so a hostile document fails in milliseconds:
 
     input size     at most 3 MiB (`limits.MAX_REQUEST_BYTES`, the apiserver's request limit)
@@ -204,7 +205,26 @@ _KubectlResolver.yaml_implicit_resolvers = {
 }
 
 
-class _PyLoader(Reader, Scanner, Parser, _BoundedComposer, SafeConstructor, _KubectlResolver):
+class _JsonConstructor(SafeConstructor):
+    """SafeConstructor without the YAML types JSON lacks: `!!binary` (bytes) and `!!set` are
+    refused with the line and the fix, never passed on as Python objects."""
+
+    def _not_json(self, node: Node) -> Any:
+        tag = node.tag.rsplit(":", 1)[-1]
+        raise _Breach(
+            f"the YAML has a !!{tag} value, a type JSON and Kubernetes do not have; fix: write "
+            f"it as a plain value (for binary data, its base64 text as a quoted string)",
+            node.start_mark.line + 1,
+        )
+
+
+_JsonConstructor.yaml_constructors = {
+    **SafeConstructor.yaml_constructors,
+    **{f"tag:yaml.org,2002:{tag}": _JsonConstructor._not_json for tag in ("binary", "set")},
+}
+
+
+class _PyLoader(Reader, Scanner, Parser, _BoundedComposer, _JsonConstructor, _KubectlResolver):
     """Events from PyYAML's own parser. Its scanner looks ahead through every open flow
     collection (`[[[[...`) before it yields an event, in time quadratic in their number, so
     the depth bound is also checked there."""
@@ -222,7 +242,7 @@ class _PyLoader(Reader, Scanner, Parser, _BoundedComposer, SafeConstructor, _Kub
         Scanner.__init__(self)
         Parser.__init__(self)
         _BoundedComposer.__init__(self)
-        SafeConstructor.__init__(self)
+        _JsonConstructor.__init__(self)
         _KubectlResolver.__init__(self)
         self._start_counting()
 
@@ -231,13 +251,13 @@ _Loader: type = _PyLoader
 try:  # libyaml's parser for the events; composing (and counting) stays in Python
     from yaml._yaml import CParser
 
-    class _CLoader(_BoundedComposer, SafeConstructor, _KubectlResolver, CParser):
+    class _CLoader(_BoundedComposer, _JsonConstructor, _KubectlResolver, CParser):
         """Events from libyaml."""
 
         def __init__(self, stream: str) -> None:
             CParser.__init__(self, stream)
             _BoundedComposer.__init__(self)
-            SafeConstructor.__init__(self)
+            _JsonConstructor.__init__(self)
             _KubectlResolver.__init__(self)
             self._start_counting()
 

@@ -4,7 +4,8 @@
     parse_tfjobs(text, source, namespace=None) -> list[TFJob]  # the same, from text
 
 The text is read by the bounded loader (`documents.loader`). Each TFJob document is checked
-against the apiserver's size limits (`documents.limits`) and validated by
+against the apiserver's size limits (`documents.limits`; past the warning size, a note on
+stderr) and validated by
 `taas_operator.api.parse_tfjob` (the operator's own rules and messages); empty documents are
 skipped and documents of other kinds are skipped with a note on stderr (TaaS runs TFJobs only).
 Every problem becomes one `InputError` whose text says what and how to fix it.
@@ -18,7 +19,7 @@ from typing import Any
 from taas_operator.api import TFJob, TFJobValidationError, parse_tfjob
 from taas_operator.api.constants import API_VERSION, KIND
 from taas_operator.documents.errors import InputError
-from taas_operator.documents.limits import size_errors
+from taas_operator.documents.limits import size_errors, size_warnings
 from taas_operator.documents.loader import load_documents, read_text
 
 
@@ -97,6 +98,8 @@ def parse_tfjobs(text: str, source: str, namespace: str | None = None) -> list[T
             )
         names.add(key)
         jobs.append(job)
+        for warning in size_warnings(doc):
+            print(f'warning: {source}: TFJob "{job.name}": {warning}', file=sys.stderr)
     if not jobs:
         found = f" (found {', '.join(skipped)})" if skipped else ""
         raise InputError(

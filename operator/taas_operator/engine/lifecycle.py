@@ -34,6 +34,8 @@ Rules (Kubeflow's unless marked TaaS):
 - suspend: delete every pod and service, active counts 0, Running False and Suspended True
   (TFJobSuspended). Resume: Suspended False (TFJobResumed), startTime reset, pods recreated.
 - scaling: pods at an index >= replicas (and their services) are deleted, missing ones created.
+  TaaS: in batches (`engine.batches`): a pass builds at most a batch of pods and of services,
+  in index order, and asks to run again at once (`requeue_at`) for the rest.
 - TaaS: with gang scheduling on, pods the scheduler reports Unschedulable set Running False
   (reason WaitingForGang: "waiting for N pods to be scheduled together: <its message>";
   `engine.gang`), one Warning event.
@@ -73,6 +75,7 @@ Rules (Kubeflow's unless marked TaaS):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Literal
@@ -82,6 +85,7 @@ from taas_operator.api import constants as c
 from taas_operator.api.constants import REASON_NODE_LOST, ReplicaType
 from taas_operator.api.models import ReplicaStatus, TFJob
 from taas_operator.engine import kueue
+from taas_operator.engine.batches import MAX_BATCH, pod_batch
 from taas_operator.engine.conditions import fail_invalid_spec, set_condition
 from taas_operator.engine.failures import (
     count_recreation,
@@ -139,6 +143,9 @@ class _Pass:
         self.pods = list(pods)
         self.status = job.status.model_copy(deep=True)
         self.plan = Plan(status=self.status)
+        # names already in the plan's lists, looked up in constant time (suspending or cleaning
+        # up a job of 5,000 replicas puts 10,000 names there)
+        self.planned: set[tuple[str, str]] = set()
         self.name, self.ns = job.name, job.namespace
         self.specs = job.spec.tf_replica_specs
 
@@ -161,15 +168,23 @@ class _Pass:
         return changed
 
     def delete_pod(self, pod: ObservedPod, with_service: bool = True) -> None:
-        if not pod.deleting and pod.name not in self.plan.delete_pods:
+        if not pod.deleting and self.first("delete_pods", pod.name):
             self.plan.delete_pods.append(pod.name)
         if with_service:
             self.delete_service(pod.name)
 
     def delete_service(self, name: str) -> None:
         wanted = self.services is not None and name in self.services
-        if wanted and name not in self.plan.delete_services:
+        if wanted and self.first("delete_services", name):
             self.plan.delete_services.append(name)
+
+    def first(self, plan_list: str, name: str) -> bool:
+        """Whether `name` is not yet in the plan's list `plan_list` (and now counted there)."""
+        key = (plan_list, name)
+        if key in self.planned:
+            return False
+        self.planned.add(key)
+        return True
 
     def requeue(self, at: datetime) -> None:
         if self.plan.requeue_at is None or at < self.plan.requeue_at:
@@ -213,12 +228,12 @@ class _Pass:
     def close_groups(self) -> None:
         """The run is over: tell Kueue its pod group will not retry (`engine.kueue`)."""
         for name in kueue.to_close(self.pods):
-            if name not in self.plan.close_pods:
+            if self.first("close_pods", name):
                 self.plan.close_pods.append(name)
 
     def release(self, pod: ObservedPod) -> None:
         """Remove Kueue's finalizer from an ended pod TaaS replaces (`engine.kueue`)."""
-        if pod.kueue_finalizer and pod.name not in self.plan.release_pods:
+        if pod.kueue_finalizer and self.first("release_pods", pod.name):
             self.plan.release_pods.append(pod.name)
 
     def cleanup(self) -> None:
@@ -453,6 +468,10 @@ class _Pass:
             f"{c.RESTART_SCOPE_ANNOTATION}: job)"
         )
 
+    def template_bytes(self) -> int:
+        """The largest pod template of the job as JSON: what each pod copies besides its env."""
+        return max(len(json.dumps(s.template, default=str)) for s in self.specs.values())
+
     def running_reason(self) -> str | None:
         cond = self.status.condition(c.COND_RUNNING)
         return cond.reason if cond is not None else None
@@ -470,7 +489,7 @@ class _Pass:
         if pod.deletion_deadline is not None and self.now < pod.deletion_deadline:
             self.requeue(pod.deletion_deadline)
             return False
-        if pod.name not in self.plan.force_delete_pods:
+        if self.first("force_delete_pods", pod.name):
             self.plan.force_delete_pods.append(pod.name)
         return True
 
@@ -518,6 +537,11 @@ class _Pass:
     ) -> None:
         warned: set[str] = set()
         cluster = ClusterEnv(self.job, self.options.host_fn(self.job)) if missing else None
+        if cluster is not None:
+            batch = pod_batch(cluster.pod_bytes + self.template_bytes())
+            if len(missing) > batch:
+                missing = missing[:batch]
+                self.requeue(self.now)
         for rtype, index in missing:
             pod = desired_pod(self.job, rtype, index, self.options, cluster)
             if group is not None:
@@ -537,6 +561,9 @@ class _Pass:
         for rtype in self.job.replica_types():
             for index in range(self.specs[rtype].replicas):
                 if replica_name(self.name, rtype, index) not in self.services:
+                    if len(self.plan.create_services) == MAX_BATCH:
+                        self.requeue(self.now)
+                        break
                     self.plan.create_services.append(desired_service(self.job, rtype, index))
         wanted = {
             replica_name(self.name, t, i)

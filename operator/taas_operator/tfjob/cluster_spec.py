@@ -9,6 +9,7 @@
     classic_env(job, replica_type, index, hosts, cluster=None) -> dict[str, str]
     cluster_env(job, replica_type, index, hosts) -> list[dict]   # env entries for the container
     ClusterEnv(job, hosts).env(replica_type, index)    # the same, built once for many replicas
+    ClusterEnv(job, hosts).pod_bytes                   # about what that env weighs in one pod
 
 `hosts` is a strategy: in Kubernetes it is `service_hosts(job, cluster_domain)`, giving
 `<job>-<type>-<i>.<namespace>.svc[.<domain>]:<port>` (the cluster domain is an explicit argument,
@@ -158,6 +159,11 @@ class ClusterEnv:
         self.distributed = is_distributed(job)
         self._cluster_json = _dumps(self.cluster)
         self._classic = classic_env(job, "", 0, hosts, self.cluster)
+
+    @property
+    def pod_bytes(self) -> int:
+        """About how many bytes of cluster env one pod carries (its TF_CONFIG and host lists)."""
+        return len(self._cluster_json) + sum(len(v) for v in self._classic.values())
 
     def tf_config(self, replica_type: str, index: int) -> str:
         """`tf_config(job, replica_type, index, hosts)`, the same characters."""

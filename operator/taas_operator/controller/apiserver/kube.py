@@ -5,7 +5,6 @@
     await client.get_job(ns, name) -> dict | None
     await client.replace_job_status(job, status) -> dict     # PUT, resourceVersion-checked
     await client.delete_job(ns, name, uid)
-    await client.list(kind, ns, labels) -> list[dict]                 # kind: POD, SERVICE, POLICY
     async for items, rv in client.list_pages(kind, ns, selector): ...  # ns "": every namespace
     async for event in client.stream(kind, ns, query): ...           # a watch (`informer`)
     await client.get(kind, ns, name) -> dict | None                   # None: it does not exist
@@ -25,7 +24,7 @@ from the official client's config loaders (kubeconfig, or in-cluster service acc
 calls go through `transport.Transport` (aiohttp on the operator's event loop), at most
 `concurrency` in flight at once across the whole process (the `concurrency` setting).
 Non-2xx answers raise `ApiError` (`Conflict` for 409, `Forbidden` for 403, `PodSecurityRefused` for
-a 403 of Pod Security Admission, `Invalid` for 400/422),
+a 403 of Pod Security Admission, `QuotaExceeded` for one of a ResourceQuota, `Invalid` for 400/422),
 whose message names the verb and resource, so a missing RBAC verb is obvious in the log.
 """
 
@@ -108,6 +107,17 @@ class PodSecurityRefused(ApiError):
             f"Pod Security Admission refused the pod: namespace {self.namespace} enforces the "
             f'"{self.level}" Pod Security level (label {PSA_ENFORCE_LABEL}) and the pod '
             f"violates it: {self.violations}"
+        )
+
+
+class QuotaExceeded(ApiError):
+    """403 from the ResourceQuota admission: the namespace's quota is used up. Not RBAC."""
+
+    def __str__(self) -> str:
+        return (
+            f"the ResourceQuota of namespace {self.namespace} refused to {self.verb} "
+            f"{self.resource}: {self.server_message}; fix: have an admin raise the quota "
+            f"(kubectl describe resourcequota -n {self.namespace}), or lower the replicas"
         )
 
 
@@ -205,6 +215,8 @@ class KubeClient:
         error = _ERRORS.get(status, ApiError)
         if status == 403 and _PSA.search(message):
             error = PodSecurityRefused
+        elif status == 403 and "exceeded quota: " in message:
+            error = QuotaExceeded
         raise error(status, verb, kind, namespace, sub, message)
 
     # -- TFJobs ---------------------------------------------------------------------------------
@@ -238,12 +250,6 @@ class KubeClient:
         return status != 404
 
     # -- owned objects --------------------------------------------------------------------------
-    async def list(self, kind: Kind, namespace: str, labels: dict[str, str]) -> list[dict]:
-        """Objects of `kind` in `namespace` carrying all `labels` (a fresh, consistent read)."""
-        selector = ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
-        _, data = await self._request("GET", kind, namespace, query={"labelSelector": selector})
-        return list(data.get("items") or [])
-
     async def list_pages(
         self, kind: Kind, namespace: str, selector: str, limit: int = LIST_PAGE
     ) -> AsyncIterator[tuple[Objects, int]]:

@@ -18,6 +18,7 @@ object the job controls, as read, and conditional on its uid (`owned`). A pod or
 apiserver refuses as invalid (400/422: the CRD keeps pod templates open, so e.g. a
 containerPort of 70000 is only caught here) is reported as `Invalid<Kind>` naming the replica
 type's template; any other failed call as `Failed<Verb><Kind>`.
+Pods are created in slow-start rounds (`engine.batches`).
 
 With gang scheduling on (`options.gang_scheduler`), the job's PodGroup (`engine.desired_pod_group`)
 is made before its pods, and its spec put back when the job's wants change (minAvailable,
@@ -83,6 +84,7 @@ from taas_operator.engine import (
     desired_network_policy,
     desired_pod_group,
 )
+from taas_operator.engine.batches import SLOW_START
 
 #: Seconds between a PodGroup's spec change and the write that wakes its gang again (above).
 POD_GROUP_NUDGE_SECONDS = 2.0
@@ -165,18 +167,24 @@ class Actions:
             if isinstance(group, NotOwned):  # nor would they join another's group
                 return Applied(not_owned=[group])
         uid, seen = job.metadata.uid or "", children.seen
-        calls = [
+        deletions = [
             *(self._delete(uid, seen(POD, name)) for name in plan.delete_pods),
             *(self._delete(uid, seen(POD, name), 0) for name in plan.force_delete_pods),
             *(self._delete(uid, seen(SERVICE, name)) for name in plan.delete_services),
-            *(self._create(POD, job, manifest, children) for manifest in plan.create_pods),
+        ]
+        calls = [
             *(self._create(SERVICE, job, m, children) for m in plan.create_services),
             *(self._release(uid, seen(POD, name)) for name in plan.release_pods),
             *(self._close(uid, seen(POD, name)) for name in plan.close_pods),
         ]
         if self.network_policy and not plan.delete_job:
             calls.append(self._sync_policy(job, children))
-        outcomes = [group, *await asyncio.gather(*calls)]
+        deleted, pods, done = await asyncio.gather(
+            asyncio.gather(*deletions),
+            self._create_pods(job, plan.create_pods, children),
+            asyncio.gather(*calls),
+        )
+        outcomes = [group, *deleted, *pods, *done]
         return Applied(
             done=[o for o in outcomes if isinstance(o, Done)],
             problems=[o for o in outcomes if isinstance(o, Event)],
@@ -207,6 +215,22 @@ class Actions:
         except Conflict:  # the uid precondition: a new job of that name; leave it
             return False
         return True
+
+    async def _create_pods(
+        self, job: TFJob, manifests: list[dict[str, Any]], children: Children
+    ) -> list[_Outcome]:
+        """Pods in slow-start rounds: SLOW_START at once, then twice as many each round; a
+        round with a failure ends it (the pods not tried wait for the next pass)."""
+        outcomes: list[_Outcome] = []
+        start, size = 0, SLOW_START
+        while start < len(manifests):
+            batch = manifests[start : start + size]
+            done = await asyncio.gather(*(self._create(POD, job, m, children) for m in batch))
+            outcomes += done
+            if any(isinstance(o, Event) for o in done):
+                break
+            start, size = start + size, size * 2
+        return outcomes
 
     async def _create(
         self, kind: Kind, job: TFJob, manifest: dict[str, Any], children: Children

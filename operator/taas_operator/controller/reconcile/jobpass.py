@@ -45,7 +45,7 @@ from typing import Any
 from taas_operator.api import TFJobStatus, TFJobValidationError, parse_tfjob
 from taas_operator.api.constants import REASON_INVALID_SPEC, REASON_NOT_OWNED
 from taas_operator.api.models import TFJob
-from taas_operator.api.resources import POD, POLICY, SERVICE
+from taas_operator.api.resources import POD, POLICY, SERVICE, Kind
 from taas_operator.controller import metrics
 from taas_operator.controller.apiserver.kube import KubeClient
 from taas_operator.controller.reconcile.actions import Actions
@@ -70,6 +70,7 @@ from taas_operator.engine import (
     plan_job,
     skip_reason,
 )
+from taas_operator.engine.batches import list_page
 from taas_operator.engine.kueue import to_close
 from taas_operator.settings import OperatorSettings
 
@@ -245,11 +246,10 @@ class JobPass:
         """The job's pods, services and NetworkPolicies (when managed), read fresh."""
         logger.debug("%s/%s: listing its children", job.namespace, job.name)
         kinds = [POD, SERVICE, POLICY] if self.network_policy else [POD, SERVICE]
-        selector = job_selector(job.name)
-        found = await asyncio.gather(*(self.kube.list(k, job.namespace, selector) for k in kinds))
-        pods, services, *policies = found
+        listed = Children()
+        for part in await asyncio.gather(*(self._list_kind(job, kind) for kind in kinds)):
+            _merge(listed, part)
         uid = job.metadata.uid or ""
-        listed = children_from(pods, services, policies[0] if policies else [], uid, job.namespace)
         # pods lost with their node that are gone already: a LIST cannot show them
         names = {p.name for p in listed.pods}
         lost = self.children.lost(job.namespace, job.name, uid)
@@ -283,6 +283,24 @@ class JobPass:
             self.request(key)  # the failed job's clean-up and TTL: its write starts no pass
         return True
 
+    async def _list_kind(self, job: TFJob, kind: Kind) -> Children:
+        """The job's children of one kind, a page at a time, each page kept as small entries
+        before the next is read: a pod of a job of N replicas names N hosts (`engine.batches`)."""
+        selector = ",".join(f"{k}={v}" for k, v in sorted(job_selector(job.name).items()))
+        replicas = sum(spec.replicas for spec in job.spec.tf_replica_specs.values())
+        found = Children()
+        pages = self.kube.list_pages(kind, job.namespace, selector, list_page(replicas))
+        async for items, _ in pages:
+            part = children_from(
+                items if kind is POD else (),
+                items if kind is SERVICE else (),
+                items if kind is POLICY else (),
+                job.metadata.uid or "",
+                job.namespace,
+            )
+            _merge(found, part)
+        return found
+
     async def _reject(self, key: JobKey, body: dict[str, Any], problem: str) -> None:
         """A spec the models or the apiserver refuse: Failed condition + Warning event, once."""
         try:
@@ -298,3 +316,9 @@ class JobPass:
         if stored is not None:
             event = Event(type="Warning", reason=REASON_INVALID_SPEC, message=message)
             await self.recorder.post(key, stored, [event])
+
+
+def _merge(into: Children, part: Children) -> None:
+    into.pods += part.pods
+    into.services += part.services
+    into.policies.update(part.policies)
