@@ -5,9 +5,9 @@
                            YAML file worth reading
     MAX_OBJECT_BYTES       1.5 MiB: the largest object the apiserver stores (etcd's default
                            --max-request-bytes; a custom resource is stored as its JSON)
-    WARN_OBJECT_BYTES      512 KiB: past this, a TFJob is refused by nothing but costs every
-                           watch of TFJobs (operator, dashboard, `kubectl get -w`) that much per
-                           change; what aiohttp's default line limit allowed a watch event
+    WARN_OBJECT_BYTES      512 KiB: past this, a TFJob is refused by nothing (TaaS's watches
+                           read events of any size the apiserver sends) but costs every watch of
+                           TFJobs (operator, dashboard, `kubectl get -w`) that much per change
     MAX_ANNOTATIONS_BYTES  256 KiB: metadata.annotations, keys and values together
                            (`TotalAnnotationSizeLimitB` of apimachinery's ObjectMeta validation)
     size_errors(doc) -> list[str]   each limit a TFJob document breaks, as "field: problem; fix"
