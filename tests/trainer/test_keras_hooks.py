@@ -65,7 +65,7 @@ def test_multi_worker_mirrored_hooks_with_warm_start_and_evaluator(tmp_path: Pat
                 "get_init_fn",
                 "init_fn",
                 "create_dataset",
-                "train",
+                "train_batch",
                 "after_train",
             ], records
             (built,) = only(records, "build_model")
@@ -75,7 +75,7 @@ def test_multi_worker_mirrored_hooks_with_warm_start_and_evaluator(tmp_path: Pat
             assert only(records, "init_fn") == [{"w": warm_end["w"]}]
             (dataset,) = only(records, "create_dataset")
             assert dataset == {"pipeline": index, "pipelines": 2}
-            assert all(call["in_replica"] for call in only(records, "train"))
+            assert all(call["in_replica"] for call in only(records, "train_batch"))
             (end,) = only(records, "after_train")
             assert end["is_chief"] is (index == 0) and end["attributes_set"]
             assert end["step"] == max_steps  # the warm start began at step 0
@@ -156,7 +156,7 @@ def test_one_process_with_two_cpu_towers_uses_mirrored_strategy(tmp_path: Path) 
     done = run_program(
         RECORDING,
         {
-            "RECORD_STEP": "custom",
+            "RECORD_STEP": "legacy",  # train(batch), the earlier name: still runs
             "TAAS_MODEL_DIR": str(tmp_path / "model"),
             "TF_MAX_STEPS": "40",
             "TAAS_LEARNING_RATE": "0.1",
@@ -169,3 +169,4 @@ def test_one_process_with_two_cpu_towers_uses_mirrored_strategy(tmp_path: Path) 
     assert built["strategy"] == "MirroredStrategy" and built["replicas"] == 2
     assert "MirroredStrategy: 2 replicas: /device:CPU:0, /device:CPU:1" in done.stdout
     assert only(records, "after_train")[0]["step"] == 40
+    assert "Recording.train(batch) is now named train_batch(batch)" in done.stdout

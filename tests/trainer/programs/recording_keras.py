@@ -3,9 +3,10 @@ each (``HOOK <task> <hook> <json details>``, flushed), like ``recording_trainer.
 mode. The model is ``y = 2x + 1``: one tf_keras Dense unit, mean squared error, SGD.
 
 Environment:
-- ``RECORD_STEP``: ``fit`` (default: ``train`` not overridden, the base class runs fit) or
-  ``custom`` (``train(batch)`` overridden: a GradientTape step; Python runs it only while
-  tracing, so it records ``train`` once per trace, with the replica context it saw);
+- ``RECORD_STEP``: ``fit`` (default: ``train_batch`` not overridden, the base class runs fit),
+  ``custom`` (``train_batch(batch)`` overridden: a GradientTape step; Python runs it only while
+  tracing, so it records ``train_batch`` once per trace, with the replica context it saw) or
+  ``legacy`` (the same step under its earlier name, ``train(batch)``);
 - ``RECORD_NAN_FROM``: labels turn NaN after this many examples (the non-finite loss test);
 - ``RECORD_FIT_HOOKS``: set: also override ``callbacks`` and ``create_validation_dataset``
   (hooks only ``fit`` calls: refused beside a custom step).
@@ -79,11 +80,11 @@ class Recording(taas.KerasTrainer):
 
         return init_fn
 
-    if STEP == "custom":
+    if STEP in ("custom", "legacy"):
 
-        def train(self, batch):
+        def train_batch(self, batch):
             context = tf.distribute.get_replica_context()
-            self.record("train", in_replica=context is not None)
+            self.record("train_batch", in_replica=context is not None)
             xs, ys = batch
             with tf.GradientTape() as tape:
                 per_example = tf.reshape(tf.square(self.model(xs, training=True) - ys), [-1])
@@ -93,6 +94,10 @@ class Recording(taas.KerasTrainer):
                 zip(tape.gradient(loss, variables), variables, strict=True)
             )
             return loss
+
+        if STEP == "legacy":  # the old name only: the base class must find it by that name
+            train = train_batch
+            del train_batch
 
     if FIT_HOOKS:
 

@@ -30,7 +30,7 @@ from taas.core.settings import SettingsError, refuse_fit_only
 from taas.keras.checkpoints import CheckpointKeeper
 from taas.keras.evaluator import run_evaluator
 from taas.keras.fit import fit_keras, run_fit
-from taas.keras.hooks import FIT_ONLY_HOOKS, KerasHooks, overrides_hook, overrides_train
+from taas.keras.hooks import FIT_ONLY_HOOKS, KerasHooks, custom_step, overrides_hook
 from taas.keras.steps import run_custom_steps
 from taas.keras.strategies import StrategyPlan, plan_strategy
 from taas.runtime import coordination
@@ -45,6 +45,8 @@ class KerasEngine:
 
     def __init__(self, trainer: KerasHooks, settings: Any, cluster: ClusterInfo) -> None:
         self.trainer, self.settings, self.cluster = trainer, settings, cluster
+        #: the trainer's own step (``train_batch``), or None: ``fit`` runs (set by ``run``)
+        self.step_fn: Any = None
         trainer.settings = settings
         trainer.cluster = cluster
 
@@ -64,7 +66,8 @@ class KerasEngine:
         if plan.role == "serve":
             self._serve(plan)
             return
-        if overrides_train(self.trainer):
+        self.step_fn = custom_step(self.trainer)
+        if self.step_fn is not None:
             refuse_custom_step_with_fit_hooks(self.trainer, settings)
         if plan.is_chief:
             require_writable_model_dir(settings)
@@ -163,7 +166,7 @@ class KerasEngine:
         trainer.strategy = strategy
         trainer.global_batch_size = settings.batch_size * plan.replicas
         model, optimizer = self._build(strategy)
-        keras = None if overrides_train(trainer) else fit_keras(trainer, model, plan)
+        keras = None if self.step_fn is not None else fit_keras(trainer, model, plan)
         keeper = CheckpointKeeper(settings, plan, task, model, optimizer, strategy)
         checkpoint = keeper.latest()
         if checkpoint:
@@ -183,7 +186,7 @@ class KerasEngine:
                 else f"[{task}] chief; no checkpoint in model_dir, initialising",
                 flush=True,
             )
-        how = "your train(batch) under strategy.run" if keras is None else f"{keras.__name__} fit"
+        how = "your train_batch under strategy.run" if keras is None else f"{keras.__name__} fit"
         print(
             f"[{task}] model ready {process_age():.2f}s after start; global step {start}; "
             f"steps: {how}",
@@ -200,10 +203,13 @@ class KerasEngine:
             print(line, flush=True)
         else:
             workers = len(plan.hosts("worker"))
-            if keras is None:
-                run_custom_steps(trainer, strategy, coordinator, loop, keeper, workers)
-            else:
+            if keras is not None:
                 run_fit(trainer, model, keras, coordinator, loop, keeper, workers)
+            else:
+                assert self.step_fn is not None  # no fit: the trainer's own step
+                run_custom_steps(
+                    self.step_fn, trainer, strategy, coordinator, loop, keeper, workers
+                )
             if coordinator is not None:
                 coordinator.join()
             loop.finish()
@@ -229,15 +235,15 @@ class KerasEngine:
 
 
 def refuse_custom_step_with_fit_hooks(trainer: KerasHooks, settings: Any) -> None:
-    """A custom ``train(batch)`` runs no ``fit``: its hooks and settings would do nothing."""
+    """A custom ``train_batch`` runs no ``fit``: its hooks and settings would do nothing."""
     hooks = [name for name in FIT_ONLY_HOOKS if overrides_hook(trainer, name)]
     if hooks:
         raise SettingsError(
-            f"{type(trainer).__name__} overrides train(batch), so fit does not run, and "
-            f"{', '.join(hooks)} would never be called: drop train(batch) to run fit, or "
+            f"{type(trainer).__name__} overrides train_batch(batch), so fit does not run, and "
+            f"{', '.join(hooks)} would never be called: drop train_batch to run fit, or "
             "call your callbacks and validation from your own step"
         )
-    refuse_fit_only(settings, "a custom train(batch) step")
+    refuse_fit_only(settings, "a custom train_batch(batch) step")
 
 
 def configure_devices(settings: Any, plan: StrategyPlan, gpus: list[Any]) -> None:

@@ -75,7 +75,7 @@ class KerasHooks:
         runs ``fit``. They run after TaaS's own callback, so they see each step once TaaS has
         reported, checked and checkpointed it; one that sets ``self.model.stop_training`` (as
         ``EarlyStopping`` does) ends training there, with ``after_train`` and the final
-        checkpoint as at ``max_steps``. Not called with a custom ``train(batch)``.
+        checkpoint as at ``max_steps``. Not called with a custom ``train_batch(batch)``.
         """
         return []
 
@@ -88,15 +88,16 @@ class KerasHooks:
         """
         return None
 
-    def train(self, batch: Any) -> Any:
+    def train_batch(self, batch: Any) -> Any:
         """One custom step on this replica's ``batch``; return the loss (a scalar tensor).
 
-        Not graph mode's ``train(session, global_step, is_chief) -> bool``: here it is what
-        Keras calls ``train_step``, the step itself. Not overridden: the base class runs
-        ``model.fit``. Overridden, it runs in a
-        ``tf.function`` under ``strategy.run``; the returned losses are summed over the
-        replicas, so return ``self.average_loss(per_example_loss)`` (scaled by the global
-        batch, which also makes the summed gradients right).
+        What Keras calls ``train_step``, the step itself. Not overridden: the base class runs
+        ``model.fit``. Overridden, it runs in a ``tf.function`` under ``strategy.run``; the
+        returned losses are summed over the replicas, so return
+        ``self.average_loss(per_example_loss)`` (scaled by the global batch, which also makes
+        the summed gradients right). Its earlier name, ``train(batch)``, still works (with a
+        note): graph mode's ``train(session, global_step, is_chief)`` is another
+        hook, one step that you run.
         """
         raise NotImplementedError  # never called: the engine runs fit instead
 
@@ -152,13 +153,26 @@ def overrides_hook(trainer: KerasHooks, name: str) -> bool:
     return getattr(type(trainer), name) is not getattr(KerasHooks, name)
 
 
-def overrides_train(trainer: KerasHooks) -> bool:
-    """True when the subclass wrote its own ``train`` step (else the engine runs ``fit``)."""
-    return overrides_hook(trainer, "train")
+def custom_step(trainer: KerasHooks) -> Callable[[Any], Any] | None:
+    """The subclass's own step: ``train_batch``, or ``train``, its earlier name (a
+    note says to rename it); None when it wrote neither (the engine runs ``fit``)."""
+    if overrides_hook(trainer, "train_batch"):
+        return trainer.train_batch
+    own = getattr(type(trainer), "train", None)
+    if callable(own):
+        name = type(trainer).__name__
+        print(
+            f"note: {name}.train(batch) is now named train_batch(batch) (graph "
+            f"mode's train(session, global_step, is_chief) is another hook); it runs as "
+            f"before: rename it to train_batch",
+            flush=True,
+        )
+        return getattr(trainer, "train")  # noqa: B009 (the old name, looked up on purpose)
+    return None
 
 
-#: Hooks only ``fit`` calls: overriding them beside ``train(batch)`` is refused.
+#: Hooks only ``fit`` calls: overriding them beside ``train_batch(batch)`` is refused.
 FIT_ONLY_HOOKS = ("callbacks", "create_validation_dataset")
 
 
-__all__ = ["FIT_ONLY_HOOKS", "KerasHooks", "WarmStartFn", "overrides_hook", "overrides_train"]
+__all__ = ["FIT_ONLY_HOOKS", "KerasHooks", "WarmStartFn", "custom_step", "overrides_hook"]

@@ -1,6 +1,6 @@
 """TensorFlow 2: the custom step loop, and what it shares with ``fit`` (``taas.keras.fit``).
 
-    run_custom_steps(trainer, strategy, coordinator, loop, keeper)   the user's train(batch)
+    run_custom_steps(step_fn, trainer, strategy, coordinator, loop, keeper)   your train_batch
     report(loop, keeper, loss, metrics)                              one finished step
 
 Each finished step goes to :class:`taas.core.loop.TrainLoop` (progress lines, the NaN check, the
@@ -16,7 +16,7 @@ line shows is the number of steps finished, never merely scheduled.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import tensorflow as tf
@@ -51,6 +51,7 @@ def fetch(value: Any) -> Any:
 
 
 def run_custom_steps(
+    step_fn: Callable[[Any], Any],
     trainer: KerasHooks,
     strategy: Any,
     coordinator: Any,
@@ -58,11 +59,12 @@ def run_custom_steps(
     keeper: CheckpointKeeper,
     workers: int = 1,
 ) -> None:
-    """Run ``trainer.train`` under ``strategy.run`` until the loop ends."""
+    """Run ``step_fn`` (the trainer's ``train_batch``) under ``strategy.run`` until the loop
+    ends."""
 
     @tf.function
     def step(iterator: Any) -> Any:
-        losses = strategy.run(trainer.train, args=(next(iterator),))
+        losses = strategy.run(step_fn, args=(next(iterator),))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
 
     if coordinator is None:

@@ -41,12 +41,12 @@ class KerasTrainer(KerasHooks):
                  restore the latest checkpoint in model_dir, else (with checkpoint_path):
                      init = get_init_fn(checkpoint_path); init(model)        warm start
         data     create_dataset(input_context)         per input pipeline, called by the strategy
-        loop     train() not overridden: model.fit over the remaining steps, with
+        loop     train_batch() not overridden: model.fit over the remaining steps, with
                      callbacks = [TaaS's] + callbacks()    the user's run after TaaS's
                      validation: create_validation_dataset(input_context), validation_steps
                      batches at each epoch's end (epochs of steps_per_epoch; else one epoch)
                      a callback's model.stop_training (EarlyStopping) ends the loop early
-                 train(batch) overridden: one custom step per call, run by strategy.run in a
+                 train_batch(batch) overridden: one custom step per call, run by strategy.run in a
                      tf.function (scheduled on a worker under ParameterServerStrategy)
                  progress line every N steps/secs (the step's loss, fit's metrics);
                  chief: checkpoints, summaries
