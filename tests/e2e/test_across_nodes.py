@@ -37,7 +37,7 @@ spec:
   - name: web
     image: {TOOLBOX_IMAGE}
     imagePullPolicy: Never
-    command: ["sh", "-c", "echo hello from {index} > /www/index.html; httpd -f -p 8080 -h /www"]
+    command: ["sh", "-c", "echo hello from {index} >/www/index.html; exec httpd -f -p 8080 -h /www"]
     volumeMounts: [{{name: www, mountPath: /www}}]
     readinessProbe: {{tcpSocket: {{port: 8080}}, periodSeconds: 1}}
   volumes: [{{name: www, emptyDir: {{}}}}]

@@ -89,9 +89,28 @@ def _iptables_rules(binary: str) -> list[str]:
     return lines
 
 
+def container_ids(run_dir: Path) -> set[str]:
+    """Ids of the run's containers: their task directories in its containerd's state (one
+    node: `<run>/containerd-state`; more: `<run>/<node>/containerd-state`), kept after a kill."""
+    tasks = f"containerd-state/io.containerd.runtime.v2.task/{CGROUP_PARENT}/*"
+    return {p.name for pattern in (tasks, f"*/{tasks}") for p in run_dir.glob(pattern)}
+
+
+def _container_of(entry: Path) -> str:
+    """The container id of a process in a pod cgroup (`/k8s.io/<id>`), '' otherwise."""
+    for line in (entry / "cgroup").read_text().splitlines():
+        parts = line.rsplit(":", 1)[-1].split("/")
+        if len(parts) == 3 and parts[1] == CGROUP_PARENT:
+            return parts[2]
+    return ""
+
+
 def run_processes(run_dir: Path) -> list[int]:
-    """Pids of processes of a run: those naming the run directory, and its containers."""
+    """Pids of processes of a run: those naming the run directory, and its containers' (by
+    root file system, or, once its shim is gone, by the container's cgroup: a container in its
+    own mount namespace shows `/` as its root)."""
     marker = str(run_dir).encode()
+    ids = container_ids(run_dir)
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -99,9 +118,10 @@ def run_processes(run_dir: Path) -> list[int]:
         try:
             cmdline = (entry / "cmdline").read_bytes()
             root = os.readlink(entry / "root")
+            container = _container_of(entry) if ids else ""
         except OSError:
             continue
-        if marker in cmdline or root.startswith(str(run_dir) + "/"):
+        if marker in cmdline or root.startswith(str(run_dir) + "/") or container in ids:
             found.append(int(entry.name))
     return found
 
