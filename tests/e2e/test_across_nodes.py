@@ -1,14 +1,19 @@
 """Three real nodes on this machine (`Cluster(nodes=3)`): each its own network namespace,
 containerd, kubelet, kube-proxy and kube-router; pods reach each other, services and DNS across
-nodes; the job's NetworkPolicy holds across nodes; TensorFlow trains with one worker per node.
+nodes; the job's NetworkPolicy holds across nodes; TensorFlow trains with one worker per node
+to the same weights as with every worker on one node; the PS examples (ParameterServerStrategy,
+graph mode async and sync) train with their replicas over the three nodes.
 
 Replicas are spread by required pod anti-affinity on the job's name label (one replica of a job
-per node), as a user spreads replicas on a real cluster."""
+per node) or, for 4 replicas, a topology spread constraint (at most one more on a node than on
+another), as a user spreads replicas on a real cluster."""
 
 from __future__ import annotations
 
 import ipaddress
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -164,28 +169,121 @@ def test_network_policy_holds_across_nodes(cluster: Cluster, operator: str, ns: 
     )
 
 
+PROGRAM = Path(__file__).parent / "programs" / "seeded_digits.py"
+
+
+def _mwms(name: str, trainer_image: str) -> dict[str, Any]:
+    """examples/keras_digits/mwms.yaml with 3 workers and no evaluator, running the seeded
+    program (tests/e2e/programs/seeded_digits.py, from the ConfigMap `seeded-digits`)."""
+    job = yaml.safe_load((REPO / "examples" / "keras_digits" / "mwms.yaml").read_text())
+    job["metadata"]["name"] = name
+    del job["spec"]["tfReplicaSpecs"]["Evaluator"]
+    workers = job["spec"]["tfReplicaSpecs"]["Worker"]
+    workers["replicas"] = 3
+    pod = workers["template"]["spec"]
+    container = pod["containers"][0]
+    assert container["image"] == trainer_image  # the example runs as it is, but for the program
+    container["command"] = ["python", "/programs/seeded_digits.py"]
+    container["volumeMounts"] = [{"name": "programs", "mountPath": "/programs"}]
+    pod["volumes"] = [{"name": "programs", "configMap": {"name": "seeded-digits"}}]
+    return job
+
+
+def _final_weights(cluster: Cluster, ns: str, job: str) -> list[float]:
+    log = cluster.kubectl("logs", "-n", ns, f"{job}-worker-0").stdout
+    lines = [line for line in log.splitlines() if line.startswith("final weights: ")]
+    assert lines, log[-3000:]
+    return list(json.loads(lines[-1].removeprefix("final weights: ")))
+
+
 @pytest.mark.tensorflow
 @pytest.mark.slow
-def test_mwms_trains_with_one_worker_on_each_node(
+def test_mwms_across_three_nodes_trains_the_same_weights_as_on_one(
     cluster: Cluster, operator: str, trainer_image: str, ns: str
 ) -> None:
-    """examples/keras_digits/mwms.yaml with 3 workers and no evaluator, one worker per node:
-    the all-reduce crosses the nodes; the job Succeeds and the chief's accuracy is printed."""
-    example = yaml.safe_load((REPO / "examples" / "keras_digits" / "mwms.yaml").read_text())
-    assert example["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0][
-        "image"
-    ] == trainer_image  # fmt: skip
-    example["metadata"]["name"] = "mwms3"
-    del example["spec"]["tfReplicaSpecs"]["Evaluator"]
-    example["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = 3
-    cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(_spread(example)))
+    """The same seeded MultiWorkerMirroredStrategy job twice at once: its 3 workers one per
+    node (the all-reduce crosses the nodes), and all 3 on one node. Both Succeed with the same
+    final weights (within 1e-5)."""
+    cluster.kubectl(
+        "create", "configmap", "seeded-digits", "-n", ns, f"--from-file={PROGRAM.name}={PROGRAM}"
+    )
+    spread = _spread(_mwms("spread", trainer_image))
+    together = _mwms("together", trainer_image)
+    together["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["nodeSelector"] = {
+        HOSTNAME: cluster.node_names[0]
+    }
+    for job in (spread, together):
+        cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(job))
 
-    def placed() -> set[str] | None:
-        nodes = {p["spec"].get("nodeName") for p in _pods(cluster, ns, "mwms3")} - {None}
-        return nodes if len(nodes) == 3 else None
+    def placed(job: str) -> list[str] | None:
+        nodes = [p["spec"].get("nodeName") for p in _pods(cluster, ns, job)]
+        return nodes if len(nodes) == 3 and None not in nodes else None
 
-    assert wait_for("3 workers on 3 nodes", placed, timeout=120) == set(cluster.node_names)
-    job = wait_finished(cluster, ns, "mwms3", timeout=900)
-    assert (condition(job, "Succeeded") or {}).get("status") == "True", job.get("status")
-    log = cluster.kubectl("logs", "-n", ns, "mwms3-worker-0").stdout
-    assert "test accuracy:" in log, log[-3000:]
+    assert sorted(wait_for("spread's 3 workers placed", lambda: placed("spread"))) == sorted(
+        cluster.node_names
+    )
+    assert set(wait_for("together's 3 workers placed", lambda: placed("together"))) == {
+        cluster.node_names[0]
+    }
+    for job in ("spread", "together"):
+        done = wait_finished(cluster, ns, job, timeout=900)
+        assert (condition(done, "Succeeded") or {}).get("status") == "True", done.get("status")
+    across, one = _final_weights(cluster, ns, "spread"), _final_weights(cluster, ns, "together")
+    assert len(across) == len(one) == 64 * 64 + 64 + 64 * 10 + 10
+    worst = max(abs(a - b) for a, b in zip(across, one, strict=True))
+    assert worst <= 1e-5, f"the weights differ by up to {worst}"
+    for job in ("spread", "together"):  # trained, not left at their (equal) initial values
+        assert _accuracy(cluster, ns, f"{job}-worker-0") > 0.9
+
+
+def _accuracy(cluster: Cluster, ns: str, pod: str) -> float:
+    log = cluster.kubectl("logs", "-n", ns, pod).stdout
+    match = re.search(r"test accuracy: ([0-9.]+)", log)
+    assert match, log[-3000:]
+    return float(match.group(1))
+
+
+def _spread_evenly(job: dict[str, Any]) -> dict[str, Any]:
+    """The job's replicas over the nodes, at most one more on one node than on another."""
+    name = job["metadata"]["name"]
+    constraint = {
+        "maxSkew": 1,
+        "topologyKey": HOSTNAME,
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {JOB_LABEL: name}},
+    }
+    for spec in job["spec"]["tfReplicaSpecs"].values():
+        spec["template"]["spec"]["topologySpreadConstraints"] = [constraint]
+    return job
+
+
+@pytest.mark.tensorflow
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("example", "chief"),
+    [
+        ("keras_digits/pss.yaml", "chief-0"),  # ParameterServerStrategy: PS, chief, 2 workers
+        ("mnist/async.yaml", "worker-0"),  # graph mode, 1 PS + 2 workers, asynchronous
+        ("mnist/sync.yaml", "worker-0"),  # and synchronous
+    ],
+)
+def test_ps_jobs_train_across_three_nodes(
+    cluster: Cluster, operator: str, trainer_image: str, ns: str, example: str, chief: str
+) -> None:
+    """The repository's PS examples, unchanged but for a topology spread over the 3 nodes:
+    every node runs a replica, the job Succeeds, the chief's accuracy is printed."""
+    job = yaml.safe_load((REPO / "examples" / example).read_text())
+    name = job["metadata"]["name"]
+    count = sum(spec["replicas"] for spec in job["spec"]["tfReplicaSpecs"].values())
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(_spread_evenly(job)))
+
+    def placed() -> list[str] | None:
+        nodes = [p["spec"].get("nodeName") for p in _pods(cluster, ns, name)]
+        return nodes if len(nodes) == count and None not in nodes else None
+
+    nodes = wait_for(f"{name}'s {count} replicas placed", placed)
+    assert set(nodes) == set(cluster.node_names), nodes
+    done = wait_finished(cluster, ns, name, timeout=900)
+    assert (condition(done, "Succeeded") or {}).get("status") == "True", done.get("status")
+    assert trainer_image in json.dumps(job)
+    assert _accuracy(cluster, ns, f"{name}-{chief}") > 0.9

@@ -1,20 +1,25 @@
-"""A whole one-node Kubernetes cluster on this machine: start it, use it, stop it leaving nothing.
+"""A whole Kubernetes cluster on this machine, of one node or several: start it, use it, stop
+it leaving nothing.
 
     with Cluster() as cluster:              # needs root; builds what it lacks first
-        cluster.load_image(archive)         # OCI/docker archive -> containerd (k8s.io)
+        cluster.load_image(archive)         # OCI/docker archive -> every node's containerd
         cluster.kubectl("apply", "-f", ...)
+    Cluster(nodes=3)                        # 3 nodes, each in its own network namespace
 
-Start order: the pod network (hostnet.py), etcd + kube-apiserver on the bridge address
-(launcher.py), containerd (runtime.py) with the sandbox image, then kube-controller-manager,
-kube-scheduler, kube-proxy, CoreDNS, kube-router (NetworkPolicy) and kubelet (components.py);
-ready when the node is Ready, kube-proxy and CoreDNS answer, and `default` has its
-ServiceAccount; then, if asked (`scheduling`), scheduler-plugins and Kueue
-(`taas_controlplane.scheduling`). Stop order: those schedulers, controller-manager and
-scheduler (nothing recreates pods), every pod deleted and its sandbox torn down by kubelet,
-kubelet and the host components, containerd's remaining containers, containerd, the control
-plane; then hoststate.scrub removes whatever is left. One cluster per machine (a lock):
-kube-proxy and kube-router own host-wide iptables chains.
-A run killed before it could stop is scrubbed by the next start (`<cache>/node/last-run.json`).
+Start order: the network (hostnet.py: one node's pod bridge, or the node network; then each
+node's namespace, nodens.py), etcd + kube-apiserver on the bridge address (launcher.py), each
+node's containerd (runtime.py, nodes.py) with the sandbox image, then kube-controller-manager,
+kube-scheduler, CoreDNS on the host, each node's kube-proxy and kubelet, then (once the nodes
+are registered; with several, their pod ranges written on them) each node's kube-router
+(NetworkPolicy) (components.py); ready when every node is Ready, its kubelet, kube-proxy and
+kube-router answer, CoreDNS answers, and `default` has its ServiceAccount; then, if asked
+(`scheduling`), scheduler-plugins and Kueue (`taas_controlplane.scheduling`). Stop order:
+those schedulers, controller-manager and scheduler (nothing recreates pods), every pod deleted
+and its sandbox torn down by its kubelet, the nodes' components and CoreDNS, containerd's
+remaining containers, containerd, the control plane; then hoststate.scrub removes whatever is
+left. One cluster per machine (a lock): one node's kube-proxy and kube-router own host-wide
+iptables chains. A run killed before it could stop is scrubbed by the next start
+(`<cache>/node/last-run.json`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The node's pod network: a bridge of the cluster's own, its guard rules and the CNI config.
+"""The cluster's bridge on the host: the pod network of one node (or the node network of several),
+its guard rules and the CNI config.
 
     net = NodeNetwork(NetworkConfig(...)); net.up(cni_conf_dir, ipam_dir); ...; net.down()
 
@@ -20,6 +21,11 @@ What it sets up, and why each piece keeps every packet on this machine:
   anything from the bridge to a host address other than the bridge's;
 - a route for the service range onto the bridge, so a ClusterIP the host sends to before
   kube-proxy has a rule for it never follows the default route off the machine.
+
+With several nodes (`NetworkConfig.nodes`) the bridge is the node network instead: the host's
+address, the same guard, no forwarding and no iptables for bridged frames (nodes talk across
+it at layer 2), routes to each node's pod range through the node and to the service range
+through node 0; the pods' bridges live in the nodes' namespaces (nodens.py).
 
 `down()` removes all of it; deleting the bridge removes its sysctls, addresses and routes.
 """

@@ -6,9 +6,11 @@
 
 The cluster stops its components in order first (cluster.py); the scrub then removes what a
 component does not remove by itself, and everything after a crash: processes of the run (found
-by id: a command line naming the run directory, or a root file system under it, i.e. the
-containers), mounts under the run directory (container root file systems, `/dev/shm`, network
-namespaces, kubelet's volumes), the bridge and veths attached to it, iptables chains of
+by id: a command line naming the run directory, a root file system under it, or the cgroup of
+one of its containers), mounts under the run directory (container root file systems,
+`/dev/shm`, pods' network namespaces, kubelet's volumes, and with several nodes each node's
+network namespace, which ends with everything in it: its links, routes, iptables rules and
+ipsets), the bridge and veths attached to it, iptables chains of
 Kubernetes and kube-router (`KUBE-*`) and the bridge's guard chain with every rule that jumps to
 them, kube-router's ipsets, CNI cache files of the run's network, and the kernel settings kubelet
 changes (restored to the values captured before the run).
