@@ -140,7 +140,7 @@ class HostState(BaseModel):
     routes: list[str]  # through the bridge
     sysctls: dict[str, str]  # SYSCTLS
     processes: list[int]  # naming the run directory, or with a root below it (containers)
-    cni_cache: list[str]  # /var/lib/cni/results files of the run's network
+    cni_cache: list[str]  # /var/lib/cni/results files of the run's networks and containers
     cgroups: list[str]  # the pods' cgroups
 
     @classmethod
@@ -170,7 +170,7 @@ class HostState(BaseModel):
             ),
             sysctls=read_sysctls(),
             processes=run_processes(run_dir),
-            cni_cache=sorted(p.name for p in CNI_CACHE.glob(f"{network.network_name}-*")),
+            cni_cache=sorted(p.name for p in _cni_cache(run_dir, network)),
             cgroups=sorted(str(p) for p in _pod_cgroups()),
         )
 
@@ -186,6 +186,19 @@ class HostState(BaseModel):
             if self.sysctls.get(name, value) != value:
                 found.append(f"sysctl {name}: {self.sysctls[name]} -> {value}")
         return found
+
+
+def _cni_cache(run_dir: Path, network: NetworkConfig) -> list[Path]:
+    """CNI result files of the run: its networks' (`<network>-*`, `<network>-<node>-*` with
+    several nodes), and any of its containers' (containerd's own `cni-loopback` network, whose
+    files stay when a killed run's pods never had their networks torn down)."""
+    ids = container_ids(run_dir)
+    return [
+        path
+        for path in CNI_CACHE.glob("*")
+        if path.name.startswith(f"{network.network_name}-")
+        or any(f"-{cid}-" in path.name for cid in ids)
+    ]
 
 
 def _pod_cgroups() -> list[Path]:
@@ -254,7 +267,8 @@ def destroy_ipsets() -> None:
 
 def scrub(run_dir: Path, network: NetworkConfig, sysctls: dict[str, str]) -> None:
     """Remove whatever a run left (see the module docstring); safe to call more than once."""
-    bridge, network_name = network.bridge, network.network_name
+    bridge = network.bridge
+    cni_cache = _cni_cache(run_dir, network)  # before the containers' state is unmounted
     kill_run_processes(run_dir)
     unmount_under(run_dir)
     for line in output("ip", "-o", "link", "show", "master", bridge).splitlines():
@@ -265,9 +279,8 @@ def scrub(run_dir: Path, network: NetworkConfig, sysctls: dict[str, str]) -> Non
         remove_chains(binary)
     destroy_ipsets()
     remove_pod_cgroups()
-    if CNI_CACHE.is_dir():
-        for entry in CNI_CACHE.glob(f"{network_name}-*"):
-            entry.unlink(missing_ok=True)
+    for entry in cni_cache:
+        entry.unlink(missing_ok=True)
     current = read_sysctls()
     for name, value in sysctls.items():
         if current.get(name) != value:
