@@ -3,10 +3,13 @@
 Everything is real: kubelet, containerd and runc run the pods, the CNI bridge gives them
 addresses, kube-proxy carries ClusterIPs, CoreDNS answers service names, kube-router enforces
 NetworkPolicies. Needs root (the cluster creates a bridge, namespaces, mounts, iptables rules);
-without it the fixture fails with the reason. One cluster per session: tests marked
-`own_cluster` start and stop their own and so run before the shared one is started; tests
-marked `chart_lifecycle` install and uninstall the chart themselves and so run before the
-session's operator (`operator`, the chart installed once) is installed.
+without it the fixture fails with the reason. One cluster at a time (a machine-wide lock):
+tests marked `own_cluster` start and stop their own and so run before the shared one is
+started; tests marked `chart_lifecycle` install and uninstall the chart themselves and so run
+before the session's operator (`operator`, the chart installed once) is installed; tests marked
+`nodes3` run last, on a 3-node cluster: `cluster` is parametrized for them (3 nodes), so pytest
+stops the one-node cluster (and the operator installed on it) before it starts the 3-node one,
+as it does for any fixture whose parameter changes.
 
 Images are the Dockerfile's, built for real (taas_controlplane.images) and imported into the
 node's containerd; pods use them with `imagePullPolicy: Never` or `IfNotPresent`.
@@ -26,13 +29,23 @@ from taas_controlplane.images import ensure_image
 from taas_controlplane.oci import toolbox_archive
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked `nodes3` get the 3-node `cluster` (its parameter: the number of nodes)."""
+    if metafunc.definition.get_closest_marker("nodes3") and "cluster" in metafunc.fixturenames:
+        metafunc.parametrize("cluster", [3], indirect=True, ids=["3-nodes"])
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own reordering by fixture parameters
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Own-cluster tests first (the shared cluster holds the machine's cluster lock), then the
-    chart's own install/uninstall (before the session's operator release exists)."""
+    chart's own install/uninstall (before the session's operator release exists), then the
+    one-node tests, then the 3-node ones."""
 
     def rank(item: pytest.Item) -> int:
         if item.get_closest_marker("own_cluster"):
             return 0
+        if item.get_closest_marker("nodes3"):
+            return 3
         return 1 if item.get_closest_marker("chart_lifecycle") else 2
 
     # The hook sees the whole session: reorder only this directory's tests, in their places.
@@ -44,13 +57,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
-def cluster() -> Iterator[Cluster]:
-    """A running one-node cluster with the toolbox image loaded; stopped and cleaned at the end."""
-    node = Cluster()
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """A running cluster (one node; 3 for tests marked `nodes3`) with the toolbox image loaded;
+    stopped and cleaned at the end."""
+    nodes = getattr(request, "param", 1)
+    node = Cluster(nodes=nodes)
     try:
         node.start()
     except ClusterError as err:
-        pytest.fail(f"cannot start the one-node cluster: {err}", pytrace=False)
+        what = "one-node cluster" if nodes == 1 else f"{nodes}-node cluster"
+        pytest.fail(f"cannot start the {what}: {err}", pytrace=False)
     try:
         node.load_image(toolbox_archive())
         yield node

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ipaddress
 import json
 import shutil
+import subprocess
+import sys
 import tarfile
 import tempfile
 from pathlib import Path
@@ -14,7 +16,7 @@ from typing import IO
 import pytest
 from node_helpers import exec_in, get_json, wait_for
 
-from taas_controlplane.cluster import Cluster
+from taas_controlplane.cluster import Cluster, clean_stale_run
 from taas_controlplane.oci import TOOLBOX_IMAGE, toolbox_archive, write_archive
 
 pytestmark = pytest.mark.node
@@ -62,9 +64,10 @@ def _start_web(cluster: Cluster, ns: str) -> None:
 
 
 @pytest.mark.own_cluster
-def test_stopping_leaves_nothing_behind() -> None:
+@pytest.mark.parametrize("nodes", [1, 3])
+def test_stopping_leaves_nothing_behind(nodes: int) -> None:
     work = Path(tempfile.mkdtemp(prefix="taas-e2e-", dir="/tmp"))
-    cluster = Cluster(work / "node")
+    cluster = Cluster(work / "node", nodes=nodes)
     before = cluster.host_state()
     try:
         cluster.start()
@@ -80,8 +83,17 @@ def test_stopping_leaves_nothing_behind() -> None:
         # The check sees the run's own things while it runs (else it could not fail after).
         assert during.processes and during.links and during.cgroups
         assert [m for m in during.mounts if m.startswith(str(work))], during.mounts
-        assert [r for r in during.iptables if "KUBE-ROUTER" in r], during.iptables
-        assert [r for r in during.iptables if "KUBE-SERVICES" in r], during.iptables
+        # One node: kube-proxy's and kube-router's chains are the host's; more: each node's
+        # are in its namespace (whose file is one of the mounts, gone with it).
+        chains = [cluster.host_state().iptables] if nodes == 1 else [
+            n.iptables_filter().splitlines() for n in cluster.nodes
+        ]  # fmt: skip
+        for rules in chains:
+            assert [r for r in rules if "KUBE-ROUTER" in r], rules
+            assert [r for r in rules if "KUBE-SERVICES" in r], rules
+        if nodes > 1:
+            netns = [m for m in during.mounts if m.endswith("/netns")]
+            assert len(netns) == nodes, during.mounts
     finally:
         cluster.stop()
     after = cluster.host_state()
@@ -89,6 +101,56 @@ def test_stopping_leaves_nothing_behind() -> None:
     assert cluster.containers_at_stop == []
     assert before.leftovers(after) == []
     assert after.sysctls == before.sysctls
+
+
+@pytest.mark.own_cluster
+@pytest.mark.parametrize("nodes", [1, 3])
+def test_a_killed_run_is_scrubbed_by_the_next_start(nodes: int) -> None:
+    """`cluster up` SIGKILLed with a pod running (its components get SIGTERM from the kernel,
+    its containers' shims stay): what is left is removed by the scrub the next start runs first
+    (`cluster clean` runs the same)."""
+    work = Path(tempfile.mkdtemp(prefix="taas-e2e-", dir="/tmp"))
+    directory = work / "node"
+    before = Cluster(directory, nodes=nodes).host_state()
+    command = [sys.executable, "-m", "taas_controlplane", "cluster", "up", "--dir", str(directory)]
+    up = subprocess.Popen(
+        [*command, "--nodes", str(nodes)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert up.stdout is not None
+        lines = []
+        for line in iter(up.stdout.readline, ""):
+            lines.append(line)
+            if "cluster ready" in line:
+                break
+        assert "cluster ready" in "".join(lines), "".join(lines)
+        admin = str(directory / "controlplane" / "admin.kubeconfig")
+        kubectl = ["kubectl", "--kubeconfig", admin]
+        subprocess.run([*kubectl, "apply", "-f", "-"], input=_POD, text=True, check=True)
+        subprocess.run(
+            [*kubectl, "wait", "--for=condition=Ready", "pod/left", "--timeout=120s"], check=True
+        )
+    finally:
+        up.kill()
+        up.wait()
+    left = Cluster(directory, nodes=nodes).host_state()
+    assert before.leftovers(left), "the killed run left nothing: the check could not fail"
+    assert clean_stale_run() == "removed a killed run's leftovers"
+    after = Cluster(directory, nodes=nodes).host_state()
+    shutil.rmtree(work, ignore_errors=True)
+    assert before.leftovers(after) == []
+    assert after.sysctls == before.sysctls
+
+
+_POD = f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: left}}
+spec:
+  containers:
+  - {{name: c, image: {TOOLBOX_IMAGE}, imagePullPolicy: Never, command: [sleep, "100000"]}}
+"""
 
 
 def test_pods_get_routes_only_to_the_pod_and_service_ranges(cluster: Cluster, ns: str) -> None:

@@ -29,6 +29,10 @@ def _connect(cluster: Cluster, ns: str, pod: str, address: str) -> str:
 
 
 def _wait_running(cluster: Cluster, ns: str, pod: str) -> None:
+    def made() -> bool:
+        return cluster.kubectl("get", "-n", ns, "pod", pod, check=False).returncode == 0
+
+    wait_for(f"pod {ns}/{pod} made", made)  # `kubectl wait` fails at once on a pod not made yet
     cluster.kubectl("wait", "-n", ns, "--for=condition=Ready", f"pod/{pod}", "--timeout=120s")
 
 

@@ -6,9 +6,10 @@ taas-controlplane env              # print the PATH (helm, kubectl) and KUBECONF
 taas-controlplane images [NAME]    # build (or find cached) the operator and trainer images
 taas-controlplane up [--dir DIR]   # start them; prints the KUBECONFIG line; Ctrl-C stops
 taas-controlplane crd [--fetch]    # regenerate the TFJob CRD (see taas_controlplane.crd)
-taas-controlplane cluster up [--dir DIR] [--images] [--no-network-policy]
+taas-controlplane cluster up [--nodes N] [--dir DIR] [--images] [--no-network-policy]
                             [--gang scheduler-plugins] [--kueue [tfjob|pod]]
-                                   # a whole one-node cluster (root); Ctrl-C stops and cleans
+                                   # a whole cluster of N real nodes (default 1) on this
+                                   # machine (root); Ctrl-C stops and cleans
 taas-controlplane cluster clean    # remove what a killed `cluster up` left behind
 taas-controlplane sim up --nodes N [--gpu-nodes M] [--dir DIR] [--default-timings]
                             [--gang scheduler-plugins] [--kueue [tfjob|pod]]
@@ -75,11 +76,15 @@ def _crd(fetch: bool) -> int:
 
 
 def _cluster_up(
-    directory: Path | None, network_policy: bool, images: bool, scheduling: SchedulingOptions
+    directory: Path | None,
+    network_policy: bool,
+    images: bool,
+    scheduling: SchedulingOptions,
+    nodes: int = 1,
 ) -> int:
     if directory is not None:
         directory.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster(directory, network_policy=network_policy, scheduling=scheduling)
+    cluster = Cluster(directory, network_policy=network_policy, scheduling=scheduling, nodes=nodes)
     stop = stop_on_signals()
     try:
         cluster.start()
@@ -91,7 +96,13 @@ def _cluster_up(
         print(f"error: {err}", file=sys.stderr)
         cluster.stop()
         return 1
-    print(f"one-node cluster ready (node {cluster.node_name}, pods on {cluster.network.pod_cidr})")
+    net = cluster.network
+    if nodes == 1:
+        print(f"one-node cluster ready (node {cluster.node_name}, pods on {net.pod_cidr})")
+    else:
+        print(f"{nodes}-node cluster ready (control plane on {net.host_address}):")
+        for i, name in enumerate(cluster.node_names):
+            print(f"  {name}: node IP {net.node_ip(i)}, pods on {net.node_pod_cidr(i)}")
     print("In another shell:")
     print(f"  export KUBECONFIG={cluster.kubeconfig}")
     print("  kubectl get pods -A -o wide")
@@ -186,10 +197,17 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="first refresh the cached Kubernetes OpenAPI from this project's kube-apiserver",
     )
-    cluster = sub.add_parser("cluster", help="a whole one-node Kubernetes cluster (needs root)")
+    cluster = sub.add_parser("cluster", help="a whole Kubernetes cluster on this machine (root)")
     cluster_sub = cluster.add_subparsers(dest="action", required=True)
     cluster_up = cluster_sub.add_parser("up", help="start it and wait for Ctrl-C")
     cluster_up.add_argument("--dir", type=Path, default=None, help="keep its files here")
+    cluster_up.add_argument(
+        "--nodes",
+        type=int,
+        default=1,
+        help="real nodes, each in its own network namespace with its own containerd, kubelet, "
+        "kube-proxy and kube-router (default 1: one node on the host's bridge)",
+    )
     cluster_up.add_argument(
         "--images", action="store_true", help="import the operator and trainer images (built once)"
     )
@@ -240,7 +258,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.action == "clean":
             print(clean_stale_run())
             return 0
-        return _cluster_up(args.dir, not args.no_network_policy, args.images, _scheduling(args))
+        return _cluster_up(
+            args.dir, not args.no_network_policy, args.images, _scheduling(args), args.nodes
+        )
     return _up(args.dir)
 
 

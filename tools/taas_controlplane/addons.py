@@ -84,7 +84,7 @@ def manifests(network: NetworkConfig) -> list[dict[str, Any]]:
                 },
             },
             "addressType": "IPv4",
-            "endpoints": [{"addresses": [network.gateway], "conditions": {"ready": True}}],
+            "endpoints": [{"addresses": [network.host_address], "conditions": {"ready": True}}],
             "ports": ports,
         },
     ]

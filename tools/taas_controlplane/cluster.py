@@ -1,20 +1,25 @@
-"""A whole one-node Kubernetes cluster on this machine: start it, use it, stop it leaving nothing.
+"""A whole Kubernetes cluster on this machine, of one node or several: start it, use it, stop
+it leaving nothing.
 
     with Cluster() as cluster:              # needs root; builds what it lacks first
-        cluster.load_image(archive)         # OCI/docker archive -> containerd (k8s.io)
+        cluster.load_image(archive)         # OCI/docker archive -> every node's containerd
         cluster.kubectl("apply", "-f", ...)
+    Cluster(nodes=3)                        # 3 nodes, each in its own network namespace
 
-Start order: the pod network (hostnet.py), etcd + kube-apiserver on the bridge address
-(launcher.py), containerd (runtime.py) with the sandbox image, then kube-controller-manager,
-kube-scheduler, kube-proxy, CoreDNS, kube-router (NetworkPolicy) and kubelet (components.py);
-ready when the node is Ready, kube-proxy and CoreDNS answer, and `default` has its
-ServiceAccount; then, if asked (`scheduling`), scheduler-plugins and Kueue
-(`taas_controlplane.scheduling`). Stop order: those schedulers, controller-manager and
-scheduler (nothing recreates pods), every pod deleted and its sandbox torn down by kubelet,
-kubelet and the host components, containerd's remaining containers, containerd, the control
-plane; then hoststate.scrub removes whatever is left. One cluster per machine (a lock):
-kube-proxy and kube-router own host-wide iptables chains.
-A run killed before it could stop is scrubbed by the next start (`<cache>/node/last-run.json`).
+Start order: the network (hostnet.py: one node's pod bridge, or the node network; then each
+node's namespace, nodens.py), etcd + kube-apiserver on the bridge address (launcher.py), each
+node's containerd (runtime.py, nodes.py) with the sandbox image, then kube-controller-manager,
+kube-scheduler, CoreDNS on the host, each node's kube-proxy and kubelet, then (once the nodes
+are registered; with several, their pod ranges written on them) each node's kube-router
+(NetworkPolicy) (components.py); ready when every node is Ready, its kubelet, kube-proxy and
+kube-router answer, CoreDNS answers, and `default` has its ServiceAccount; then, if asked
+(`scheduling`), scheduler-plugins and Kueue (`taas_controlplane.scheduling`). Stop order:
+those schedulers, controller-manager and scheduler (nothing recreates pods), every pod deleted
+and its sandbox torn down by its kubelet, the nodes' components and CoreDNS, containerd's
+remaining containers, containerd, the control plane; then hoststate.scrub removes whatever is
+left. One cluster per machine (a lock): one node's kube-proxy and kube-router own host-wide
+iptables chains. A run killed before it could stop is scrubbed by the next start
+(`<cache>/node/last-run.json`).
 """
 
 from __future__ import annotations
@@ -28,14 +33,18 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import IO
 
-from taas_controlplane import addons, components, hoststate, oci
+from taas_controlplane import addons, components, hoststate
 from taas_controlplane.binaries import BuildError, cache_root, ensure
 from taas_controlplane.foreground import Parts
 from taas_controlplane.hostnet import NetworkConfig, NodeNetwork
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
+from taas_controlplane.nodes import Node
 from taas_controlplane.runtime import Containerd, missing_packages
 from taas_controlplane.scheduling import SchedulingError, SchedulingOptions, SchedulingStack
 from taas_operator.processes import spawn
@@ -51,6 +60,9 @@ NODE_BINARIES = (
     "coredns",
     "kube-router",
 )
+#: Nodes of one cluster at most: each runs its own kubelet, containerd, kube-proxy and
+#: kube-router on this one machine.
+MAX_NODES = 8
 
 
 class ClusterError(RuntimeError):
@@ -109,7 +121,7 @@ def running_kubeconfig() -> Path | None:
 
 
 class Cluster(Parts):
-    """One node: control plane, container runtime, kubelet, network, DNS, policy enforcer."""
+    """One or more nodes: control plane, container runtimes, kubelets, network, DNS, policy."""
 
     def __init__(
         self,
@@ -117,30 +129,28 @@ class Cluster(Parts):
         network: NetworkConfig | None = None,
         network_policy: bool = True,
         scheduling: SchedulingOptions | None = None,
+        nodes: int = 1,
     ) -> None:
         self._own_dir = directory is None
         self.directory = directory or Path(tempfile.mkdtemp(prefix="taas-node-", dir="/tmp"))
-        self.network = network or NetworkConfig()
+        self.network = network or NetworkConfig(nodes=nodes)
         self.network_policy = network_policy
         self.plane = ControlPlane(
             self.directory / "controlplane",
-            bind_address=self.network.gateway,
+            bind_address=self.network.host_address,
             service_cidr=self.network.service_cidr,
             for_nodes=True,
         )
-        self.runtime = Containerd(
-            self.directory,
-            _state_dir() / "containerd",
-            self.directory / "cni",
-            oci.SANDBOX_IMAGE,
-        )
+        self.nodes = [
+            Node(self.network, i, self.directory, _state_dir()) for i in range(self.network.nodes)
+        ]
         self.net = NodeNetwork(self.network)
         #: scheduler-plugins and/or Kueue, started last and stopped first (`scheduling`).
         self.schedulers = SchedulingStack(
             self.plane, self.directory / "scheduling", scheduling or SchedulingOptions()
         )
+        #: The control plane's own components on the host (controller-manager, scheduler, DNS).
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
-        self.ctx: components.NodeContext | None = None
         self._lock: IO[str] | None = None
         self._sysctls: dict[str, str] = {}
         #: Containers containerd still had when it was stopped (after removing them all): [].
@@ -149,21 +159,39 @@ class Cluster(Parts):
     # -- public surface ----------------------------------------------------------------------
     @property
     def node_name(self) -> str:
-        return components.NODE_NAME
+        """The first node's name (the only one's on one node)."""
+        return self.nodes[0].name
+
+    @property
+    def node_names(self) -> list[str]:
+        return [node.name for node in self.nodes]
+
+    @property
+    def runtime(self) -> Containerd:
+        """The first node's containerd (the only one's on one node)."""
+        return self.nodes[0].runtime
+
+    @property
+    def ctx(self) -> components.NodeContext | None:
+        return self.nodes[0].ctx
 
     @property
     def ctr_hint(self) -> str:
-        """The command that imports an image archive into this node's containerd."""
-        return f"ctr --address {self.runtime.socket} -n k8s.io images import ARCHIVE.tar"
+        """The command that imports an image archive into a node's containerd."""
+        sockets = " | ".join(str(node.runtime.socket) for node in self.nodes)
+        address = sockets if len(self.nodes) == 1 else "{" + sockets + "}"
+        return f"ctr --address {address} -n k8s.io images import ARCHIVE.tar"
 
     def host_state(self) -> hoststate.HostState:
         """What of the host this run can have changed (see hoststate.HostState)."""
-        return hoststate.HostState.capture(self.directory, self.network, [self.runtime.root])
+        roots = [node.runtime.root for node in self.nodes]
+        return hoststate.HostState.capture(self.directory, self.network, roots)
 
     def exited(self) -> str | None:
         """The name of a component that has exited, if any."""
-        procs = {**self.procs, "containerd": self.runtime.proc}
-        gone = next((n for n, p in procs.items() if p is not None and p.poll() is not None), None)
+        gone = next((n for n, p in self.procs.items() if p.poll() is not None), None)
+        for node in self.nodes:
+            gone = gone or node.exited()
         return gone or self.plane.exited() or self.schedulers.exited()
 
     @property
@@ -177,16 +205,10 @@ class Cluster(Parts):
         return self.plane.kubectl(*args, check=check, input=input)
 
     def load_image(self, archive: Path) -> None:
-        """Import an image archive into the node's containerd, once per archive content."""
-        stat = archive.stat()
-        marker = (
-            self.runtime.root / "imported" / f"{archive.name}-{stat.st_size}-{stat.st_mtime_ns}"
-        )
-        if marker.exists():
-            return
-        self.runtime.import_archive(archive)
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
+        """Import an image archive into every node's containerd, once per archive content
+        (the nodes' imports side by side)."""
+        with ThreadPoolExecutor(len(self.nodes)) as pool:
+            list(pool.map(lambda node: node.load_image(archive), self.nodes))
 
     def start(self, timeout: float = 300.0) -> Cluster:
         try:
@@ -210,14 +232,15 @@ class Cluster(Parts):
         self.schedulers.stop()  # Kueue's webhooks first: nothing may call a Kueue that is gone
         for name in ("kube-controller-manager", "kube-scheduler"):
             self._stop(name)
-        if "kubelet" in self.procs and self.plane.apiserver is not None:
+        if any("kubelet" in node.procs for node in self.nodes) and self.plane.apiserver:
             self._drain_pods()
-        for name in ("kubelet", "kube-proxy", "coredns", "kube-router"):
-            self._stop(name)
-        if self.runtime.proc is not None:
-            self.runtime.remove_all_containers()
-            self.containers_at_stop = self.runtime.containers()
-            self.runtime.stop()
+        for node in self.nodes:
+            node.stop_components()
+        self._stop("coredns")
+        left: list[str] = []
+        for node in self.nodes:
+            left += node.stop_runtime()
+        self.containers_at_stop = left
         self.plane.stop(remove=False)
         hoststate.scrub(self.directory, self.network, self._sysctls)
         _last_run().unlink(missing_ok=True)
@@ -233,6 +256,11 @@ class Cluster(Parts):
             raise ClusterError(
                 "a Kubernetes node needs root (it creates a bridge, network namespaces, mounts "
                 "and iptables rules): run `taas-controlplane cluster up` as root, e.g. with sudo."
+            )
+        if not 1 <= self.network.nodes <= MAX_NODES:
+            raise ClusterError(
+                f"--nodes must be between 1 and {MAX_NODES} (got {self.network.nodes}): every "
+                "node runs on this machine"
             )
         missing = missing_packages()
         if missing:
@@ -268,6 +296,8 @@ class Cluster(Parts):
         )
         _last_run().write_text(record.model_dump_json())
         self.net.up(self.directory / "cni", self.directory / "cni-ipam")
+        for node in self.nodes:
+            node.network_up()
         self.plane.directory.mkdir(parents=True, exist_ok=True)
         try:
             self.plane.start()
@@ -276,24 +306,27 @@ class Cluster(Parts):
         self.kubectl("apply", "-f", "-", input=json.dumps(
             {"apiVersion": "v1", "kind": "List", "items": addons.manifests(self.network)}
         ))  # fmt: skip
-        self.runtime.start()
-        self.runtime.prune_images()  # what earlier runs' imports replaced
-        self.load_image(oci.sandbox_archive())
-        self.load_image(oci.toolbox_archive())
-        self.ctx = components.NodeContext.create(
-            self.directory, self.network, self.plane, self.runtime.endpoint
-        )
-        for build in (
-            components.controller_manager,
-            components.scheduler,
-            components.kube_proxy,
-            components.coredns,
-            components.kubelet,
-        ):
-            self._spawn(build(self.ctx))
+        for node in self.nodes:
+            node.start_runtime()
+            node.ctx = components.NodeContext.create(
+                node.directory, self.network, self.plane, node.runtime.endpoint, node.index
+            )
+        host = self.nodes[0].ctx
+        assert host
+        for build in (components.controller_manager, components.scheduler, components.coredns):
+            self._spawn(build(host))
+        for node in self.nodes:
+            assert node.ctx
+            node.spawn(components.kube_proxy(node.ctx))
+            node.spawn(components.kubelet(node.ctx))
+        if self.network_policy or len(self.nodes) > 1:
+            self._wait_ready(timeout, only=["registered"])
+        if len(self.nodes) > 1:
+            self._set_pod_cidrs()
         if self.network_policy:  # kube-router reads its node's address from the Node object
-            self._wait_ready(timeout, ["node registered"])
-            self._spawn(components.kube_router(self.ctx))
+            for node in self.nodes:
+                assert node.ctx
+                node.spawn(components.kube_router(node.ctx))
         self._wait_ready(timeout)
         if self.schedulers.options.any:
             try:
@@ -301,33 +334,71 @@ class Cluster(Parts):
             except SchedulingError as err:
                 raise ClusterError(str(err)) from err
 
+    def _set_pod_cidrs(self) -> None:
+        """Write each node's pod range on its Node (the ranges its CNI network and the other
+        nodes' routes were given; what --allocate-node-cidrs would write, in node order)."""
+        for node in self.nodes:
+            cidr = self.network.node_pod_cidr(node.index)
+            patch = {"spec": {"podCIDR": cidr, "podCIDRs": [cidr]}}
+            self.kubectl("patch", "node", node.name, "-p", json.dumps(patch))
+
     def _spawn(self, component: components.Component) -> None:
         with (self.directory / f"{component.name}.log").open("ab") as log:
             self.procs[component.name] = spawn(
                 component.argv, death_signal=signal.SIGTERM, stdout=log
             )
 
+    def _checks(self) -> dict[str, Callable[[], bool]]:
+        """What must hold for the cluster to be ready, by name (a node's name added with more
+        than one), plus `registered` checks (a node's Node exists) used before kube-router."""
+        host = self.nodes[0].ctx
+        assert host
+        checks: dict[str, Callable[[], bool]] = {
+            "coredns": partial(_healthy, f"http://127.0.0.1:{host.ports.dns_ready}/ready"),
+            "default ServiceAccount": lambda: self.kubectl(
+                "get", "serviceaccount", "default", check=False
+            ).returncode == 0,
+        }  # fmt: skip
+        for node in self.nodes:
+            ctx = node.ctx
+            assert ctx
+            base = f"http://{ctx.health_host}"
+            checks[node.label("kubelet")] = partial(
+                _healthy, f"{base}:{ctx.ports.kubelet_healthz}/healthz"
+            )
+            checks[node.label("kube-proxy")] = partial(
+                _healthy, f"{base}:{ctx.ports.proxy_healthz}/healthz"
+            )
+            checks[f"node {node.name} Ready"] = partial(self._node_ready, node.name)
+            checks[f"node {node.name} registered"] = partial(self._node_registered, node.name)
+            if self.network_policy:
+                checks[node.label("kube-router")] = partial(
+                    lambda n: ":KUBE-ROUTER-FORWARD" in n.iptables_filter(), node
+                )
+        return checks
+
+    def _node_registered(self, name: str) -> bool:
+        return self.kubectl("get", "node", name, check=False).returncode == 0
+
+    def _node_ready(self, name: str) -> bool:
+        done = self.kubectl(
+            "get", "node", name, "-o",
+            "jsonpath={.status.conditions[?(@.type=='Ready')].status}", check=False,
+        )  # fmt: skip
+        return done.stdout.strip() == "True"
+
     def _wait_ready(self, timeout: float, only: list[str] | None = None) -> None:
-        assert self.ctx
-        ports = self.ctx.ports
-        checks = {
-            "kubelet": f"http://127.0.0.1:{ports.kubelet_healthz}/healthz",
-            "kube-proxy": f"http://127.0.0.1:{ports.proxy_healthz}/healthz",
-            "coredns": f"http://127.0.0.1:{ports.dns_ready}/ready",
-        }
+        """Wait for every check (or those whose name ends with one of `only`)."""
+        checks = self._checks()
+        pending = [
+            name
+            for name in checks
+            if (only and name.endswith(tuple(only))) or (not only and "registered" not in name)
+        ]
         deadline = time.monotonic() + timeout
-        pending = [*checks, "node Ready", "default ServiceAccount"]
-        if self.network_policy:
-            pending.append("kube-router")
-        pending = only or pending
         while time.monotonic() < deadline:
-            for name, proc in self.procs.items():
-                if proc.poll() is not None:
-                    raise ClusterError(
-                        f"{name} exited with code {proc.returncode} during start-up; "
-                        f"log {self.directory / (name + '.log')}:\n{self._tail(name)}"
-                    )
-            pending = [p for p in pending if not self._ready(p, checks)]
+            self._fail_on_exit()
+            pending = [p for p in pending if not checks[p]()]
             if not pending:
                 return
             time.sleep(0.5)
@@ -336,25 +407,16 @@ class Cluster(Parts):
             f"logs in {self.directory}"
         )
 
-    def _ready(self, what: str, checks: dict[str, str]) -> bool:
-        if what in checks:
-            try:
-                with urllib.request.urlopen(checks[what], timeout=2) as response:
-                    return int(response.status) == 200
-            except OSError:
-                return False
-        if what == "node registered":
-            return self.kubectl("get", "node", components.NODE_NAME, check=False).returncode == 0
-        if what == "node Ready":
-            done = self.kubectl(
-                "get", "node", components.NODE_NAME, "-o",
-                "jsonpath={.status.conditions[?(@.type=='Ready')].status}", check=False,
-            )  # fmt: skip
-            return done.stdout.strip() == "True"
-        if what == "default ServiceAccount":
-            return self.kubectl("get", "serviceaccount", "default", check=False).returncode == 0
-        chains = hoststate.output("iptables-save", "-t", "filter")
-        return ":KUBE-ROUTER-FORWARD" in chains
+    def _fail_on_exit(self) -> None:
+        owners = [(self.directory, self.procs), *((n.directory, n.procs) for n in self.nodes)]
+        for directory, procs in owners:
+            for name, proc in procs.items():
+                if proc.poll() is not None:
+                    log = directory / f"{name}.log"
+                    raise ClusterError(
+                        f"{name} exited with code {proc.returncode} during start-up; "
+                        f"log {log}:\n{_tail(log)}"
+                    )
 
     # -- stop --------------------------------------------------------------------------------
     def _stop(self, name: str) -> None:
@@ -370,14 +432,21 @@ class Cluster(Parts):
         )  # fmt: skip
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            tasks = self.runtime.ctr("tasks", "list", "--quiet", check=False).stdout.split()
-            if not tasks:
+            if not any(node.running_tasks() for node in self.nodes):
                 return
             time.sleep(0.5)
 
-    def _tail(self, name: str) -> str:
-        path = self.directory / f"{name}.log"
-        try:
-            return "\n".join(path.read_text(errors="replace").splitlines()[-25:])
-        except OSError:
-            return ""
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return int(response.status) == 200
+    except OSError:
+        return False
+
+
+def _tail(path: Path) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-25:])
+    except OSError:
+        return ""

@@ -4,9 +4,11 @@
     controller_manager(ctx) / scheduler(ctx) / kubelet(ctx) / kube_proxy(ctx) / coredns(ctx)
     / kube_router(ctx) -> Component        # argv (+ the files it reads, written on the spot)
 
-Every listener is on loopback or on the bridge address, never on all interfaces; every
-directory a component writes is under the run's directory (kubelet's root, pod logs, CNI
-state). Settings that differ from a production node are there because this machine needs them
+Every listener is on loopback or on the bridge address (a node's own address in a many-node
+cluster), never on all interfaces; every directory a component writes is under the run's
+directory (kubelet's root, pod logs, CNI state). A many-node cluster has one NodeContext per
+node (its directory, name, addresses); the control plane's components take node 0's.
+Settings that differ from a production node are there because this machine needs them
 (NODE-NOTES.md: cgroup v1, no CAP_SYS_RESOURCE, no registry) and are listed in docs/deploy.md.
 """
 
@@ -53,7 +55,7 @@ class Ports(BaseModel):
 
 
 class NodeContext(BaseModel):
-    """What the components of one run need to know."""
+    """What the components of one node (and, for node 0, the control plane's) need to know."""
 
     directory: Path
     network: NetworkConfig
@@ -64,6 +66,10 @@ class NodeContext(BaseModel):
     kubelet_cert: Path
     kubelet_key: Path
     node_name: str = NODE_NAME
+    node_ip: str
+    #: Where the node's health endpoints listen: loopback on one node; with more, the node's
+    #: own address (its loopback is its namespace's, out of the host's reach).
+    health_host: str = "127.0.0.1"
 
     @property
     def dns_ip(self) -> str:
@@ -71,27 +77,39 @@ class NodeContext(BaseModel):
 
     @classmethod
     def create(
-        cls, directory: Path, network: NetworkConfig, plane: ControlPlane, containerd: str
+        cls,
+        directory: Path,
+        network: NetworkConfig,
+        plane: ControlPlane,
+        containerd: str,
+        index: int = 0,
     ) -> NodeContext:
-        """Credentials (from the control plane's CA) and free ports for every component."""
+        """Credentials (from the control plane's CA) and ports for node `index`'s components:
+        free host ports on one node; a node in its own namespace has every port to itself and
+        takes kubelet's and kube-proxy's usual ones."""
+        name, node_ip = network.node_name(index), network.node_ip(index)
+        users = {**USERS, "kubelet": (f"system:node:{name}", ["system:nodes"])}
         kubeconfigs = {
-            name: Path(plane.kubeconfig_for(user, groups)) for name, (user, groups) in USERS.items()
+            what: Path(plane.kubeconfig_for(user, groups)) for what, (user, groups) in users.items()
         }
-        serving = plane.issue_server_certificate(
-            "kubelet-serving", USERS["kubelet"][0], [network.gateway, NODE_NAME]
-        )
+        stem = "kubelet-serving" if network.nodes == 1 else f"kubelet-serving-{name}"
+        serving = plane.issue_server_certificate(stem, users["kubelet"][0], [node_ip, name])
         loopback = free_ports(7)
-        (kubelet_port,) = free_ports(1, host=network.gateway)
+        if network.nodes == 1:
+            (kubelet_port,) = free_ports(1, host=network.gateway)
+            node_ports = [kubelet_port, *loopback[2:5]]
+        else:
+            node_ports = [10250, 10248, 10256, 10249]
         return cls(
             directory=directory,
             network=network,
             ports=Ports(
                 controller_manager=loopback[0],
                 scheduler=loopback[1],
-                kubelet=kubelet_port,
-                kubelet_healthz=loopback[2],
-                proxy_healthz=loopback[3],
-                proxy_metrics=loopback[4],
+                kubelet=node_ports[0],
+                kubelet_healthz=node_ports[1],
+                proxy_healthz=node_ports[2],
+                proxy_metrics=node_ports[3],
                 dns_health=loopback[5],
                 dns_ready=loopback[6],
             ),
@@ -100,6 +118,9 @@ class NodeContext(BaseModel):
             containerd_endpoint=containerd,
             kubelet_cert=serving.cert,
             kubelet_key=serving.key,
+            node_name=name,
+            node_ip=node_ip,
+            health_host="127.0.0.1" if network.nodes == 1 else node_ip,
         )
 
 
@@ -129,7 +150,7 @@ def controller_manager(ctx: NodeContext) -> Component:
             "--leader-elect=false",
             "--use-service-account-credentials=true",
             f"--root-ca-file={ctx.ca_file}",
-            f"--cluster-cidr={ctx.network.pod_cidr}",
+            f"--cluster-cidr={ctx.network.pods_cidr}",
             f"--service-cluster-ip-range={ctx.network.service_cidr}",
             "--controllers=*",
             "--v=1",
@@ -162,10 +183,10 @@ def kubelet(ctx: NodeContext) -> Component:
     config = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
-        "address": ctx.network.gateway,
+        "address": ctx.node_ip,
         "port": ctx.ports.kubelet,
         "readOnlyPort": 0,
-        "healthzBindAddress": "127.0.0.1",
+        "healthzBindAddress": ctx.health_host,
         "healthzPort": ctx.ports.kubelet_healthz,
         "tlsCertFile": str(ctx.kubelet_cert),
         "tlsPrivateKeyFile": str(ctx.kubelet_key),
@@ -207,7 +228,7 @@ def kubelet(ctx: NodeContext) -> Component:
             f"--root-dir={root}",
             f"--cert-dir={root / 'pki'}",
             f"--hostname-override={ctx.node_name}",
-            f"--node-ip={ctx.network.gateway}",
+            f"--node-ip={ctx.node_ip}",
             "--v=1",
         ],
     )
@@ -221,11 +242,11 @@ def kube_proxy(ctx: NodeContext) -> Component:
         "clientConnection": {"kubeconfig": str(ctx.kubeconfigs["kube-proxy"])},
         "hostnameOverride": ctx.node_name,
         "mode": "iptables",
-        "clusterCIDR": ctx.network.pod_cidr,
-        "healthzBindAddress": f"127.0.0.1:{ctx.ports.proxy_healthz}",
+        "clusterCIDR": ctx.network.pods_cidr,
+        "healthzBindAddress": f"{ctx.health_host}:{ctx.ports.proxy_healthz}",
         "metricsBindAddress": f"127.0.0.1:{ctx.ports.proxy_metrics}",
-        # NodePorts only on the bridge address; no route_localnet sysctl for localhost ones.
-        "nodePortAddresses": [f"{ctx.network.gateway}/32"],
+        # NodePorts only on the node's address; no route_localnet sysctl for localhost ones.
+        "nodePortAddresses": [f"{ctx.node_ip}/32"],
         "iptables": {"localhostNodePorts": False, "syncPeriod": "30s", "minSyncPeriod": "0s"},
         "conntrack": {
             "maxPerCore": 0,
@@ -246,7 +267,7 @@ def coredns(ctx: NodeContext) -> Component:
     net = ctx.network
     # Only the cluster's zones: a name outside them is refused, never forwarded off the machine.
     corefile = f"""{net.cluster_domain}:53 in-addr.arpa:53 ip6.arpa:53 {{
-    bind {net.gateway}
+    bind {net.host_address}
     errors
     health 127.0.0.1:{ctx.ports.dns_health}
     ready 127.0.0.1:{ctx.ports.dns_ready}

@@ -1,4 +1,5 @@
-"""The node's pod network: a bridge of the cluster's own, its guard rules and the CNI config.
+"""The cluster's bridge on the host: the pod network of one node (or the node network of several),
+its guard rules and the CNI config.
 
     net = NodeNetwork(NetworkConfig(...)); net.up(cni_conf_dir, ipam_dir); ...; net.down()
 
@@ -21,6 +22,11 @@ What it sets up, and why each piece keeps every packet on this machine:
 - a route for the service range onto the bridge, so a ClusterIP the host sends to before
   kube-proxy has a rule for it never follows the default route off the machine.
 
+With several nodes (`NetworkConfig.nodes`) the bridge is the node network instead: the host's
+address, the same guard, no forwarding and no iptables for bridged frames (nodes talk across
+it at layer 2), routes to each node's pod range through the node and to the service range
+through node 0; the pods' bridges live in the nodes' namespaces (nodens.py).
+
 `down()` removes all of it; deleting the bridge removes its sysctls, addresses and routes.
 """
 
@@ -41,17 +47,54 @@ class NetworkError(RuntimeError):
 
 
 class NetworkConfig(BaseModel):
-    """The cluster's own address ranges and bridge name."""
+    """The cluster's own address ranges and bridge name.
+
+    One node (`nodes` 1): the bridge is the pod network, its address (`gateway`) the node IP
+    and the control plane's. More nodes: the bridge is the node network (`node_cidr`), its
+    address the control plane's, node `i` has the address `node_ip(i)` on it from its own
+    network namespace and the pod range `node_pod_cidr(i)` (a /24 of `cluster_cidr`) on a
+    bridge of its own there (nodens.py).
+    """
 
     bridge: str = "taas0"
     pod_cidr: str = "10.244.0.0/24"
     service_cidr: str = "10.96.0.0/24"
     cluster_domain: str = "cluster.local"
+    nodes: int = 1
+    cluster_cidr: str = "10.244.0.0/16"
+    node_cidr: str = "10.245.0.0/24"
 
     @property
     def gateway(self) -> str:
-        """The bridge's address: the node IP, where pods reach the apiserver and DNS."""
+        """The first address of the pod range (one node: the bridge's, the node IP)."""
         return str(next(ipaddress.ip_network(self.pod_cidr).hosts()))
+
+    @property
+    def host_address(self) -> str:
+        """The host's address on the bridge: where the apiserver and CoreDNS listen."""
+        if self.nodes == 1:
+            return self.gateway
+        return str(next(ipaddress.ip_network(self.node_cidr).hosts()))
+
+    @property
+    def pods_cidr(self) -> str:
+        """The range every pod of the cluster gets its address from."""
+        return self.pod_cidr if self.nodes == 1 else self.cluster_cidr
+
+    def node_name(self, index: int) -> str:
+        return "taas-node" if self.nodes == 1 else f"taas-node-{index}"
+
+    def node_ip(self, index: int) -> str:
+        """Node `index`'s address (one node: the bridge's; more: on the node network)."""
+        if self.nodes == 1:
+            return self.gateway
+        return str(ipaddress.ip_network(self.node_cidr)[2 + index])
+
+    def node_pod_cidr(self, index: int) -> str:
+        """Node `index`'s pod range (one node: `pod_cidr`; more: the index-th /24)."""
+        if self.nodes == 1:
+            return self.pod_cidr
+        return str(list(ipaddress.ip_network(self.cluster_cidr).subnets(new_prefix=24))[index])
 
     def service_ip(self, offset: int) -> str:
         """The `offset`-th address of the service range (1: `kubernetes`, 10: `kube-dns`)."""
@@ -95,6 +138,9 @@ class NodeNetwork:
                 f"a link named {cfg.bridge} already exists: another TaaS cluster runs here, or "
                 f"one was not stopped (`ip link delete {cfg.bridge}` after checking)."
             )
+        if cfg.nodes > 1:
+            self._node_network_up()
+            return
         prefix = ipaddress.ip_network(cfg.pod_cidr).prefixlen
         run("ip", "link", "add", cfg.bridge, "type", "bridge", "nf_call_iptables", "1")
         _sysctl(f"net/ipv6/conf/{cfg.bridge}/disable_ipv6", "1")
@@ -112,6 +158,23 @@ class NodeNetwork:
             run("ip", "link", "delete", self.config.bridge, check=False)
 
     # -- internals ---------------------------------------------------------------------------
+    def _node_network_up(self) -> None:
+        """The bridge the nodes' namespaces hang on: the host's address, the guard, and routes
+        to each node's pod range (replies to pods, from the apiserver and CoreDNS) and to the
+        service range through node 0 (its kube-proxy), all on the bridge. Frames between nodes
+        are bridged, never routed by the host, and skip the host's iptables."""
+        cfg = self.config
+        prefix = ipaddress.ip_network(cfg.node_cidr).prefixlen
+        run("ip", "link", "add", cfg.bridge, "type", "bridge", "nf_call_iptables", "0")
+        _sysctl(f"net/ipv6/conf/{cfg.bridge}/disable_ipv6", "1")
+        run("ip", "addr", "add", f"{cfg.host_address}/{prefix}", "dev", cfg.bridge)
+        run("ip", "link", "set", cfg.bridge, "up")
+        for index in range(cfg.nodes):
+            run("ip", "route", "add", cfg.node_pod_cidr(index), "via", cfg.node_ip(index),
+                "dev", cfg.bridge)  # fmt: skip
+        run("ip", "route", "add", cfg.service_cidr, "via", cfg.node_ip(0), "dev", cfg.bridge)
+        self._guard_up()
+
     def _guard_up(self) -> None:
         cfg, chain = self.config, self.config.guard_chain
         run("iptables", "-w", "-N", chain)
@@ -124,7 +187,7 @@ class NodeNetwork:
         run("iptables", "-w", "-I", "FORWARD", "1", "-j", chain)
         # INPUT: from the bridge, only the bridge's own address is a target on the host.
         run(
-            "iptables", "-w", "-I", "INPUT", "1", "-i", cfg.bridge, "!", "-d", cfg.gateway,
+            "iptables", "-w", "-I", "INPUT", "1", "-i", cfg.bridge, "!", "-d", cfg.host_address,
             "-j", "DROP",
         )  # fmt: skip
 
@@ -132,7 +195,7 @@ class NodeNetwork:
         cfg, chain = self.config, self.config.guard_chain
         while run("iptables", "-w", "-D", "FORWARD", "-j", chain, check=False).returncode == 0:
             pass
-        drop_input = ("-i", cfg.bridge, "!", "-d", cfg.gateway, "-j", "DROP")
+        drop_input = ("-i", cfg.bridge, "!", "-d", cfg.host_address, "-j", "DROP")
         while run("iptables", "-w", "-D", "INPUT", *drop_input, check=False).returncode == 0:
             pass
         run("iptables", "-w", "-F", chain, check=False)
@@ -140,24 +203,34 @@ class NodeNetwork:
 
     def _write_cni(self, conf_dir: Path, ipam_dir: Path) -> None:
         cfg = self.config
-        conf_dir.mkdir(parents=True, exist_ok=True)
-        conflist = {
-            "cniVersion": "0.4.0",
-            "name": cfg.network_name,
-            "plugins": [
-                {
-                    "type": "bridge",
-                    "bridge": cfg.bridge,
-                    "isGateway": False,
-                    "ipMasq": False,
-                    "hairpinMode": True,
-                    "ipam": {
-                        "type": "host-local",
-                        "dataDir": str(ipam_dir),
-                        "ranges": [[{"subnet": cfg.pod_cidr, "gateway": cfg.gateway}]],
-                        "routes": [{"dst": cfg.service_cidr, "gw": cfg.gateway}],
-                    },
-                }
-            ],
-        }
-        (conf_dir / "10-taas.conflist").write_text(json.dumps(conflist, indent=2))
+        write_cni(conf_dir, ipam_dir, cfg.network_name, cfg.bridge, cfg.pod_cidr,
+                  [cfg.service_cidr])  # fmt: skip
+
+
+def write_cni(
+    conf_dir: Path, ipam_dir: Path, name: str, bridge: str, subnet: str, routed: list[str]
+) -> None:
+    """The CNI network of a node's pods: `bridge`, addresses from `subnet` (its first is the
+    gateway), no masquerading, routes to the `routed` ranges through the gateway."""
+    gateway = str(next(ipaddress.ip_network(subnet).hosts()))
+    conf_dir.mkdir(parents=True, exist_ok=True)
+    conflist = {
+        "cniVersion": "0.4.0",
+        "name": name,
+        "plugins": [
+            {
+                "type": "bridge",
+                "bridge": bridge,
+                "isGateway": False,
+                "ipMasq": False,
+                "hairpinMode": True,
+                "ipam": {
+                    "type": "host-local",
+                    "dataDir": str(ipam_dir),
+                    "ranges": [[{"subnet": subnet, "gateway": gateway}]],
+                    "routes": [{"dst": dst, "gw": gateway} for dst in routed],
+                },
+            }
+        ],
+    }
+    (conf_dir / "10-taas.conflist").write_text(json.dumps(conflist, indent=2))

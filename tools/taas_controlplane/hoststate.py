@@ -6,9 +6,11 @@
 
 The cluster stops its components in order first (cluster.py); the scrub then removes what a
 component does not remove by itself, and everything after a crash: processes of the run (found
-by id: a command line naming the run directory, or a root file system under it, i.e. the
-containers), mounts under the run directory (container root file systems, `/dev/shm`, network
-namespaces, kubelet's volumes), the bridge and veths attached to it, iptables chains of
+by id: a command line naming the run directory, a root file system under it, or the cgroup of
+one of its containers), mounts under the run directory (container root file systems,
+`/dev/shm`, pods' network namespaces, kubelet's volumes, and with several nodes each node's
+network namespace, which ends with everything in it: its links, routes, iptables rules and
+ipsets), the bridge and veths attached to it, iptables chains of
 Kubernetes and kube-router (`KUBE-*`) and the bridge's guard chain with every rule that jumps to
 them, kube-router's ipsets, CNI cache files of the run's network, and the kernel settings kubelet
 changes (restored to the values captured before the run).
@@ -89,9 +91,28 @@ def _iptables_rules(binary: str) -> list[str]:
     return lines
 
 
+def container_ids(run_dir: Path) -> set[str]:
+    """Ids of the run's containers: their task directories in its containerd's state (one
+    node: `<run>/containerd-state`; more: `<run>/<node>/containerd-state`), kept after a kill."""
+    tasks = f"containerd-state/io.containerd.runtime.v2.task/{CGROUP_PARENT}/*"
+    return {p.name for pattern in (tasks, f"*/{tasks}") for p in run_dir.glob(pattern)}
+
+
+def _container_of(entry: Path) -> str:
+    """The container id of a process in a pod cgroup (`/k8s.io/<id>`), '' otherwise."""
+    for line in (entry / "cgroup").read_text().splitlines():
+        parts = line.rsplit(":", 1)[-1].split("/")
+        if len(parts) == 3 and parts[1] == CGROUP_PARENT:
+            return parts[2]
+    return ""
+
+
 def run_processes(run_dir: Path) -> list[int]:
-    """Pids of processes of a run: those naming the run directory, and its containers."""
+    """Pids of processes of a run: those naming the run directory, and its containers' (by
+    root file system, or, once its shim is gone, by the container's cgroup: a container in its
+    own mount namespace shows `/` as its root)."""
     marker = str(run_dir).encode()
+    ids = container_ids(run_dir)
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -99,9 +120,10 @@ def run_processes(run_dir: Path) -> list[int]:
         try:
             cmdline = (entry / "cmdline").read_bytes()
             root = os.readlink(entry / "root")
+            container = _container_of(entry) if ids else ""
         except OSError:
             continue
-        if marker in cmdline or root.startswith(str(run_dir) + "/"):
+        if marker in cmdline or root.startswith(str(run_dir) + "/") or container in ids:
             found.append(int(entry.name))
     return found
 
@@ -118,7 +140,7 @@ class HostState(BaseModel):
     routes: list[str]  # through the bridge
     sysctls: dict[str, str]  # SYSCTLS
     processes: list[int]  # naming the run directory, or with a root below it (containers)
-    cni_cache: list[str]  # /var/lib/cni/results files of the run's network
+    cni_cache: list[str]  # /var/lib/cni/results files of the run's networks and containers
     cgroups: list[str]  # the pods' cgroups
 
     @classmethod
@@ -148,7 +170,7 @@ class HostState(BaseModel):
             ),
             sysctls=read_sysctls(),
             processes=run_processes(run_dir),
-            cni_cache=sorted(p.name for p in CNI_CACHE.glob(f"{network.network_name}-*")),
+            cni_cache=sorted(p.name for p in _cni_cache(run_dir, network)),
             cgroups=sorted(str(p) for p in _pod_cgroups()),
         )
 
@@ -164,6 +186,19 @@ class HostState(BaseModel):
             if self.sysctls.get(name, value) != value:
                 found.append(f"sysctl {name}: {self.sysctls[name]} -> {value}")
         return found
+
+
+def _cni_cache(run_dir: Path, network: NetworkConfig) -> list[Path]:
+    """CNI result files of the run: its networks' (`<network>-*`, `<network>-<node>-*` with
+    several nodes), and any of its containers' (containerd's own `cni-loopback` network, whose
+    files stay when a killed run's pods never had their networks torn down)."""
+    ids = container_ids(run_dir)
+    return [
+        path
+        for path in CNI_CACHE.glob("*")
+        if path.name.startswith(f"{network.network_name}-")
+        or any(f"-{cid}-" in path.name for cid in ids)
+    ]
 
 
 def _pod_cgroups() -> list[Path]:
@@ -232,7 +267,8 @@ def destroy_ipsets() -> None:
 
 def scrub(run_dir: Path, network: NetworkConfig, sysctls: dict[str, str]) -> None:
     """Remove whatever a run left (see the module docstring); safe to call more than once."""
-    bridge, network_name = network.bridge, network.network_name
+    bridge = network.bridge
+    cni_cache = _cni_cache(run_dir, network)  # before the containers' state is unmounted
     kill_run_processes(run_dir)
     unmount_under(run_dir)
     for line in output("ip", "-o", "link", "show", "master", bridge).splitlines():
@@ -243,9 +279,8 @@ def scrub(run_dir: Path, network: NetworkConfig, sysctls: dict[str, str]) -> Non
         remove_chains(binary)
     destroy_ipsets()
     remove_pod_cgroups()
-    if CNI_CACHE.is_dir():
-        for entry in CNI_CACHE.glob(f"{network_name}-*"):
-            entry.unlink(missing_ok=True)
+    for entry in cni_cache:
+        entry.unlink(missing_ok=True)
     current = read_sysctls()
     for name, value in sysctls.items():
         if current.get(name) != value:

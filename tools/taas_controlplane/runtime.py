@@ -19,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from taas_operator.processes import spawn
@@ -112,7 +113,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
         Root = "{self.state}/runc"
 """
 
-    def start(self, timeout: float = 60.0) -> None:
+    def start(self, timeout: float = 60.0, namespaces: Sequence[int] = ()) -> None:
+        """Start containerd (inside the `namespaces` given: a node's network namespace, where
+        its CNI plugins then make the pods' links) and wait until it answers."""
         self.state.mkdir(parents=True, exist_ok=True)
         self.root.mkdir(parents=True, exist_ok=True)
         config = self.run_dir / "containerd.toml"
@@ -122,6 +125,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
                 ["containerd", "--config", str(config), "--log-level", "warn"],
                 death_signal=signal.SIGTERM,
                 stdout=log,
+                namespaces=namespaces,
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

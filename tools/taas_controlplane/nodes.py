@@ -1,0 +1,135 @@
+"""One node of a cluster: its container runtime, its components' processes, and (in a many-node
+cluster) its network namespace.
+
+    node = Node(network, index, run_dir, cache_dir)
+    node.network_up()                      # many nodes: the namespace, veth, pod bridge, routes
+    node.start_runtime()                   # containerd (in the namespace), sandbox + toolbox
+    node.ctx = components.NodeContext.create(...); node.spawn(components.kubelet(node.ctx))
+    node.load_image(archive)               # once per archive content (a marker in the root)
+    node.stop_components(); node.stop_runtime()
+
+On one node (`network.nodes` 1) everything is as it always was: the node's files are the run
+directory's, its processes run in the host's namespaces, its name is `taas-node`. With more,
+node `i` is `taas-node-<i>`: its files under `<run dir>/taas-node-<i>/`, its processes inside
+its own network namespace (nodens.py), its containerd's content store in
+`<cache>/node/containerd-<i>` (node 0 keeps `containerd`, the one-node cluster's), so images
+imported once stay imported for the next run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from taas_controlplane import components, hoststate, oci
+from taas_controlplane.hostnet import NetworkConfig
+from taas_controlplane.nodens import NodeNamespace
+from taas_controlplane.runtime import Containerd
+from taas_operator.processes import spawn
+from taas_operator.processes import stop as stop_process
+
+#: The node's components, in the order they are stopped (kubelet first: nothing restarts pods).
+NODE_COMPONENTS = ("kubelet", "kube-proxy", "kube-router")
+
+
+class Node:
+    """One node's runtime, namespace (many nodes), context and processes."""
+
+    def __init__(self, network: NetworkConfig, index: int, run_dir: Path, cache: Path) -> None:
+        self.network, self.index = network, index
+        self.name = network.node_name(index)
+        single = network.nodes == 1
+        self.directory = run_dir if single else run_dir / self.name
+        self.ns = None if single else NodeNamespace(network, index, self.directory)
+        root = cache / ("containerd" if index == 0 else f"containerd-{index}")
+        self.runtime = Containerd(self.directory, root, self.directory / "cni", oci.SANDBOX_IMAGE)
+        self.ctx: components.NodeContext | None = None
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+
+    @property
+    def ip(self) -> str:
+        return self.network.node_ip(self.index)
+
+    def network_up(self) -> None:
+        """Many nodes: make the node's namespace and its network (one node: hostnet does)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if self.ns is not None:
+            self.ns.up(self.directory / "cni", self.directory / "cni-ipam")
+
+    def start_runtime(self) -> None:
+        """containerd in the node's namespace, cleared of stale images, with the sandbox and
+        toolbox images."""
+        self._in_namespace(lambda fds: self.runtime.start(namespaces=fds))
+        self.runtime.prune_images()  # what earlier runs' imports replaced
+        self.load_image(oci.sandbox_archive())
+        self.load_image(oci.toolbox_archive())
+
+    def load_image(self, archive: Path) -> None:
+        """Import an image archive into the node's containerd, once per archive content."""
+        stat = archive.stat()
+        marker = (
+            self.runtime.root / "imported" / f"{archive.name}-{stat.st_size}-{stat.st_mtime_ns}"
+        )
+        if marker.exists():
+            return
+        self.runtime.import_archive(archive)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()
+
+    def spawn(self, component: components.Component) -> None:
+        """Start a component of this node (inside its namespace), logging to `<name>.log`."""
+
+        def start(fds: list[int]) -> None:
+            with (self.directory / f"{component.name}.log").open("ab") as log:
+                self.procs[component.name] = spawn(
+                    component.argv, death_signal=signal.SIGTERM, stdout=log, namespaces=fds
+                )
+
+        self._in_namespace(start)
+
+    def iptables_filter(self) -> str:
+        """`iptables-save -t filter` as the node's components see it."""
+        if self.ns is None:
+            return hoststate.output("iptables-save", "-t", "filter")
+        return self.ns.run("iptables-save", "-t", "filter", check=False).stdout
+
+    def running_tasks(self) -> list[str]:
+        return self.runtime.ctr("tasks", "list", "--quiet", check=False).stdout.split()
+
+    def exited(self) -> str | None:
+        """The name of a component of this node that has exited (containerd's too), if any."""
+        procs = {**self.procs, "containerd": self.runtime.proc}
+        gone = next((n for n, p in procs.items() if p is not None and p.poll() is not None), None)
+        return None if gone is None else self.label(gone)
+
+    def label(self, component: str) -> str:
+        """`component` on one node; `component on taas-node-<i>` with more."""
+        return component if self.ns is None else f"{component} on {self.name}"
+
+    def stop_components(self) -> None:
+        for name in NODE_COMPONENTS:
+            proc = self.procs.pop(name, None)
+            if proc is not None:
+                stop_process(proc, signal.SIGTERM, grace=10.0)
+
+    def stop_runtime(self) -> list[str]:
+        """Remove every container, stop containerd; returns the containers it still had."""
+        if self.runtime.proc is None:
+            return []
+        self.runtime.remove_all_containers()
+        left = self.runtime.containers()
+        self.runtime.stop()
+        return left
+
+    def _in_namespace(self, start: Callable[[list[int]], None]) -> None:
+        fds = [] if self.ns is None else [self.ns.fd()]
+        try:
+            start(fds)
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
