@@ -134,3 +134,30 @@ def toolbox_tfjob(
             },
         }
     )
+
+
+def web_server(name: str, greeting: str = "hello", node: str | None = None) -> str:
+    """YAML of a busybox httpd pod `name` serving `greeting` on 8080 (ready once it listens),
+    on `node` if given, and a ClusterIP Service `name` on port 80 in front of it."""
+    from taas_controlplane.oci import TOOLBOX_IMAGE
+
+    placed = f"\n  nodeName: {node}" if node else ""
+    return f"""
+apiVersion: v1
+kind: Pod
+metadata: {{name: {name}, labels: {{app: {name}}}}}
+spec:{placed}
+  containers:
+  - name: web
+    image: {TOOLBOX_IMAGE}
+    imagePullPolicy: Never
+    command: ["sh", "-c", "echo {greeting} >/www/index.html; exec httpd -f -p 8080 -h /www"]
+    volumeMounts: [{{name: www, mountPath: /www}}]
+    readinessProbe: {{tcpSocket: {{port: 8080}}, periodSeconds: 1}}
+  volumes: [{{name: www, emptyDir: {{}}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: {name}}}
+spec: {{selector: {{app: {name}}}, ports: [{{port: 80, targetPort: 8080}}]}}
+"""

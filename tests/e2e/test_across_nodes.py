@@ -18,10 +18,18 @@ from typing import Any
 
 import pytest
 import yaml
-from node_helpers import REPO, condition, exec_in, get_json, toolbox_tfjob, wait_finished, wait_for
+from node_helpers import (
+    REPO,
+    condition,
+    exec_in,
+    get_json,
+    toolbox_tfjob,
+    wait_finished,
+    wait_for,
+    web_server,
+)
 
 from taas_controlplane.cluster import Cluster
-from taas_controlplane.oci import TOOLBOX_IMAGE
 
 pytestmark = [pytest.mark.node, pytest.mark.nodes3]
 
@@ -32,26 +40,7 @@ SERVE = 'while true; do echo "ok from $HOSTNAME" | nc -l -p 2222; done'
 
 
 def _web(index: int) -> str:
-    return f"""
-apiVersion: v1
-kind: Pod
-metadata: {{name: web-{index}, labels: {{app: web-{index}}}}}
-spec:
-  nodeName: taas-node-{index}
-  containers:
-  - name: web
-    image: {TOOLBOX_IMAGE}
-    imagePullPolicy: Never
-    command: ["sh", "-c", "echo hello from {index} >/www/index.html; exec httpd -f -p 8080 -h /www"]
-    volumeMounts: [{{name: www, mountPath: /www}}]
-    readinessProbe: {{tcpSocket: {{port: 8080}}, periodSeconds: 1}}
-  volumes: [{{name: www, emptyDir: {{}}}}]
----
-apiVersion: v1
-kind: Service
-metadata: {{name: web-{index}}}
-spec: {{selector: {{app: web-{index}}}, ports: [{{port: 80, targetPort: 8080}}]}}
-"""
+    return web_server(f"web-{index}", f"hello from {index}", node=f"taas-node-{index}")
 
 
 def _get(cluster: Cluster, ns: str, pod: str, address: str, port: int) -> str:

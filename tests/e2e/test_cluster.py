@@ -14,32 +14,16 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from node_helpers import exec_in, get_json, wait_for
+from node_helpers import exec_in, get_json, wait_for, web_server
 
 from taas_controlplane.cluster import Cluster, clean_stale_run
 from taas_controlplane.oci import TOOLBOX_IMAGE, toolbox_archive, write_archive
 
 pytestmark = pytest.mark.node
 
-SERVER = f"""
-apiVersion: v1
-kind: Pod
-metadata: {{name: web, labels: {{app: web}}}}
-spec:
-  containers:
-  - name: web
-    image: {TOOLBOX_IMAGE}
-    imagePullPolicy: Never
-    command: ["sh", "-c", "echo hello > /www/index.html; exec httpd -f -p 8080 -h /www"]
-    volumeMounts: [{{name: www, mountPath: /www}}]
-    readinessProbe: {{tcpSocket: {{port: 8080}}, periodSeconds: 1}}
-  volumes: [{{name: www, emptyDir: {{}}}}]
----
-apiVersion: v1
-kind: Service
-metadata: {{name: web}}
-spec: {{selector: {{app: web}}, ports: [{{port: 80, targetPort: 8080}}]}}
----
+SERVER = (
+    web_server("web")
+    + f"""---
 apiVersion: v1
 kind: Service
 metadata: {{name: web-headless}}
@@ -55,6 +39,7 @@ spec:
     imagePullPolicy: Never
     command: ["sleep", "100000"]
 """
+)
 
 
 def _start_web(cluster: Cluster, ns: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import signal
 import socket
@@ -249,3 +250,22 @@ def fresh_copy(path: str, tmp_path: Path) -> Path:
     copy = tmp_path / Path(path).name
     copy.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     return copy
+
+
+def replica_pid(kind: str, index: int, variable: str, value: str) -> int:
+    """The live replica process of task kind:index (its TF_CONFIG) whose environment has
+    ``variable=value`` (what tells this test's job from any other run's)."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        values = dict(item.decode(errors="replace").partition("=")[::2] for item in environ)
+        if values.get(variable) != value or "TF_CONFIG" not in values:
+            continue
+        task = json.loads(values["TF_CONFIG"])["task"]
+        if (task["type"], task["index"]) == (kind, index):
+            return int(entry.name)
+    raise AssertionError(f"no process for {kind}:{index} with {variable}={value}")

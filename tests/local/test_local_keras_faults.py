@@ -14,7 +14,6 @@ test's own model dir. Nothing is mocked.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from local_harness import Runner, condition, final_status, fresh_copy
+from local_harness import Runner, condition, final_status, fresh_copy, replica_pid
 
 pytestmark = [pytest.mark.tensorflow, pytest.mark.slow, pytest.mark.timeout(400)]
 
@@ -53,21 +52,8 @@ def _job(example: str, tmp_path: Path, drop: tuple[str, ...] = ()) -> tuple[Path
 
 
 def _pid_of(kind: str, index: int, model_dir: str) -> int:
-    """The live replica process of task kind:index whose environment names ``model_dir``."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        values = dict(item.decode(errors="replace").partition("=")[::2] for item in environ)
-        if values.get("TF_LOGDIR") != model_dir or "TF_CONFIG" not in values:
-            continue
-        task = json.loads(values["TF_CONFIG"])["task"]
-        if (task["type"], task["index"]) == (kind, index):
-            return int(entry.name)
-    raise AssertionError(f"no process for {kind}:{index} with TF_LOGDIR={model_dir}")
+    """The live replica process of task kind:index of the job writing to ``model_dir``."""
+    return replica_pid(kind, index, "TF_LOGDIR", model_dir)
 
 
 def _last_global(runner: Runner, task: str) -> int:

@@ -6,14 +6,21 @@ annotation `taas.dev/restart-scope: job`, also when one of its workers is SIGKIL
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
 from pathlib import Path
 
 import pytest
-from local_harness import Runner, condition, final_status, run_taas, tfjob, write
+from local_harness import (
+    Runner,
+    condition,
+    final_status,
+    replica_pid,
+    run_taas,
+    tfjob,
+    write,
+)
 
 pytestmark = [pytest.mark.tensorflow, pytest.mark.timeout(240)]
 
@@ -44,24 +51,6 @@ def test_plain_tf2_program_reading_tf_config_succeeds(tmp_path: Path) -> None:
     assert match[3] == "False"
 
 
-def _pid_of_worker(index: int, marker_dir: Path) -> int:
-    """The live process of worker `index` of this test's job (its environment names the dir)."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        values = dict(item.decode(errors="replace").partition("=")[::2]
-                      for item in environ.split(b"\0"))  # fmt: skip
-        if values.get("PLAIN_FIRST_RUN_DIR") != str(marker_dir) or "TF_CONFIG" not in values:
-            continue
-        if json.loads(values["TF_CONFIG"])["task"] == {"type": "worker", "index": index}:
-            return int(entry.name)
-    raise AssertionError(f"no process of worker {index}")
-
-
 def test_a_plain_tf2_job_restarting_whole_survives_a_worker_sigkilled(tmp_path: Path) -> None:
     marker_dir = tmp_path / "first-runs"
     marker_dir.mkdir()
@@ -71,7 +60,7 @@ def test_a_plain_tf2_job_restarting_whole_survives_a_worker_sigkilled(tmp_path: 
     runner = Runner(write(tmp_path, doc), "--quiet-table")
     try:
         runner.wait_for("worker 1 training")
-        os.kill(_pid_of_worker(1, marker_dir), signal.SIGKILL)
+        os.kill(replica_pid("worker", 1, "PLAIN_FIRST_RUN_DIR", str(marker_dir)), signal.SIGKILL)
         code, output = runner.finish(timeout=200)
     finally:
         runner.kill()

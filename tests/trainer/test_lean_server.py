@@ -82,17 +82,7 @@ def test_a_graph_mode_job_stopped_as_a_whole_saves_and_ends_with_143_at_once(
            "TEST_STEP_SLEEP": "0.02", "TAAS_SAVE_CHECKPOINTS_SECS": "0"}  # fmt: skip
     cluster = LocalCluster(["tests/trainer/programs/lazy_regression.py"], tmp_path / "logs",
                            {"ps": 1, "worker": 2}, env=env)  # fmt: skip
-    try:
-        cluster.start_all()
-        cluster.wait_for_line("worker:0", "first step done", timeout=120)
-        cluster.wait_for_line("worker:1", "first step done", timeout=120)
-        asked = time.monotonic()
-        for task in cluster.tasks.values():
-            task.proc.send_signal(signal.SIGTERM)
-        codes = cluster.wait(30)
-        took = time.monotonic() - asked
-    finally:
-        cluster.close()
+    codes, took = cluster.stopped_as_a_whole(["worker:0", "worker:1"])
     assert codes == dict.fromkeys(codes, 143) and len(codes) == 3, (codes, cluster.logs())
     assert took < 5.0, (took, cluster.logs())
     chief = cluster.tasks["worker:0"].text()
@@ -169,17 +159,7 @@ def test_a_parameter_server_job_stopped_as_a_whole_saves_and_ends_with_143_at_on
            "TAAS_LOG_EVERY_STEPS": "500", "TAAS_SAVE_CHECKPOINTS_SECS": "0"}  # fmt: skip
     cluster = LocalCluster(["examples/keras_digits/keras_digits.py"], tmp_path / "logs",
                            {"chief": 1, "ps": 1, "worker": 2}, env=env)  # fmt: skip
-    try:
-        cluster.start_all()
-        cluster.wait_for_line("chief:0", "first step done", timeout=180)
-        time.sleep(1)
-        asked = time.monotonic()
-        for task in cluster.tasks.values():
-            task.proc.send_signal(signal.SIGTERM)
-        codes = cluster.wait(30)
-        took = time.monotonic() - asked
-    finally:
-        cluster.close()
+    codes, took = cluster.stopped_as_a_whole(["chief:0"])
     assert codes == dict.fromkeys(codes, 143) and len(codes) == 4, (codes, cluster.logs())
     assert took < 3.0, (took, cluster.logs())
     chief = cluster.tasks["chief:0"].text()

@@ -170,17 +170,7 @@ def test_a_multi_worker_mirrored_job_stopped_as_a_whole_saves_and_ends_with_143_
            "TAAS_LOG_EVERY_STEPS": "500", "TAAS_SAVE_CHECKPOINTS_SECS": "0"}  # fmt: skip
     cluster = LocalCluster(["examples/keras_digits/keras_digits.py"], tmp_path / "logs",
                            {"worker": 2}, env=env)  # fmt: skip
-    try:
-        cluster.start_all()
-        cluster.wait_for_line("worker:0", "first step done", timeout=180)
-        time.sleep(1)
-        asked = time.monotonic()
-        for task in cluster.tasks.values():
-            task.proc.send_signal(signal.SIGTERM)
-        codes = cluster.wait(30)
-        took = time.monotonic() - asked
-    finally:
-        cluster.close()
+    codes, took = cluster.stopped_as_a_whole(["worker:0"])
     assert codes == {"worker:0": 143, "worker:1": 143}, (codes, cluster.logs())
     assert took < 5.0, (took, cluster.logs())
     chief = cluster.tasks["worker:0"].text()

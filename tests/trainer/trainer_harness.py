@@ -111,6 +111,25 @@ class LocalCluster:
                 raise AssertionError(f"{name} never printed {needle!r}; logs:\n{self.logs()}")
             time.sleep(0.1)
 
+    def stopped_as_a_whole(
+        self, training: list[str], timeout: float = 180
+    ) -> tuple[dict[str, int], float]:
+        """What deleting the TFJob does: start every task, wait until each of ``training`` has
+        done its first step, then SIGTERM every task at once; (exit codes, seconds to the last
+        exit)."""
+        try:
+            self.start_all()
+            for name in training:
+                self.wait_for_line(name, "first step done", timeout=timeout)
+            time.sleep(1)
+            asked = time.monotonic()
+            for task in self.tasks.values():
+                task.proc.send_signal(signal.SIGTERM)
+            codes = self.wait(30)
+            return codes, time.monotonic() - asked
+        finally:
+            self.close()
+
     def kill(self, name: str) -> None:
         """SIGKILL one task's process group (a crash, as a node loss would look)."""
         stop(self.tasks[name].proc, signal.SIGKILL, grace=0)
