@@ -16,8 +16,9 @@ from typing import IO
 import pytest
 from node_helpers import exec_in, get_json, wait_for, web_server
 
-from taas_controlplane.cluster import Cluster, clean_stale_run
+from taas_controlplane.cluster import Cluster
 from taas_controlplane.oci import TOOLBOX_IMAGE, toolbox_archive, write_archive
+from taas_controlplane.runlock import clean_stale_run
 
 pytestmark = pytest.mark.node
 

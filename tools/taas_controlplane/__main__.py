@@ -26,12 +26,13 @@ from pathlib import Path
 from taas_controlplane import userenv
 from taas_controlplane.binaries import BuildError
 from taas_controlplane.binaries import main as build_main
-from taas_controlplane.cluster import Cluster, ClusterError, clean_stale_run
+from taas_controlplane.cluster import Cluster, ClusterError
 from taas_controlplane.containers import ImageBuildError
 from taas_controlplane.foreground import hold, stop_on_signals
 from taas_controlplane.images import TARGETS, ensure_image
 from taas_controlplane.images import main as images_main
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
+from taas_controlplane.runlock import clean_stale_run
 from taas_controlplane.scheduling import SchedulingOptions
 
 

@@ -40,11 +40,12 @@ from pathlib import Path
 from typing import IO
 
 from taas_controlplane import addons, components, hoststate
-from taas_controlplane.binaries import BuildError, cache_root, ensure
-from taas_controlplane.foreground import Parts
+from taas_controlplane.binaries import BuildError, ensure
+from taas_controlplane.foreground import Parts, log_tail
 from taas_controlplane.hostnet import NetworkConfig, NodeNetwork
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 from taas_controlplane.nodes import Node
+from taas_controlplane.runlock import last_run, state_dir
 from taas_controlplane.runtime import Containerd, missing_packages
 from taas_controlplane.scheduling import SchedulingError, SchedulingOptions, SchedulingStack
 from taas_operator.processes import spawn
@@ -69,57 +70,6 @@ class ClusterError(RuntimeError):
     """The cluster cannot start here, or did not become ready; the message says why."""
 
 
-def _state_dir() -> Path:
-    path = cache_root() / "node"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def _last_run() -> Path:
-    return _state_dir() / "last-run.json"
-
-
-def clean_stale_run() -> str:
-    """`taas-controlplane cluster clean`: scrub a killed run's leftovers (not a running one)."""
-    handle = (_state_dir() / "cluster.lock").open("a+")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        handle.close()
-        return "a cluster is running: stop it with Ctrl-C in its `cluster up` instead"
-    try:
-        return (
-            "removed a killed run's leftovers"
-            if hoststate.RunRecord.scrub_saved(_last_run())
-            else "nothing to clean"
-        )
-    finally:
-        handle.close()
-
-
-def running_kubeconfig() -> Path | None:
-    """The admin kubeconfig of the one-node cluster running on this machine, if one runs.
-
-    A running cluster holds `cluster.lock` and has saved its directory in `last-run.json`; a
-    killed run leaves the record but not the lock. The lock is only tested (a shared lock taken
-    and dropped at once), never kept.
-    """
-    lock, record = _state_dir() / "cluster.lock", _last_run()
-    if not (lock.exists() and record.exists()):
-        return None
-    with lock.open() as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pass  # held: a cluster runs
-        else:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-            return None
-    directory = hoststate.RunRecord.model_validate_json(record.read_text()).directory
-    kubeconfig = directory / "controlplane" / "admin.kubeconfig"
-    return kubeconfig if kubeconfig.exists() else None
-
-
 class Cluster(Parts):
     """One or more nodes: control plane, container runtimes, kubelets, network, DNS, policy."""
 
@@ -142,7 +92,7 @@ class Cluster(Parts):
             for_nodes=True,
         )
         self.nodes = [
-            Node(self.network, i, self.directory, _state_dir()) for i in range(self.network.nodes)
+            Node(self.network, i, self.directory, state_dir()) for i in range(self.network.nodes)
         ]
         self.net = NodeNetwork(self.network)
         #: scheduler-plugins and/or Kueue, started last and stopped first (`scheduling`).
@@ -243,7 +193,7 @@ class Cluster(Parts):
         self.containers_at_stop = left
         self.plane.stop(remove=False)
         hoststate.scrub(self.directory, self.network, self._sysctls)
-        _last_run().unlink(missing_ok=True)
+        last_run().unlink(missing_ok=True)
         if self._own_dir:
             shutil.rmtree(self.directory, ignore_errors=True)
         if self._lock is not None:
@@ -276,7 +226,7 @@ class Cluster(Parts):
             raise ClusterError(str(err)) from err
 
     def _take_lock(self) -> None:
-        handle = (_state_dir() / "cluster.lock").open("a+")
+        handle = (state_dir() / "cluster.lock").open("a+")
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -287,14 +237,14 @@ class Cluster(Parts):
                 "`taas-controlplane cluster up`)."
             ) from None
         self._lock = handle
-        hoststate.RunRecord.scrub_saved(_last_run())
+        hoststate.RunRecord.scrub_saved(last_run())
 
     def _start(self, timeout: float) -> None:
         self._sysctls = hoststate.read_sysctls()
         record = hoststate.RunRecord(
             directory=self.directory, network=self.network, sysctls=self._sysctls
         )
-        _last_run().write_text(record.model_dump_json())
+        last_run().write_text(record.model_dump_json())
         self.net.up(self.directory / "cni", self.directory / "cni-ipam")
         for node in self.nodes:
             node.network_up()
@@ -415,7 +365,7 @@ class Cluster(Parts):
                     log = directory / f"{name}.log"
                     raise ClusterError(
                         f"{name} exited with code {proc.returncode} during start-up; "
-                        f"log {log}:\n{_tail(log)}"
+                        f"log {log}:\n{log_tail(log)}"
                     )
 
     # -- stop --------------------------------------------------------------------------------
@@ -443,10 +393,3 @@ def _healthy(url: str) -> bool:
             return int(response.status) == 200
     except OSError:
         return False
-
-
-def _tail(path: Path) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-25:])
-    except OSError:
-        return ""

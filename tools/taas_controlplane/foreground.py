@@ -58,3 +58,12 @@ class Parts:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def log_tail(path: Path, lines: int = 25) -> str:
+    """The last `lines` lines of a part's log file ("" when it cannot be read), for the message
+    that says why the part did not start."""
+    try:
+        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
+    except OSError:
+        return ""

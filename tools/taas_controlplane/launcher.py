@@ -32,7 +32,7 @@ import yaml
 from pydantic import BaseModel
 
 from taas_controlplane.binaries import KUBERNETES_VERSION, ensure
-from taas_controlplane.foreground import Parts
+from taas_controlplane.foreground import Parts, log_tail
 from taas_controlplane.pki import CertificateAuthority, KeyPair, write_service_account_keys
 from taas_operator.processes import free_ports, spawn
 from taas_operator.processes import stop as stop_process
@@ -51,13 +51,6 @@ class Endpoints(BaseModel):
     etcd_client: int
     etcd_peer: int
     apiserver: int
-
-
-def _tail(path: Path, lines: int = 25) -> str:
-    try:
-        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
-    except OSError:
-        return ""
 
 
 class ControlPlane(Parts):
@@ -336,7 +329,7 @@ class ControlPlane(Parts):
                     raise ControlPlaneError(
                         f"{name} exited with code {proc.returncode} during start-up; "
                         f"log {self.directory / (name + '.log')}:\n"
-                        f"{_tail(self.directory / (name + '.log'))}"
+                        f"{log_tail(self.directory / (name + '.log'))}"
                     )
             try:
                 if self.get("/readyz") == b"ok":
@@ -346,5 +339,5 @@ class ControlPlane(Parts):
             time.sleep(0.25)
         raise ControlPlaneError(
             f"kube-apiserver not ready after {timeout:.0f}s (last error: {last_error}); "
-            f"log:\n{_tail(self.directory / 'kube-apiserver.log')}"
+            f"log:\n{log_tail(self.directory / 'kube-apiserver.log')}"
         )

@@ -22,6 +22,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from taas_controlplane.foreground import log_tail
 from taas_operator.processes import spawn
 from taas_operator.processes import stop as stop_process
 
@@ -211,8 +212,4 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
             self.proc = None
 
     def _tail(self) -> str:
-        try:
-            lines = self.log.read_text(errors="replace").splitlines()[-20:]
-        except OSError:
-            lines = []
-        return f"log {self.log}:\n" + "\n".join(lines)
+        return f"log {self.log}:\n{log_tail(self.log, 20)}"

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from taas_controlplane.binaries import BuildError, ensure
-from taas_controlplane.cluster import running_kubeconfig
+from taas_controlplane.runlock import running_kubeconfig
 
 USER_TOOLS = ("helm", "kubectl")
 

@@ -31,7 +31,7 @@ import yaml
 from pydantic import BaseModel
 
 from taas_controlplane.binaries import BuildError
-from taas_controlplane.foreground import Parts
+from taas_controlplane.foreground import Parts, log_tail
 from taas_controlplane.launcher import ControlPlane
 from taas_controlplane.scheduling import coscheduling, kueue_config, kueue_process
 from taas_controlplane.scheduling.coscheduling import DEFAULT_SCHEDULER_NAME
@@ -69,13 +69,6 @@ class SchedulingOptions(BaseModel):
     @property
     def any(self) -> bool:
         return self.coscheduling or self.kueue
-
-
-def _tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
-    except OSError:
-        return ""
 
 
 class SchedulingStack(Parts):
@@ -250,7 +243,7 @@ class SchedulingStack(Parts):
                 if proc.poll() is not None:
                     raise SchedulingError(
                         f"{name} exited with code {proc.returncode} during start-up; log "
-                        f"{self.log(name)}:\n{_tail(self.log(name))}"
+                        f"{self.log(name)}:\n{log_tail(self.log(name))}"
                     )
                 try:
                     with urllib.request.urlopen(
@@ -263,6 +256,6 @@ class SchedulingStack(Parts):
                 if time.monotonic() > deadline:
                     raise SchedulingError(
                         f"{name} not up after {timeout:.0f}s; log {self.log(name)}:\n"
-                        f"{_tail(self.log(name))}"
+                        f"{log_tail(self.log(name))}"
                     )
                 time.sleep(0.25)

@@ -32,7 +32,7 @@ from typing import Any
 from kubernetes import client, config
 
 from taas_controlplane.binaries import ensure
-from taas_controlplane.foreground import Parts
+from taas_controlplane.foreground import Parts, log_tail
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 from taas_controlplane.scheduling import SchedulingError, SchedulingOptions, SchedulingStack
 from taas_controlplane.sim import processes
@@ -47,13 +47,6 @@ KWOK_USER = "system:taas:kwok"
 
 class SimClusterError(RuntimeError):
     """The simulated cluster did not come up; the message says which part and where its log is."""
-
-
-def _tail(path: Path, lines: int = 20) -> str:
-    try:
-        return "".join(path.read_text(errors="replace").splitlines(keepends=True)[-lines:])
-    except OSError:
-        return ""
 
 
 def _node_ready(node: Any) -> bool:
@@ -227,7 +220,7 @@ class SimCluster(Parts):
         gone = self.exited()
         if gone:
             log = self.plane.directory / f"{gone}.log"
-            raise SimClusterError(f"{gone} exited during start-up; log {log}:\n{_tail(log)}")
+            raise SimClusterError(f"{gone} exited during start-up; log {log}:\n{log_tail(log)}")
 
     def _wait_healthy(self, timeout: float) -> None:
         context = ssl.create_default_context()
@@ -247,7 +240,7 @@ class SimCluster(Parts):
                 if time.monotonic() > deadline:
                     log = self.plane.directory / f"{name}.log"
                     raise SimClusterError(
-                        f"{name} not healthy after {timeout:.0f}s; log {log}:\n{_tail(log)}"
+                        f"{name} not healthy after {timeout:.0f}s; log {log}:\n{log_tail(log)}"
                     )
                 time.sleep(0.25)
 
@@ -271,7 +264,7 @@ class SimCluster(Parts):
         log = self.plane.directory / "kwok.log"
         raise SimClusterError(
             f"{len(ready)} of {want} nodes Ready after {timeout:.0f}s; kwok's log {log}:\n"
-            f"{_tail(log)}"
+            f"{log_tail(log)}"
         )
 
 
