@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from importlib import metadata
 
 from taas_operator.client.commands import add_cluster_commands
+from taas_operator.client.submitflags import program_arguments
 from taas_operator.documents import InputError
 from taas_operator.tensorboard.command import add_tensorboard
 
@@ -347,7 +348,10 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `taas` console script; returns the exit code."""
+    argv, tail = program_arguments(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
+    if tail is not None:
+        args.program_args = tail
     handler: Handler = args.handler
     try:
         return handler(args)
