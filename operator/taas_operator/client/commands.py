@@ -112,8 +112,8 @@ def _submit_program(args: argparse.Namespace) -> int:
 
     options = program_options(args)
     program = read_program(args.file, CLI_NAMES)
+    made = program_job(program, options, CLI_NAMES, args.namespace)  # all checked, none asked
     if args.dry_run:
-        made = program_job(program, options, CLI_NAMES, args.namespace)
         sys.stdout.write(dump_yaml(made))
         print(
             "note: taas submit makes the ConfigMap owned by the TFJob (an ownerReference to its "
@@ -122,8 +122,7 @@ def _submit_program(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 0
-    client = _client(args)
-    made = program_job(program, options, CLI_NAMES, client.namespace)
+    client = _client(args)  # no namespace in `made`: the client's (the context's) is used
     job = client.create_program(made, CLI_NAMES)
     return _follow(client, job, args, made.config_map["metadata"]["name"])
 
