@@ -372,7 +372,7 @@ def test_dry_run_with_a_namespace_and_of_a_manifest(
         (["--env", "TF_CONFIG={}"], "error: --env TF_CONFIG: TaaS sets TF_CONFIG"),
         (["--image", "a b"], "error: --image 'a b': must be an image reference"),
         (["--name", "Bad_Name"], "error: --name 'Bad_Name' cannot name the TFJob"),
-        (["--dry-run=server"], "argument --dry-run: invalid choice: 'server'"),
+        (["--dry-run=server"], "argument --dry-run: ignored explicit argument 'server'"),
     ],
 )
 def test_bad_flags_exit_2_naming_the_flag(
@@ -406,6 +406,11 @@ def test_what_is_neither_a_program_nor_a_manifest(
     Path("job.txt").write_text("")
     assert main(["submit", path, *flags]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_dry_run_before_the_file(program: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["submit", "--dry-run", program.name]) == 0
+    assert next(yaml.safe_load_all(capsys.readouterr().out))["kind"] == "TFJob"
 
 
 def test_arguments_after_the_separator_belong_to_the_program(

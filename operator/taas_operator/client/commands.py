@@ -279,11 +279,9 @@ def add_cluster_commands(subparsers: argparse._SubParsersAction) -> None:
     submit.add_argument("--detach", action="store_true", help="return once it is created")
     submit.add_argument(
         "--dry-run",
-        nargs="?",
-        const="client",
-        choices=["client"],
-        help="print what would be created as YAML (kubectl's --dry-run=client -o yaml), send "
-        "nothing",
+        action="store_true",
+        help="print what would be created as YAML (kubectl's --dry-run=client -o yaml; "
+        "--dry-run=client is taken too), send nothing",
     )
     add_program_arguments(submit)
     _connection_arguments(submit)

@@ -116,8 +116,11 @@ def _variable(text: str) -> tuple[str, str]:
 
 def program_arguments(argv: list[str]) -> tuple[list[str], list[str] | None]:
     """`taas submit ... -- ARGS`: (the arguments for the parser, ARGS or None). argparse
-    cannot take positionals after options and `--` once the file was read, hence the cut."""
-    if argv[:1] == ["submit"] and "--" in argv:
-        cut = argv.index("--")
-        return argv[:cut], argv[cut + 1 :]
-    return argv, None
+    cannot take positionals after options and `--` once the file was read, hence the cut.
+    kubectl's `--dry-run=client` is read as `--dry-run` (a flag, so `taas submit --dry-run
+    train.py` keeps its file)."""
+    if argv[:1] != ["submit"]:
+        return argv, None
+    cut = argv.index("--") if "--" in argv else len(argv)
+    head = ["--dry-run" if a == "--dry-run=client" else a for a in argv[:cut]]
+    return head, (argv[cut + 1 :] if cut < len(argv) else None)
