@@ -94,7 +94,7 @@ def _display(stream: Any = None) -> Display:
 def _submit(args: argparse.Namespace) -> int:
     if is_program(args.file):
         return _submit_program(args)
-    check_manifest_flags(args)
+    check_manifest_flags(args, args.file)
     if args.dry_run:
         from taas_operator.client.manifests import job_manifest
 

@@ -6,6 +6,7 @@
     made.tfjob, made.config_map                           # manifests; the TFJob checked as
                                                           # `taas validate` checks a file
     owned_config_map(made.config_map, created_job)        # + the ownerReference to its uid
+    local_job(path, program, options) -> TFJob            # `taas run`: the file where it is
 
 Every replica runs `python /opt/taas/program/<file> [ARGS...]` in the trainer image (or
 `image`), the ConfigMap `<job>-program` mounted read-only at /opt/taas/program; TF_CONFIG and
@@ -116,7 +117,7 @@ def program_job(
     and the ConfigMap holding the program. `namespace` None: the manifests name none."""
     check_options(options, names)
     name = options.name or job_name(program.file_name)
-    tfjob = _tfjob(name, namespace, program.file_name, options)
+    tfjob = _tfjob(name, namespace, f"{PROGRAM_DIR}/{program.file_name}", options)
     job = _validated(tfjob, options, names, program.file_name)
     meta: dict[str, Any] = {"name": config_map_name(name), "labels": {LABEL_JOB_NAME: name}}
     if namespace:
@@ -128,6 +129,21 @@ def program_job(
         "data": {program.file_name: program.text},
     }
     return ProgramManifests(tfjob, config_map, job)
+
+
+def local_job(
+    path: str | os.PathLike[str],
+    program: Program,
+    options: ProgramOptions,
+    names: Mapping[str, str] = CLI_NAMES,
+    namespace: str | None = None,
+) -> TFJob:
+    """The same TFJob for `taas run` on this machine: each replica runs the file where it is
+    (`path`), no ConfigMap and no volume."""
+    check_options(options, names)
+    name = options.name or job_name(program.file_name)
+    local = str(Path(path).resolve())
+    return _validated(_tfjob(name, namespace, local, options), options, names, program.file_name)
 
 
 def owned_config_map(config_map: dict[str, Any], job: TFJob) -> dict[str, Any]:
@@ -170,15 +186,14 @@ def dump_yaml(manifests: ProgramManifests) -> str:
 
 
 # -- the TFJob -----------------------------------------------------------------------------------
-def _tfjob(
-    name: str, namespace: str | None, file_name: str, options: ProgramOptions
-) -> dict[str, Any]:
+def _tfjob(name: str, namespace: str | None, runs: str, options: ProgramOptions) -> dict[str, Any]:
+    """The TFJob whose replicas run `python <runs>`: the mounted file, or a local one."""
     replicas = {"Chief": int(options.chief), "PS": options.ps, "Worker": options.workers}
     specs = {
         rtype: {
             "replicas": count,
             "restartPolicy": "ExitCode",
-            "template": _template(name, file_name, options, gpus=rtype != "PS"),
+            "template": _template(name, runs, options, gpus=rtype != "PS"),
         }
         for rtype, count in replicas.items()
         if count
@@ -194,33 +209,32 @@ def _tfjob(
     }
 
 
-def _template(name: str, file_name: str, options: ProgramOptions, gpus: bool) -> dict[str, Any]:
+def _template(name: str, runs: str, options: ProgramOptions, gpus: bool) -> dict[str, Any]:
+    mounted = runs.startswith(f"{PROGRAM_DIR}/")
     container: dict[str, Any] = {
         "name": DEFAULT_CONTAINER_NAME,
         "image": options.image,
-        "command": ["python", f"{PROGRAM_DIR}/{file_name}", *options.args],
+        "command": ["python", runs, *options.args],
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "capabilities": {"drop": ["ALL"]},
         },
-        "volumeMounts": [{"name": _VOLUME, "mountPath": PROGRAM_DIR, "readOnly": True}],
     }
+    if mounted:
+        container["volumeMounts"] = [{"name": _VOLUME, "mountPath": PROGRAM_DIR, "readOnly": True}]
     if options.env:
         container["env"] = [{"name": k, "value": v} for k, v in options.env.items()]
     resources = _resources(options, gpus)
     if resources:
         container["resources"] = resources
-    return {
-        "spec": {
-            "automountServiceAccountToken": False,
-            "securityContext": {
-                "runAsNonRoot": True,
-                "seccompProfile": {"type": "RuntimeDefault"},
-            },
-            "containers": [container],
-            "volumes": [{"name": _VOLUME, "configMap": {"name": config_map_name(name)}}],
-        }
+    spec: dict[str, Any] = {
+        "automountServiceAccountToken": False,
+        "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
+        "containers": [container],
     }
+    if mounted:
+        spec["volumes"] = [{"name": _VOLUME, "configMap": {"name": config_map_name(name)}}]
+    return {"spec": spec}
 
 
 def _resources(options: ProgramOptions, gpus: bool) -> dict[str, Any]:

@@ -1,11 +1,11 @@
 """`taas submit`'s flags for a program's job, and how it tells a program from a manifest.
 
     is_program(path) -> bool                  # PROGRAM.py; JOB.yaml/.yml/.json or `-` otherwise
-    check_manifest_flags(args)                # a program's flags given with a manifest: refused
+    check_manifest_flags(args, path)          # a program's flags given with a manifest: refused
     add_program_arguments(parser)             # --name --workers --ps --chief --gpus-per-worker
                                               # --image --cpu --memory --env (kubectl run's form)
     program_options(args) -> ProgramOptions   # from the parsed flags (checked: programoptions)
-    program_arguments(argv) -> (argv, ARGS)   # `taas submit ... -- ARGS`: the program's own
+    program_arguments(argv) -> (argv, ARGS)   # `taas submit|run ... -- ARGS`: the program's
 
 Each problem is a ClientError (or argparse's usage error) naming the flag and the fix: exit 2.
 """
@@ -35,13 +35,13 @@ def is_program(path: str) -> bool:
     return False
 
 
-def check_manifest_flags(args: argparse.Namespace) -> None:
-    """Refuse a program's flags given with a manifest (the manifest says all of that)."""
+def check_manifest_flags(args: argparse.Namespace, path: str) -> None:
+    """Refuse a program's flags given with the manifest `path` (it says all of that)."""
     given = [flag for key, flag in PROGRAM_FLAGS.items() if getattr(args, key) not in (None, [])]
     if given:
         raise ClientError(
             f"{', '.join(given)}: for a program (taas submit PROGRAM.py ...), not a manifest; "
-            f"fix: set the replicas, image, resources and env in {args.file} (spec.tfReplicaSpecs)"
+            f"fix: set the replicas, image, resources and env in {path} (spec.tfReplicaSpecs)"
         )
 
 
@@ -115,11 +115,11 @@ def _variable(text: str) -> tuple[str, str]:
 
 
 def program_arguments(argv: list[str]) -> tuple[list[str], list[str] | None]:
-    """`taas submit ... -- ARGS`: (the arguments for the parser, ARGS or None). argparse
+    """`taas submit|run ... -- ARGS`: (the arguments for the parser, ARGS or None). argparse
     cannot take positionals after options and `--` once the file was read, hence the cut.
     kubectl's `--dry-run=client` is read as `--dry-run` (a flag, so `taas submit --dry-run
     train.py` keeps its file)."""
-    if argv[:1] != ["submit"]:
+    if argv[:1] not in (["submit"], ["run"]):
         return argv, None
     cut = argv.index("--") if "--" in argv else len(argv)
     head = ["--dry-run" if a == "--dry-run=client" else a for a in argv[:cut]]
