@@ -6,7 +6,8 @@ progress over the CNI bridge from its own pod, through the job's NetworkPolicy (
 kube-router: the policy admits the operator's namespace to the progress port only), and writes
 it into `status.progress`; the PROGRESS column then shows a percentage. The session's operator
 reads progress every 5 s (conftest's `operator`) so a job of a few tens of seconds is read more
-than once.
+than once. `taas submit train.py` runs a local program the same way; its ConfigMap goes with the
+job (the garbage collector follows its ownerReference).
 """
 
 from __future__ import annotations
