@@ -306,7 +306,7 @@ def test_kubeflow_style_arguments() -> None:
         ({"resources_per_worker": {"gpu": "x"}}, r'resources_per_worker\["gpu"\]'),
         ({"env": ["A=1"]}, "env: must map variable names to values"),
         ({"args": "--epochs 3"}, "args '--epochs 3': must be a list of strings"),
-        ({"name": "Bad"}, "name 'Bad' cannot name the TFJob: .*fix: name NAME"),
+        ({"name": "Bad"}, "name 'Bad' cannot name the TFJob: .*; fix: name=\"train\"$"),
     ],
 )
 def test_bad_python_arguments_name_the_argument(given: dict[str, Any], message: str) -> None:

@@ -263,10 +263,9 @@ def _validated(
         made = f"the name {tfjob['metadata']['name']!r} made from {file_name!r}"
         given = f"{names['name']} {options.name!r}" if options.name else made
         reason = line.removeprefix("* metadata.name:").split("; fix:")[0].strip()
-        raise Invalid(
-            f"{given} cannot name the TFJob: {reason}; fix: {names['name']} NAME, e.g. "
-            f"{names['name']} train"
-        )
+        flag = names["name"]
+        example = f"{flag} NAME, e.g. {flag} train" if flag.startswith("-") else f'{flag}="train"'
+        raise Invalid(f"{given} cannot name the TFJob: {reason}; fix: {example}")
     raise Invalid(text)
 
 
