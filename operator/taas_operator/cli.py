@@ -23,10 +23,20 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from importlib import metadata
+from typing import TYPE_CHECKING
 
 from taas_operator.client.commands import add_cluster_commands
+from taas_operator.client.submitflags import (
+    add_program_arguments,
+    check_manifest_flags,
+    program_arguments,
+    program_options,
+)
 from taas_operator.documents import InputError
 from taas_operator.tensorboard.command import add_tensorboard
+
+if TYPE_CHECKING:
+    from taas_operator.api import TFJob
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -59,11 +69,10 @@ def _path(args: argparse.Namespace) -> str:
 
 # -- run -----------------------------------------------------------------------------------------
 def _run(args: argparse.Namespace) -> int:
-    from taas_operator.documents import load_tfjobs
     from taas_operator.local.environment import EnvPolicy
     from taas_operator.local.runner import RunOptions, run_jobs
 
-    jobs = load_tfjobs(_path(args), args.namespace)
+    jobs = _jobs(_path(args), args)
     options = RunOptions(
         logs_dir=args.logs_dir,
         color=not args.no_color,
@@ -79,6 +88,24 @@ def _run(args: argparse.Namespace) -> int:
     return run_with_dashboard(jobs, options, args.dashboard, args.dashboard_host, args.keep_serving)
 
 
+def _jobs(path: str, args: argparse.Namespace) -> list[TFJob]:
+    """The TFJobs of a manifest, or for PROGRAM.py (`taas run train.py --workers 2 --ps 1`) the
+    TFJob `taas submit` would make, each replica running the file where it is."""
+    from taas_operator.client.errors import ClientError
+    from taas_operator.client.programoptions import CLI_NAMES
+    from taas_operator.client.programs import local_job, read_program
+    from taas_operator.documents import load_tfjobs
+
+    try:
+        if not path.endswith(".py"):
+            check_manifest_flags(args, path)
+            return load_tfjobs(path, args.namespace)
+        program = read_program(path, CLI_NAMES)
+        return [local_job(path, program, program_options(args), CLI_NAMES, args.namespace)]
+    except ClientError as err:
+        raise InputError(str(err)) from None
+
+
 def add_run(subparsers: argparse._SubParsersAction) -> None:
     """`taas run`."""
     parser = subparsers.add_parser(
@@ -92,16 +119,22 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:
         "('python' is this interpreter), in its workingDir or the current directory. Each "
         "job's replicas share a private network namespace (their own 127.0.0.1): nothing "
         "outside the job can reach TensorFlow's unauthenticated servers. What of the pod "
-        "template is not applied (resources, volumes, initContainers...) is said in one line.",
+        "template is not applied (resources, volumes, initContainers...) is said in one line. "
+        "FILE may be a Python program instead: `taas run train.py --workers 2 --ps 1` runs "
+        "the job `taas submit train.py` would make, each replica running the file where it "
+        "is (the program's own arguments after `--`).",
         epilog="examples:\n"
         "  taas run examples/mnist/async.yaml\n"
         "  taas run job.yaml --logs-dir logs/        # also keep logs/<pod>.log\n"
+        "  taas run train.py --workers 2 --ps 1      # your program, as taas submit runs it\n"
         "  cat job.yaml | taas run -\n\n"
         "exit status: 0 Succeeded, 1 Failed, 2 invalid input, 130 stopped (Ctrl-C), "
         "143 stopped (SIGTERM)",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _file_arguments(parser)
+    parser.set_defaults(program_args=None)  # what follows `--` (main: program_arguments)
+    add_program_arguments(parser)
     parser.add_argument("--logs-dir", metavar="DIR", help="also write each replica's log to DIR")
     parser.add_argument("--no-color", action="store_true", help="no colours in the output")
     parser.add_argument(
@@ -347,7 +380,10 @@ def _version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `taas` console script; returns the exit code."""
+    argv, tail = program_arguments(list(sys.argv[1:] if argv is None else argv))
     args = build_parser().parse_args(argv)
+    if tail is not None:
+        args.program_args = tail
     handler: Handler = args.handler
     try:
         return handler(args)

@@ -6,7 +6,8 @@ progress over the CNI bridge from its own pod, through the job's NetworkPolicy (
 kube-router: the policy admits the operator's namespace to the progress port only), and writes
 it into `status.progress`; the PROGRESS column then shows a percentage. The session's operator
 reads progress every 5 s (conftest's `operator`) so a job of a few tens of seconds is read more
-than once.
+than once. `taas submit train.py` runs a local program the same way; its ConfigMap goes with the
+job (the garbage collector follows its ownerReference).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from node_helpers import REPO, condition, get_json
+from node_helpers import REPO, condition, get_json, wait_for
 
 from taas_controlplane.cluster import Cluster
 
@@ -70,3 +71,33 @@ def test_taas_submit_follows_a_job_on_the_node_and_shows_its_progress(
     )
     assert listed.returncode == 0, listed.stderr
     assert re.search(r"mnist-progress\s+Succeeded\s+2\s+1\s+\d{1,3}%", listed.stdout), listed.stdout
+
+
+def test_taas_submit_runs_a_local_program_and_its_config_map_goes_with_the_job(
+    cluster: Cluster, operator: str, trainer_image: str, ns: str, tmp_path: Path
+) -> None:
+    """`taas submit train.py`: the file in a ConfigMap, mounted in the trainer image's pods, run
+    with TF_CONFIG as any job; deleting the TFJob makes the garbage collector delete the
+    ConfigMap (its ownerReference)."""
+    program = REPO / "examples" / "linear_regression" / "linear_regression.py"
+    cli = [*TAAS, "submit", "-n", ns, "--kubeconfig", cluster.kubeconfig, str(program)]
+    cli += ["--workers", "2", "--ps", "1", "--image", trainer_image, "--env", "TF_MAX_STEPS=200"]
+    done = subprocess.run(cli, capture_output=True, text=True, timeout=900)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-4000:]
+    assert "TFJob linear-regression Succeeded" in out, out[-4000:]
+    assert re.search(r"\[worker-0\].*learned w=", out), out[-4000:]
+    held = get_json(cluster, "-n", ns, "configmap", "linear-regression-program")
+    job = get_json(cluster, "-n", ns, "tfjob", "linear-regression")
+    assert held["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
+
+    cluster.kubectl("-n", ns, "delete", "tfjob", "linear-regression", "--wait=true")
+    wait_for(
+        "the garbage collector to delete the program's ConfigMap",
+        lambda: (
+            "NotFound"
+            in cluster.kubectl(
+                "-n", ns, "get", "configmap", "linear-regression-program", check=False
+            ).stderr
+        ),
+    )

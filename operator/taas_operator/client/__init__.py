@@ -7,8 +7,10 @@
         print(f"[{line.replica}] {line.text}")
     client.wait(job.name, timeout=600)           # raises JobFailed with the job's own message
 
-Modules: `jobs` (TFJobClient: create, get, list, wait, logs, events, pods, delete,
-suspend/resume, watch), `manifests` (what create sends, how stored jobs are read), `watching`
+Modules: `jobs` (TFJobClient: create, create_job, get, list, wait, logs, events, pods, delete,
+suspend/resume, watch), `manifests` (what create sends, how stored jobs are read), `programs`
+and `programoptions` (a TFJob running a local .py file, shipped in a ConfigMap: what create_job
+and `taas submit PROGRAM.py` send), `submitflags` (that command's flags), `watching`
 (list + watch, resumed), `logs` (following replica logs), `models` (ReplicaPod, LogLine,
 JobEvent, JobChange), `errors` (what can go wrong, each naming the fix), `kube` (the one module
 using the official kubernetes client), `console` (the tables and the live view of `taas

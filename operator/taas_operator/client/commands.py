@@ -2,6 +2,11 @@
 
     taas submit JOB.yaml [--detach]      create, then the live table and merged logs until it
                                          ends; exit 0 Succeeded, 1 Failed (as `taas run`)
+    taas submit PROGRAM.py --workers 2 --ps 1 [--chief] [--gpus-per-worker N] [--image I]
+        [--cpu Q] [--memory Q] [--env K=V]... [--name N] [--dry-run] [-- ARGS]
+                                         the same for a TFJob running your program, shipped
+                                         in a ConfigMap (client.programs); --dry-run prints
+                                         both manifests, nothing is sent
     taas logs JOB [-f] [--replica R]     the replicas' logs ([worker-1] prefixes), -f follows
     taas get [JOB] [-A] [-o yaml|json]   NAME STATE WORKERS PS PROGRESS ETA AGE (one JOB: why
                                          it is not running, where its TensorBoard is)
@@ -29,6 +34,14 @@ import yaml
 
 from taas_operator.api.text import printable
 from taas_operator.client.errors import ClientError, JobFailed, WaitTimeout
+from taas_operator.client.programoptions import CLI_NAMES
+from taas_operator.client.programs import PROGRAM_DIR
+from taas_operator.client.submitflags import (
+    add_program_arguments,
+    check_manifest_flags,
+    is_program,
+    program_options,
+)
 from taas_operator.terminal import Display
 
 if TYPE_CHECKING:
@@ -79,12 +92,50 @@ def _display(stream: Any = None) -> Display:
 
 # -- submit --------------------------------------------------------------------------------------
 def _submit(args: argparse.Namespace) -> int:
+    if is_program(args.file):
+        return _submit_program(args)
+    check_manifest_flags(args, args.file)
+    if args.dry_run:
+        from taas_operator.client.manifests import job_manifest
+
+        manifest = job_manifest(args.file, args.namespace, "")
+        if not manifest["metadata"]["namespace"]:
+            del manifest["metadata"]["namespace"]
+        sys.stdout.write(yaml.safe_dump(manifest, sort_keys=False))
+        return 0
+    client = _client(args)
+    return _follow(client, client.create(args.file), args)
+
+
+def _submit_program(args: argparse.Namespace) -> int:
+    from taas_operator.client.programs import dump_yaml, program_job, read_program
+
+    options = program_options(args)
+    program = read_program(args.file, CLI_NAMES)
+    made = program_job(program, options, CLI_NAMES, args.namespace)  # all checked, none asked
+    if args.dry_run:
+        sys.stdout.write(dump_yaml(made))
+        print(
+            "note: taas submit makes the ConfigMap owned by the TFJob (an ownerReference to its "
+            "uid, known once it is created): applied with kubectl, delete the ConfigMap with "
+            "the job",
+            file=sys.stderr,
+        )
+        return 0
+    client = _client(args)  # no namespace in `made`: the client's (the context's) is used
+    job = client.create_program(made, CLI_NAMES)
+    return _follow(client, job, args, made.config_map["metadata"]["name"])
+
+
+def _follow(
+    client: TFJobClient, job: Any, args: argparse.Namespace, config_map: str | None = None
+) -> int:
     from taas_operator.client.console import follow_job
 
-    client = _client(args)
-    job = client.create(args.file)
     args.job = job.name
     print(f"tfjob.kubeflow.org/{job.name} created (namespace {job.namespace})", flush=True)
+    if config_map:
+        print(f"configmap/{config_map} created (the program, owned by the TFJob)", flush=True)
     if args.detach:
         return 0
     display = _display()
@@ -199,16 +250,40 @@ def add_cluster_commands(subparsers: argparse._SubParsersAction) -> None:
     raw = argparse.RawDescriptionHelpFormatter
     submit = subparsers.add_parser(
         "submit",
-        help="create a TFJob on a cluster and follow it to its end",
+        usage="taas submit [options] JOB.yaml|PROGRAM.py [-- ARGS...]",
+        help="create a TFJob (from YAML, or running your .py program) and follow it to its end",
         description="Create the TFJob in JOB.yaml (checked first as `taas validate` checks it), "
-        "then show its replicas, PROGRESS and ETA and every replica's log lines until it "
-        "Succeeded or Failed.",
-        epilog="exit status: 0 Succeeded, 1 Failed, 2 bad input or cluster access, 130 "
+        "or one whose replicas run your Python program PROGRAM.py, then show its replicas, "
+        "PROGRESS and ETA and every replica's log lines until it Succeeded or Failed. What "
+        "follows `--` are the program's arguments.\n\n"
+        f"A program is shipped in a ConfigMap <job>-program (at most 1 MiB; larger: build an "
+        f"image, docs/deploy.md) owned by the TFJob, mounted read-only at {PROGRAM_DIR}/ in "
+        f"every replica and run as `python {PROGRAM_DIR}/PROGRAM.py ARGS`, in the trainer "
+        "image by default; TF_CONFIG is set as for any TFJob. docs/your-code.md has more.",
+        epilog="examples:\n"
+        "  taas submit examples/mnist/async.yaml\n"
+        "  taas submit train.py --workers 2 --ps 1\n"
+        "  taas submit train.py --chief --workers 4 --gpus-per-worker 1 --memory 8Gi "
+        "-- --epochs 3\n"
+        "  taas submit train.py --workers 2 --dry-run > job.yaml   # both manifests\n\n"
+        "exit status: 0 Succeeded, 1 Failed, 2 bad input or cluster access, 130 "
         "interrupted (the job keeps running)",
         formatter_class=raw,
     )
-    submit.add_argument("file", metavar="JOB.yaml", help="one TFJob ('-' reads stdin)")
+    submit.set_defaults(program_args=None)  # what follows `--` (cli.main: program_arguments)
+    submit.add_argument(
+        "file",
+        metavar="JOB.yaml|PROGRAM.py",
+        help="one TFJob (.yaml, .yml, .json; '-' reads stdin) or a Python program (.py)",
+    )
     submit.add_argument("--detach", action="store_true", help="return once it is created")
+    submit.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what would be created as YAML (kubectl's --dry-run=client -o yaml; "
+        "--dry-run=client is taken too), send nothing",
+    )
+    add_program_arguments(submit)
     _connection_arguments(submit)
     submit.set_defaults(handler=_safely(_submit))
 

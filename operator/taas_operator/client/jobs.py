@@ -3,6 +3,8 @@
     client = TFJobClient(kubeconfig=None, context=None, namespace=None)
     client = TFJobClient.of(connection)   # on a client.kube.Connection (e.g. a viewer's token)
     client.create(job) -> TFJob           # a YAML path, a manifest dict or a TFJob model
+    client.create_job(train_file="train.py", num_workers=2, num_ps_replicas=1,
+                      resources_per_worker={"gpu": 1}) -> TFJob   # your program, no image
     client.get(name) -> TFJob             client.list(all_namespaces=False) -> list[TFJob]
     client.wait(name, conditions=("Succeeded",), timeout=None, callback=None) -> TFJob
     client.logs(name, replica=None, follow=False) -> Iterator[LogLine]
@@ -18,14 +20,19 @@ raises `JobFailed` with the job's own failure message when the job fails before 
 conditions asked for (Kubeflow's SDK hid it: kubeflow/training-operator#1180, #1183) and
 `WaitTimeout` with the last state. `create` checks a YAML path or a dict with the same rules
 `kubectl apply` and `taas validate` apply before sending anything.
+
+`create_job` is Kubeflow SDK's `create_job(train_func=..., num_workers=...)` for a program file:
+a TFJob whose replicas run `python /opt/taas/program/<file>` in the trainer image, the file in
+a ConfigMap `<job>-program` owned by the TFJob (client.programs says how and why).
 """
 
 from __future__ import annotations
 
 import builtins
 import json
+import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from taas_operator.api import TFJob
@@ -39,11 +46,25 @@ from taas_operator.api.constants import (
     VERSION,
 )
 from taas_operator.api.names import InvalidName, check_name, check_namespace
-from taas_operator.client.errors import Invalid, JobFailed, JobNotFound, WaitTimeout
+from taas_operator.client.errors import (
+    AlreadyExists,
+    ClientError,
+    Invalid,
+    JobFailed,
+    JobNotFound,
+    WaitTimeout,
+)
 from taas_operator.client.kube import Connection, What
 from taas_operator.client.logs import LogFollower
 from taas_operator.client.manifests import JobSource, job_manifest, read_job
 from taas_operator.client.models import JobChange, JobEvent, LogLine, ReplicaPod
+from taas_operator.client.programoptions import CLI_NAMES, PYTHON_NAMES, python_options
+from taas_operator.client.programs import (
+    ProgramManifests,
+    owned_config_map,
+    program_job,
+    read_program,
+)
 from taas_operator.client.watching import changes
 
 Callback = Callable[[TFJob], None]
@@ -89,6 +110,90 @@ class TFJobClient:
             manifest,
         )
         return read_job(created)
+
+    def create_job(
+        self,
+        train_file: str | os.PathLike[str],
+        *,
+        name: str | None = None,
+        namespace: str | None = None,
+        num_workers: int = 1,
+        num_ps_replicas: int = 0,
+        num_chief_replicas: int = 0,
+        resources_per_worker: Mapping[str, Any] | None = None,
+        base_image: str | None = None,
+        env: Mapping[str, str] | None = None,
+        args: Sequence[str] = (),
+    ) -> TFJob:
+        """Create a TFJob running the Python program `train_file` on every replica, shipped in
+        a ConfigMap its pods mount at /opt/taas/program (owned by the TFJob: it goes with it).
+        `name`: the TFJob's (default: the file's, `my_train.py` -> `my-train`);
+        `resources_per_worker`: {"cpu": "2", "memory": "4Gi", "gpu": 1}, each replica's cpu and
+        memory, the gpu (nvidia.com/gpu) of each worker and the chief; `base_image`: default
+        the trainer image; `env`: the replicas' variables; `args`: the program's arguments.
+        Every argument is checked before anything is sent (Invalid names it and the fix)."""
+        options = python_options(
+            name,
+            num_workers,
+            num_ps_replicas,
+            num_chief_replicas,
+            resources_per_worker,
+            base_image,
+            env,
+            args,
+        )
+        program = read_program(train_file, PYTHON_NAMES)
+        made = program_job(program, options, PYTHON_NAMES, self._ns(namespace))
+        return self.create_program(made, PYTHON_NAMES)
+
+    def create_program(self, made: ProgramManifests, names: Mapping[str, str] = CLI_NAMES) -> TFJob:
+        """Create `made`'s TFJob, then its ConfigMap owned by it (programs.program_job makes
+        both). When the ConfigMap cannot be created, the TFJob is deleted again (by uid)."""
+        try:
+            job = self.create(made.tfjob)
+        except AlreadyExists as err:
+            raise AlreadyExists(
+                f"{str(err).split('; fix:')[0]}; fix: delete it first (taas delete "
+                f"{made.job.name}) or give the new one another {names['name']}"
+            ) from None
+        config_map = owned_config_map(made.config_map, job)
+        meta = config_map["metadata"]
+        try:
+            self.conn.call(
+                What("create", "configmaps", job.namespace, meta["name"]),
+                self.conn.core.create_namespaced_config_map,
+                job.namespace,
+                config_map,
+            )
+        except ClientError as err:
+            undone = self._delete_created(job)
+            raise type(err)(
+                f"the ConfigMap {meta['name']} holding the program: {err} ({undone})"
+            ) from None
+        return job
+
+    def _delete_created(self, job: TFJob) -> str:
+        """Delete the TFJob just created (that incarnation only: its uid); what was done."""
+        try:
+            self.conn.call(
+                What("delete", PLURAL, job.namespace, job.name),
+                self.conn.custom.delete_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                job.namespace,
+                PLURAL,
+                job.name,
+                body={
+                    "propagationPolicy": "Background",
+                    "preconditions": {"uid": job.metadata.uid},
+                },
+            )
+        except ClientError as err:
+            return (
+                f"the TFJob {job.name} made for it is left: delete it (taas delete "
+                f"{job.name}); {err}"
+            )
+        return f"the TFJob {job.name} made for it was deleted again"
 
     def get(self, name: str, namespace: str | None = None) -> TFJob:
         """The TFJob (JobNotFound when there is none)."""

@@ -190,6 +190,11 @@ class Connection:
                     f'TFJob "{what.name}" not found{what.where()}; fix: check the name '
                     f"(taas get lists them) and the namespace (--namespace)"
                 )
+        if status == 409 and what.verb == "create" and what.resource != "tfjobs":
+            return AlreadyExists(
+                f'{what.resource} "{what.name}" already exists{what.where()}; fix: delete it '
+                f"first or choose another name"
+            )
         if status == 409 and what.verb == "create":
             return AlreadyExists(
                 f'TFJob "{what.name}" already exists{what.where()}; fix: delete it first '

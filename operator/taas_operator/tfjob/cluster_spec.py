@@ -49,6 +49,8 @@ HostFn = Callable[[str, int, int], str]
 """(lowercase replica type, index, port) -> "host:port"."""
 
 TF_CONFIG = "TF_CONFIG"
+#: Every variable `cluster_env` sets (a container's own entries of these names are replaced).
+CLUSTER_ENV_NAMES = (TF_CONFIG, "PS_HOSTS", "WORKER_HOSTS", "CHIEF_HOSTS", "JOB_NAME", "TASK_INDEX")
 
 
 def replica_name(job_name: str, replica_type: str, index: int) -> str:
