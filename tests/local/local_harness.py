@@ -236,17 +236,26 @@ def listening_ports(pid: int) -> set[int]:
     return ports
 
 
+#: The variables a program of the trainer library reads its model dir from.
+MODEL_DIR_VARIABLES = ("TF_LOGDIR", "TF_MODEL_DIR", "TAAS_MODEL_DIR")
+
+
 def fresh_copy(path: str, tmp_path: Path) -> Path:
-    """An example TFJob file with every /tmp directory in its env moved under `tmp_path`, so a
-    run never resumes from an earlier run's checkpoint (commands stay relative to the repo)."""
+    """An example TFJob file with every /tmp directory in its env moved under `tmp_path`, and a
+    model dir there for a job that names none (the trainer's default, /tmp/taas-model, is
+    shared by every run on the machine), so a run never resumes from an earlier run's
+    checkpoint (commands stay relative to the repo)."""
     docs = list(yaml.safe_load_all((REPO / path).read_text()))
     for doc in docs:
         for spec in (doc.get("spec") or {}).get("tfReplicaSpecs", {}).values():
             for container in spec["template"]["spec"]["containers"]:
-                for entry in container.get("env") or []:
+                env = container.setdefault("env", [])
+                for entry in env:
                     value = entry.get("value")
                     if isinstance(value, str) and value.startswith("/tmp/"):
                         entry["value"] = str(tmp_path / value.strip("/").replace("/", "_"))
+                if not any(entry.get("name") in MODEL_DIR_VARIABLES for entry in env):
+                    env.append({"name": "TAAS_MODEL_DIR", "value": str(tmp_path / "model")})
     copy = tmp_path / Path(path).name
     copy.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     return copy
