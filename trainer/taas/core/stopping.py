@@ -156,25 +156,28 @@ def _bounded(seconds: float, wait: Callable[[], None]) -> None:
 
 
 def _until_a_needed_peer_is_gone() -> None:
-    """Return when a peer the task's checkpoint needs is gone (two failed connections in a
-    row: refused, or no answer within the check's time); the timer ends a longer wait."""
-    failures: dict[str, int] = {}
-    while True:
-        for host in list(_peers):
-            failures[host] = 0 if _answers(host) else failures.get(host, 0) + 1
-            if failures[host] >= 2:
-                print(f"[{_state['task']}] {host} is gone: no checkpoint can be saved", flush=True)
-                return
-        time.sleep(PEER_CHECK_SECONDS)
+    """Return when a peer the task's checkpoint needs is gone; the timer ends a longer wait."""
+    host = _until_gone(list(_peers), every=False)[0]
+    print(f"[{_state['task']}] {host} is gone: no checkpoint can be saved", flush=True)
 
 
 def _until_the_served_are_gone() -> None:
-    """Return when none of the served tasks answers (each failed twice in a row)."""
-    failures = dict.fromkeys(_served, 0)
-    while any(count < 2 for count in failures.values()):
+    """Return when none of the served tasks answers any more."""
+    _until_gone(list(_served), every=True)
+
+
+def _until_gone(hosts: list[str], every: bool) -> list[str]:
+    """Check ``hosts`` every ``PEER_CHECK_SECONDS`` until one of them (``every``: all) is gone,
+    two failed connections in a row (refused, or no answer within the check's time); return
+    those gone. With no hosts it waits for the caller's timer."""
+    failures = dict.fromkeys(hosts, 0)
+    while True:
         for host, count in failures.items():
             if count < 2:
                 failures[host] = 0 if _answers(host) else count + 1
+        gone = [host for host, count in failures.items() if count >= 2]
+        if gone and (not every or len(gone) == len(failures)):
+            return gone
         time.sleep(PEER_CHECK_SECONDS)
 
 
