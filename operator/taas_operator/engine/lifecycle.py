@@ -317,13 +317,15 @@ class _Pass:
                         failed.append(pod)
         self.status.replica_statuses = {t: s for t, s in counts.items()}
 
-        whole = rules.restarts_whole(self.job) and bool(retry or retry_lost)
-        if whole:
+        counted, counted_lost = retry, retry_lost
+        if rules.restarts_whole(self.job) and (retry or retry_lost):
             # Restarting whole, the first replica lost in this pass is the cause and counted
-            # once; trainers failing in the same pass (a collective that lost its peer: often
-            # exit 1) restart with every peer, uncounted, instead of failing the job.
+            # once (one lost with its node first); trainers failing in the same pass (a
+            # collective that lost its peer: often exit 1) restart with every peer, uncounted,
+            # instead of failing the job.
+            counted_lost = retry_lost[:1]
+            counted = [] if retry_lost else retry[:1]
             failed = [p for p in failed if p.replica_type not in rules.TRAINER_TYPES]
-        counted = retry[:1] if whole and not retry_lost else [] if whole else retry
         new_recreations = [p for p in counted if count_recreation(self.status, p)]
         for pod in [*new_recreations, *failed]:
             self.event(
@@ -332,7 +334,7 @@ class _Pass:
                 f"Pod: {self.ns}.{pod.name} exited with code {pod.exit_code}",
             )
 
-        for pod in retry_lost[:1] if whole else retry_lost:
+        for pod in counted_lost:
             count_recreation(self.status, pod.model_copy(update={"reason": REASON_NODE_LOST}))
         failed_lost = [p for p in failed_lost if rules.failure_fails_job(self.job, p.replica_type)]
         if failed_lost:
