@@ -24,6 +24,7 @@ that job (the garbage collector): the name is waited for.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from taas_operator.controller.apiserver.kube import Conflict, KubeClient
@@ -68,39 +69,27 @@ class Owned:
 
     async def delete(self, seen: Seen, owner: str, grace_seconds: int | None = None) -> bool:
         """Delete `seen`; False when it is gone or another object took its name."""
-        self.check(seen, owner)
-        kind, ns, name = seen.kind, seen.namespace, seen.name
-        try:
-            return await self.kube.delete(kind, ns, name, grace_seconds, uid=seen.uid)
-        except Conflict:
-            return False
+        return await self._write(seen, owner, self.kube.delete, grace_seconds)
 
     async def replace_spec(self, seen: Seen, owner: str, spec: dict[str, Any]) -> bool:
         """Set `seen`'s spec; False when it is gone or another object took its name."""
-        self.check(seen, owner)
-        try:
-            return await self.kube.replace_spec(
-                seen.kind, seen.namespace, seen.name, spec, uid=seen.uid
-            )
-        except Conflict:
-            return False
+        return await self._write(seen, owner, self.kube.replace_spec, spec)
 
     async def patch_metadata(self, seen: Seen, owner: str, metadata: dict[str, Any]) -> bool:
         """Strategic-merge patch `seen`'s metadata; False when it is gone or replaced."""
-        self.check(seen, owner)
-        try:
-            return await self.kube.patch_metadata(
-                seen.kind, seen.namespace, seen.name, metadata, uid=seen.uid
-            )
-        except Conflict:
-            return False
+        return await self._write(seen, owner, self.kube.patch_metadata, metadata)
 
     async def annotate(self, seen: Seen, owner: str, annotations: dict[str, str]) -> bool:
         """Set annotations of `seen`; False when it is gone or replaced."""
+        return await self._write(seen, owner, self.kube.annotate, annotations)
+
+    async def _write(
+        self, seen: Seen, owner: str, write: Callable[..., Awaitable[bool]], *args: Any
+    ) -> bool:
+        """`write(kind, namespace, name, *args, uid=...)` once `seen` is checked as owned; its
+        uid precondition failing (the object gone or replaced) is False, not an error."""
         self.check(seen, owner)
         try:
-            return await self.kube.annotate(
-                seen.kind, seen.namespace, seen.name, annotations, uid=seen.uid
-            )
+            return await write(seen.kind, seen.namespace, seen.name, *args, uid=seen.uid)
         except Conflict:
             return False
