@@ -46,8 +46,20 @@ def report(
 
 
 def fetch(value: Any) -> Any:
-    """``value``, fetched when it is a ParameterServerStrategy RemoteValue."""
-    return value.fetch() if hasattr(value, "fetch") else value
+    """``value``, fetched when it is a ParameterServerStrategy RemoteValue; None when the worker
+    that ran the step has gone since.
+
+    A step whose closure finished has updated the variables on the PS, but its results stay on
+    the worker until fetched, and TensorFlow fetches them from there (the coordinator retries
+    closures on a lost worker, never a fetch). A worker stopped in between (SIGTERM, a node
+    lost) leaves the step done and its loss unknown: the step still counts, without a loss. A
+    lost PS is not hidden by this: the coordinator raises it at the next schedule."""
+    if not hasattr(value, "fetch"):
+        return value
+    try:
+        return value.fetch()
+    except tf.errors.UnavailableError:
+        return None
 
 
 def run_custom_steps(
@@ -86,5 +98,8 @@ def run_custom_steps(
         while scheduled < todo and len(pending) <= limit:
             pending.append(coordinator.schedule(step, args=(iterator,)))
             scheduled += 1
-        if not pending or not report(loop, keeper, float(fetch(pending.popleft()))):
+        if not pending:
+            return
+        loss = fetch(pending.popleft())
+        if not report(loop, keeper, None if loss is None else float(loss)):
             return
