@@ -134,6 +134,17 @@ class Transport:
     async def lines(self, path: str, query: dict[str, str]) -> AsyncIterator[str]:
         """GET a stream (a watch, a followed log): its lines as text, until the server ends
         it. A non-2xx answer raises `StreamError` with the status and the server's message."""
+        async with self.open_lines(path, query) as lines:
+            async for line in lines:
+                yield line
+
+    @contextlib.asynccontextmanager
+    async def open_lines(
+        self, path: str, query: dict[str, str]
+    ) -> AsyncIterator[AsyncIterator[str]]:
+        """`lines`, in two steps: entering sends the GET and raises `StreamError` for a
+        non-2xx answer (so a caller knows the stream was accepted before any line comes);
+        the value is the lines as text."""
         headers = {"Accept": "application/json"}
         auth = self.endpoint.authorization()
         if auth:
@@ -148,8 +159,7 @@ class Transport:
             if response.status >= 300:
                 raw = await response.read()
                 raise StreamError(response.status, raw.decode(errors="replace")[:500])
-            async for raw in bounded_lines(response.content.iter_any(), MAX_LINE_BYTES):
-                yield raw.decode("utf-8", errors="replace").rstrip("\r")
+            yield _text_lines(response)
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -264,6 +274,11 @@ async def bounded_lines(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterat
             parts.append(chunk[start:])
     if parts:
         yield b"".join(parts)
+
+
+async def _text_lines(response: aiohttp.ClientResponse) -> AsyncIterator[str]:
+    async for raw in bounded_lines(response.content.iter_any(), MAX_LINE_BYTES):
+        yield raw.decode("utf-8", errors="replace").rstrip("\r")
 
 
 def _parsed(status: int, raw: bytes) -> Any:
