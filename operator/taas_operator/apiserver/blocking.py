@@ -8,6 +8,7 @@ transport and errors as the operator's, run on a private event loop in a daemon 
     conn.log_stream(request, path, query) -> LineStream     # iterate lines; .close()
     conn.run(coroutine) -> result                            # any coroutine on the private loop
     conn.submit(coroutine) -> concurrent.futures.Future      # the same, not waited for
+    apart = Apart(coroutine); apart.done(); apart.stop()     # on a loop of its own (a watch)
     conn.transport() -> Transport                            # for a caller's own event loop
 
 Every call's failure is an `errors.ApiError` in a person's words (`errors.user_error`; no answer
@@ -152,6 +153,33 @@ class Connection:
         except NO_ANSWER as err:
             raise self.no_answer(err) from None
         return stream
+
+
+class Apart:
+    """A coroutine on an event loop of its own, in a daemon thread: for a loop whose callbacks
+    may block (a watch handing changes to a slow reader through a bounded queue), which must
+    never hold the shared loop the reader's own calls need."""
+
+    def __init__(self, coroutine: Coroutine[Any, Any, None], name: str = "taas-watch") -> None:
+        self._loop = asyncio.new_event_loop()
+        self._task = self._loop.create_task(coroutine)
+        self._thread = threading.Thread(target=self._run, daemon=True, name=name)
+        self._thread.start()
+
+    def _run(self) -> None:
+        with contextlib.suppress(asyncio.CancelledError):  # stopped: nothing to say
+            self._loop.run_until_complete(self._task)
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Cancel it and wait (at most `timeout` seconds) for its clean-up."""
+        if self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._task.cancel)
+            self._thread.join(timeout)
+        if not self._thread.is_alive():
+            self._loop.close()
 
 
 class LineStream:

@@ -1,11 +1,12 @@
-"""HTTP to the apiserver on the caller's event loop (aiohttp, the client kopf uses too): the one
-apiserver client of the operator, the dashboard and the client's watches.
+"""HTTP to the apiserver on the caller's event loop (aiohttp, the client kopf uses too): what
+every request of the package (`verbs`, `session`, `blocking`, `listwatch`'s callers) goes out on.
 
-    transport = Transport(endpoint(config), concurrency=16, streams=0)
+    transport = Transport(credentials.load(...).endpoint, concurrency=16, streams=0)
     await transport.call(method, path, query=None, body=None, content_type=...) -> (status, data)
     async with transport.forward(method, path, query, headers, body) as response: ...  # raw
     async for event in transport.stream(path, query): ...   # a watch, line by line
     async for line in transport.lines(path, query): ...     # a text stream (a followed log)
+    async with transport.open_lines(path, query) as lines: ...  # the same, accepted first
     # a line longer than MAX_LINE_BYTES (3 MiB) raises LineTooLong; CUT: a stream cut short
     await transport.close()
 
@@ -79,7 +80,7 @@ class Endpoint:
 
 def endpoint(config: Any) -> Endpoint:
     """The apiserver and credentials of a loaded kubernetes client `Configuration`, as plain
-    values (read by attribute: this package never imports the official client)."""
+    values (read by attribute: only `credentials` imports the official client)."""
 
     def authorization() -> str | None:
         # Also runs the loader's refresh hook (rotated service-account tokens, exec plugins).

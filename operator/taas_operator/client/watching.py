@@ -11,8 +11,9 @@ long to read, an ERROR event), lists again and reports what changed meanwhile, s
 view never misses a job nor keeps a deleted one.
 
 The loop is asynchronous; a caller of this module is not (`taas get -w`, `TFJobClient.wait`):
-the loop runs on the connection's private event loop (`apiserver.blocking`) and hands each
-change over through a bounded queue (a slow caller holds the watch back; it cannot grow
+the loop runs on an event loop of its own (`apiserver.blocking.Apart`: its hand-over may wait
+for the caller, whose own calls need the connection's loop) and hands each change over through
+a bounded queue (a slow caller holds the watch back; it cannot grow
 memory). The list is the client's own call, so its errors are the client's; a refused watch is
 translated the same way.
 Leaving the iteration (or reaching `timeout`) cancels the loop and closes its connection.
@@ -21,7 +22,6 @@ Leaving the iteration (or reaching `timeout`) cancels the loop and closes its co
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import queue
 import threading
 import time
@@ -31,7 +31,7 @@ from typing import Any, Protocol
 from taas_operator.api.constants import PLURAL
 from taas_operator.api.models import TFJob
 from taas_operator.api.resources import TFJOB
-from taas_operator.apiserver.blocking import NO_ANSWER, Connection
+from taas_operator.apiserver.blocking import NO_ANSWER, Apart, Connection
 from taas_operator.apiserver.errors import ApiError, Request, Unreachable
 from taas_operator.apiserver.listwatch import Retry, list_then_watch
 from taas_operator.apiserver.transport import StreamError
@@ -144,7 +144,7 @@ def changes(
         finally:
             await transport.close()
 
-    task = conn.submit(follow())
+    task = Apart(follow())
     try:
         while deadline is None or time.monotonic() < deadline:
             left = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
@@ -159,8 +159,7 @@ def changes(
             yield item
     finally:
         sink.stop.set()
-        task.cancel()  # the caller left: the loop ends, its transport closes
-        concurrent.futures.wait([task], timeout=5)
+        task.stop()  # the caller left: the loop ends, its transport closes
 
 
 def _differences(before: dict[Key, TFJob], now: dict[Key, TFJob]) -> Iterator[JobChange]:
