@@ -13,7 +13,8 @@ transport and errors as the operator's, run on a private event loop in a daemon 
 
 Every call's failure is an `errors.ApiError` in a person's words (`errors.user_error`; no answer
 at all: `Unreachable`). One loop thread serves every connection of the process (started on
-first use); each connection keeps its own pool on it, closed at exit.
+first use); each connection keeps its own pool on it, closed when the connection is dropped,
+or at exit.
 """
 
 from __future__ import annotations
@@ -74,6 +75,11 @@ class _Loop:
         with contextlib.suppress(Exception):
             self.submit(_close_all(list(self.transports))).result(timeout=2)
 
+    def close_soon(self, transport: Transport) -> None:
+        """Close `transport`'s pool on the loop, without waiting."""
+        if self._loop is not None and self._loop.is_running():
+            self.submit(transport.close())
+
 
 async def _close_all(transports: list[Transport]) -> None:
     await asyncio.gather(*(t.close() for t in transports), return_exceptions=True)
@@ -91,6 +97,8 @@ class Connection:
         self.server, self.source = credentials.server, credentials.source
         self._transport = Transport(credentials.endpoint, CONCURRENCY, STREAMS)
         _LOOP.transports.add(self._transport)
+        # A connection dropped (a dashboard viewer's, say) closes its pool on the loop.
+        weakref.finalize(self, _LOOP.close_soon, self._transport).atexit = False
 
     @classmethod
     def load(cls, kubeconfig: str | None = None, context: str | None = None) -> Connection:
