@@ -17,6 +17,7 @@ the dashboard and `taas tensorboard`, each error's text naming what and how to f
     operator_error(status, data, request) -> ApiError   # the operator's words (its log, events)
     user_error(status, data, request, server, source)    # a person's words (CLI, dashboard)
     refused(status, data, request)                        # the server's words alone (its pages)
+    unreachable(error, server, source) -> Unreachable     # no answer at all
 
 Each has `status`, `request` (verb, resource, namespace, name, for messages) and
 `server_message` (the apiserver's own words). The two audiences see the same classes with
