@@ -32,9 +32,9 @@ from datetime import datetime
 from typing import Any, TypeVar
 
 from taas_operator.api.resources import POD, TFJOB, Kind
+from taas_operator.apiserver.credentials import load
 from taas_operator.apiserver.listwatch import Retry, list_then_watch
-from taas_operator.apiserver.transport import Transport, endpoint
-from taas_operator.controller.apiserver.kube import load_configuration
+from taas_operator.apiserver.transport import Transport
 
 JOB_LABEL = "training.kubeflow.org/job-name"
 TYPE_LABEL = "training.kubeflow.org/replica-type"
@@ -178,7 +178,7 @@ class Clock:
 
     def __init__(self, kubeconfig: str, namespace: str, concurrency: int = 16) -> None:
         self.namespace = namespace
-        self.transport = Transport(endpoint(load_configuration(kubeconfig)), concurrency)
+        self.transport = Transport(load(kubeconfig).endpoint, concurrency)
         self.lock = threading.Lock()
         self.synced = threading.Semaphore(0)
         self.pods: dict[str, PodTimes] = {}

@@ -91,7 +91,7 @@ def _run(args: argparse.Namespace) -> int:
 def _jobs(path: str, args: argparse.Namespace) -> list[TFJob]:
     """The TFJobs of a manifest, or for PROGRAM.py (`taas run train.py --workers 2 --ps 1`) the
     TFJob `taas submit` would make, each replica running the file where it is."""
-    from taas_operator.client.errors import ClientError
+    from taas_operator.apiserver.errors import ApiError
     from taas_operator.client.programoptions import CLI_NAMES
     from taas_operator.client.programs import local_job, read_program
     from taas_operator.documents import load_tfjobs
@@ -102,7 +102,7 @@ def _jobs(path: str, args: argparse.Namespace) -> list[TFJob]:
             return load_tfjobs(path, args.namespace)
         program = read_program(path, CLI_NAMES)
         return [local_job(path, program, program_options(args), CLI_NAMES, args.namespace)]
-    except ClientError as err:
+    except ApiError as err:
         raise InputError(str(err)) from None
 
 
@@ -201,14 +201,14 @@ def _validate(args: argparse.Namespace) -> int:
         for job in jobs:
             print(f"tfjob.kubeflow.org/{job.name} valid (namespace {job.namespace})")
         return 0
+    from taas_operator.apiserver.errors import ApiError
     from taas_operator.client.dryrun import server_checks
-    from taas_operator.client.errors import ClientError
     from taas_operator.client.jobs import TFJobClient
 
     try:
         client = TFJobClient(args.kubeconfig, args.context)
         found = {job.name: server_checks(client, job) for job in jobs}
-    except ClientError as err:
+    except ApiError as err:
         raise InputError(f"--server: {err}") from None
     for job in jobs:
         if not found[job.name]:

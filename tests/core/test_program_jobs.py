@@ -13,8 +13,8 @@ import pytest
 import yaml
 
 from taas_operator.api import parse_tfjob
+from taas_operator.apiserver.errors import Invalid
 from taas_operator.cli import main
-from taas_operator.client.errors import Invalid
 from taas_operator.client.programoptions import (
     CLI_NAMES,
     DEFAULT_IMAGE,

@@ -23,8 +23,8 @@ import yaml
 
 from taas_operator.dashboard.access import TokenGate, ViewerGate
 from taas_operator.dashboard.cluster import ClusterSource
+from taas_operator.dashboard.cluster.source import connect
 from taas_operator.dashboard.guard import ACTION_HEADER
-from taas_operator.dashboard.kubeapi import KubeApi
 from taas_operator.dashboard.serve import Background
 from taas_operator.dashboard.server import ServerSettings
 
@@ -81,7 +81,7 @@ def viewer_dashboard(
     """`taas dashboard --auth kubernetes` in this process: each request acts with the bearer
     token it carries (or its sign-in session); `kubeconfig` only says where the cluster is.
     `asked` gets each token the apiserver is asked about (SelfSubjectReview), in order."""
-    base = KubeApi.connect(kubeconfig, None)
+    base = connect(kubeconfig, None)
     wanted = list(namespaces or [])
 
     async def viewer_source(token: str) -> tuple[int, str, str, Any]:

@@ -14,8 +14,8 @@ from operator_harness import Api, new_namespace
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.api.resources import POD as KIND_POD
-from taas_operator.controller.apiserver.kube import KubeClient
-from taas_operator.controller.apiserver.seen import Seen
+from taas_operator.apiserver.verbs import KubeClient
+from taas_operator.controller.seen import Seen
 from taas_operator.controller.watch.children import (
     CHILD_SELECTOR,
     PODS,

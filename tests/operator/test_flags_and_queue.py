@@ -175,15 +175,14 @@ def test_wake_up_time_is_honoured_and_errors_back_off(monkeypatch: pytest.Monkey
 def test_child_watches_are_filtered_by_the_apiserver() -> None:
     """The pod/service/NetworkPolicy watches carry a label selector, the TFJob watch none;
     every watch is in each watched namespace, or in every namespace."""
-    import kubernetes.client
-
-    from taas_operator.controller.apiserver.kube import KubeClient
+    from taas_operator.apiserver.transport import Endpoint
+    from taas_operator.apiserver.verbs import KubeClient
     from taas_operator.controller.triggers import Controller
 
     assert CHILD_SELECTOR == (
         "training.kubeflow.org/operator-name=tfjob-controller,training.kubeflow.org/job-name"
     )
-    kube = KubeClient(kubernetes.client.Configuration())
+    kube = KubeClient(Endpoint("http://localhost"))
     watches = {
         (i.kind.plural, i.namespace, i.selector)
         for i in Controller(OperatorSettings(namespaces=["a", "b"]), kube).informers
@@ -284,14 +283,13 @@ def test_backoff_doubles_up_to_its_cap() -> None:
 def test_kopf_watches_nothing_and_stores_nothing() -> None:
     """kopf keeps only the lifecycle, login, probe and peering: no resource handler of any
     kind, so it never watches, patches or adds finalizers to TFJobs or their children."""
-    import kubernetes.client
-
-    from taas_operator.controller.apiserver.kube import KubeClient
+    from taas_operator.apiserver.transport import Endpoint
+    from taas_operator.apiserver.verbs import KubeClient
     from taas_operator.controller.handlers import build_registry
     from taas_operator.controller.triggers import Controller
 
     registry = build_registry(
-        Controller(OperatorSettings(), KubeClient(kubernetes.client.Configuration()))
+        Controller(OperatorSettings(), KubeClient(Endpoint("http://localhost")))
     )
     for handlers in (registry._watching, registry._changing, registry._spawning):
         assert handlers.get_all_handlers() == []

@@ -33,10 +33,10 @@ from operator_harness import (
 )
 
 from taas_controlplane.launcher import ControlPlane
-from taas_operator.api.resources import POD_GROUP, Kind
-from taas_operator.controller.apiserver.kube import POD, POLICY, SERVICE, KubeClient
-from taas_operator.controller.apiserver.seen import Seen
+from taas_operator.api.resources import POD, POD_GROUP, POLICY, SERVICE, Kind
+from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller.reconcile.owned import NotOwned, Owned
+from taas_operator.controller.seen import Seen
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 

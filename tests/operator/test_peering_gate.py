@@ -9,9 +9,8 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import kubernetes.client
-
-from taas_operator.controller.apiserver.kube import KubeClient
+from taas_operator.apiserver.transport import Endpoint
+from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller.watch.peering import PeeringGate, own_identity
 
 ME = "me@host"
@@ -28,7 +27,7 @@ def _peering(status: dict[str, Any], namespace: str = "") -> dict[str, Any]:
 
 
 def _gate(namespaces: list[str], flips: list[bool]) -> PeeringGate:
-    kube = KubeClient(kubernetes.client.Configuration())
+    kube = KubeClient(Endpoint("http://localhost"))
     return PeeringGate(kube, "taas", ME, 100, namespaces, flips.append)
 
 

@@ -25,7 +25,7 @@ import pytest
 from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, wait_for
 
 from taas_controlplane.launcher import ControlPlane
-from taas_operator.client.kube import Connection
+from taas_operator.apiserver.blocking import Connection
 from taas_operator.tensorboard.proxy import ServiceProxy
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
@@ -192,7 +192,7 @@ def test_the_command_says_what_each_job_lacks(
 def proxy(control_plane: ControlPlane, ns: str) -> Iterator[ServiceProxy]:
     """`ServiceProxy` to service `absent` (none such) in `ns`, listening in its own loop."""
     loop = asyncio.new_event_loop()
-    transport = Connection(control_plane.kubeconfig).transport()
+    transport = Connection.load(control_plane.kubeconfig).transport()
     proxy = ServiceProxy(transport, ns, "absent", "http")
     runner, _ = loop.run_until_complete(proxy.listen("127.0.0.1", 0))
     thread = threading.Thread(target=loop.run_forever, daemon=True)

@@ -2,7 +2,7 @@
 apiserver URL path is built (operator, client's watches, dashboard).
 
     Kind(group, version, plural).path(namespace="", name="", sub="") -> str
-    TFJOB, POD, SERVICE, POLICY, EVENT, POD_GROUP, DEPLOYMENT   # the kinds TaaS touches
+    TFJOB, POD, SERVICE, POLICY, EVENT, CONFIG_MAP, POD_GROUP, DEPLOYMENT   # the kinds TaaS touches
 
 Each namespace and name goes through `api.names.segment`, so a value such as `..%2F..` or `a/b`
 stays one path segment of the resource it names and can never reach another path of the
@@ -44,5 +44,6 @@ POD = Kind("", "v1", "pods")
 SERVICE = Kind("", "v1", "services")
 POLICY = Kind("networking.k8s.io", "v1", "networkpolicies")
 EVENT = Kind("", "v1", "events")
+CONFIG_MAP = Kind("", "v1", "configmaps")  # a program's file (`taas submit PROGRAM.py`)
 POD_GROUP = Kind("scheduling.x-k8s.io", "v1alpha1", "podgroups")  # scheduler-plugins' gangs
 DEPLOYMENT = Kind("apps", "v1", "deployments")  # a TFJob's TensorBoard

@@ -1,11 +1,12 @@
-"""HTTP to the apiserver on the caller's event loop (aiohttp, the client kopf uses too): the one
-apiserver client of the operator, the dashboard and the client's watches.
+"""HTTP to the apiserver on the caller's event loop (aiohttp, the client kopf uses too): what
+every request of the package (`verbs`, `session`, `blocking`, `listwatch`'s callers) goes out on.
 
-    transport = Transport(endpoint(config), concurrency=16, streams=0)
+    transport = Transport(credentials.load(...).endpoint, concurrency=16, streams=0)
     await transport.call(method, path, query=None, body=None, content_type=...) -> (status, data)
     async with transport.forward(method, path, query, headers, body) as response: ...  # raw
     async for event in transport.stream(path, query): ...   # a watch, line by line
     async for line in transport.lines(path, query): ...     # a text stream (a followed log)
+    async with transport.open_lines(path, query) as lines: ...  # the same, accepted first
     # a line longer than MAX_LINE_BYTES (3 MiB) raises LineTooLong; CUT: a stream cut short
     await transport.close()
 
@@ -79,7 +80,7 @@ class Endpoint:
 
 def endpoint(config: Any) -> Endpoint:
     """The apiserver and credentials of a loaded kubernetes client `Configuration`, as plain
-    values (read by attribute: this package never imports the official client)."""
+    values (read by attribute: only `credentials` imports the official client)."""
 
     def authorization() -> str | None:
         # Also runs the loader's refresh hook (rotated service-account tokens, exec plugins).
@@ -134,6 +135,17 @@ class Transport:
     async def lines(self, path: str, query: dict[str, str]) -> AsyncIterator[str]:
         """GET a stream (a watch, a followed log): its lines as text, until the server ends
         it. A non-2xx answer raises `StreamError` with the status and the server's message."""
+        async with self.open_lines(path, query) as lines:
+            async for line in lines:
+                yield line
+
+    @contextlib.asynccontextmanager
+    async def open_lines(
+        self, path: str, query: dict[str, str]
+    ) -> AsyncIterator[AsyncIterator[str]]:
+        """`lines`, in two steps: entering sends the GET and raises `StreamError` for a
+        non-2xx answer (so a caller knows the stream was accepted before any line comes);
+        the value is the lines as text."""
         headers = {"Accept": "application/json"}
         auth = self.endpoint.authorization()
         if auth:
@@ -148,8 +160,7 @@ class Transport:
             if response.status >= 300:
                 raw = await response.read()
                 raise StreamError(response.status, raw.decode(errors="replace")[:500])
-            async for raw in bounded_lines(response.content.iter_any(), MAX_LINE_BYTES):
-                yield raw.decode("utf-8", errors="replace").rstrip("\r")
+            yield _text_lines(response)
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -264,6 +275,11 @@ async def bounded_lines(chunks: AsyncIterator[bytes], limit: int) -> AsyncIterat
             parts.append(chunk[start:])
     if parts:
         yield b"".join(parts)
+
+
+async def _text_lines(response: aiohttp.ClientResponse) -> AsyncIterator[str]:
+    async for raw in bounded_lines(response.content.iter_any(), MAX_LINE_BYTES):
+        yield raw.decode("utf-8", errors="replace").rstrip("\r")
 
 
 def _parsed(status: int, raw: bytes) -> Any:

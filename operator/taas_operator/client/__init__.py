@@ -12,14 +12,15 @@ suspend/resume, watch), `manifests` (what create sends, how stored jobs are read
 and `programoptions` (a TFJob running a local .py file, shipped in a ConfigMap: what create_job
 and `taas submit PROGRAM.py` send), `submitflags` (that command's flags), `watching`
 (list + watch, resumed), `logs` (following replica logs), `models` (ReplicaPod, LogLine,
-JobEvent, JobChange), `errors` (what can go wrong, each naming the fix), `kube` (the one module
-using the official kubernetes client), `console` (the tables and the live view of `taas
-submit`), `commands` (`taas submit | logs | get | wait | delete`).
+JobEvent, JobChange), `errors` (JobFailed, WaitTimeout and the client's own checks; the rest
+is the one hierarchy of `taas_operator.apiserver.errors`, exported here too), `console` (the
+tables and the live view of `taas submit`), `commands` (`taas submit | logs | get | wait |
+delete`). Every request goes through `taas_operator.apiserver` (`blocking.Connection`).
 
 Why here, a layer of `taas_operator` beside the controller: the trainer package `taas` must not
-import `taas_operator` (a training program needs no operator code), and the kubernetes client
-may only be imported by the layers that talk to a cluster (`controller`, `client`; the
-import-linter contracts in pyproject.toml). The client reuses the API
+import `taas_operator` (a training program needs no operator code), and only
+`taas_operator.apiserver` talks to a cluster (the import-linter contracts in pyproject.toml).
+The client reuses the API
 models (`taas_operator.api.TFJob`), the offline validation and bounded YAML reading of `taas
 validate` (`taas_operator.documents`), and the terminal output of `taas run`
 (`taas_operator.terminal`).
@@ -37,15 +38,17 @@ _LAZY = {
     "LogLine": "taas_operator.client.models",
     "JobEvent": "taas_operator.client.models",
     "JobChange": "taas_operator.client.models",
+    "ApiError": "taas_operator.apiserver.errors",
     "ClientError": "taas_operator.client.errors",
-    "ConfigError": "taas_operator.client.errors",
-    "Unreachable": "taas_operator.client.errors",
-    "CrdMissing": "taas_operator.client.errors",
-    "JobNotFound": "taas_operator.client.errors",
-    "AlreadyExists": "taas_operator.client.errors",
-    "Forbidden": "taas_operator.client.errors",
-    "Invalid": "taas_operator.client.errors",
-    "ApiFailure": "taas_operator.client.errors",
+    "ConfigError": "taas_operator.apiserver.errors",
+    "Unreachable": "taas_operator.apiserver.errors",
+    "Forbidden": "taas_operator.apiserver.errors",
+    "Invalid": "taas_operator.apiserver.errors",
+    "NotFound": "taas_operator.apiserver.errors",
+    "CrdMissing": "taas_operator.apiserver.errors",
+    "JobNotFound": "taas_operator.apiserver.errors",
+    "Conflict": "taas_operator.apiserver.errors",
+    "AlreadyExists": "taas_operator.apiserver.errors",
     "JobFailed": "taas_operator.client.errors",
     "WaitTimeout": "taas_operator.client.errors",
 }

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from taas_operator.api.text import printable
-from taas_operator.client.errors import ClientError, JobFailed, WaitTimeout
+from taas_operator.apiserver.errors import ApiError
+from taas_operator.client.errors import JobFailed, WaitTimeout
 from taas_operator.client.programoptions import CLI_NAMES
 from taas_operator.client.programs import PROGRAM_DIR
 from taas_operator.client.submitflags import (
@@ -65,12 +66,12 @@ def _client(args: argparse.Namespace) -> TFJobClient:
 
 
 def _safely(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Exit 2 with the message for a ClientError; 130 on Ctrl-C (the job keeps running)."""
+    """Exit 2 with the message for an ApiError; 130 on Ctrl-C (the job keeps running)."""
 
     def run(args: argparse.Namespace) -> int:
         try:
             return handler(args)
-        except ClientError as err:
+        except ApiError as err:
             print(f"error: {err}", file=sys.stderr)
             return EXIT_USAGE
         except KeyboardInterrupt:

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from taas_operator.api.constants import COND_RUNNING, REASON_UNSCHEDULABLE
 from taas_operator.api.models import TFJob
 from taas_operator.api.text import printable
-from taas_operator.client.errors import ClientError
+from taas_operator.apiserver.errors import ApiError
 from taas_operator.client.jobs import TFJobClient
 from taas_operator.client.models import ReplicaPod
 from taas_operator.engine import job_state, progress_columns
@@ -147,7 +147,7 @@ def _print_logs(client: TFJobClient, job: TFJob, display: Display) -> None:
     try:
         for line in client.logs(job.name, job.namespace, follow=True):
             display.line(job.name, line.pod, line.text.encode())
-    except ClientError as err:  # the table goes on; the logs say why they stopped
+    except ApiError as err:  # the table goes on; the logs say why they stopped
         display.warn(f"logs: {err}")
 
 

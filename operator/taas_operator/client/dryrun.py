@@ -13,11 +13,13 @@ no problem (`kubectl apply` would update the TFJob; the operator names its own p
 from __future__ import annotations
 
 from taas_operator.api import TFJob
-from taas_operator.api.constants import GROUP, PLURAL, VERSION
-from taas_operator.client.errors import AlreadyExists, ClientError
+from taas_operator.api.constants import PLURAL
+from taas_operator.api.resources import POD, TFJOB
+from taas_operator.apiserver.errors import AlreadyExists, ApiError, Request
 from taas_operator.client.jobs import TFJobClient
-from taas_operator.client.kube import What
 from taas_operator.engine import desired_pod
+
+DRY_RUN = {"dryRun": "All"}
 
 
 def server_checks(client: TFJobClient, job: TFJob) -> list[str]:
@@ -27,35 +29,22 @@ def server_checks(client: TFJobClient, job: TFJob) -> list[str]:
     manifest.pop("status", None)
     problems: list[str] = []
     try:
-        conn.call(
-            What("create", PLURAL, ns, job.name),
-            conn.custom.create_namespaced_custom_object,
-            GROUP,
-            VERSION,
-            ns,
-            PLURAL,
-            manifest,
-            dry_run="All",
-        )
+        what = Request("create", PLURAL, ns, job.name)
+        conn.call(what, "POST", TFJOB.path(ns), query=DRY_RUN, body=manifest)
     except AlreadyExists:
         pass
-    except ClientError as err:
+    except ApiError as err:
         problems.append(f"the TFJob: {err}")
     for rtype in job.replica_types():
         if job.spec.tf_replica_specs[rtype].replicas < 1:
             continue
         pod = desired_pod(job, rtype, 0)
         try:
-            conn.call(
-                What("create", "pods", ns, pod["metadata"]["name"]),
-                conn.core.create_namespaced_pod,
-                ns,
-                pod,
-                dry_run="All",
-            )
+            what = Request("create", "pods", ns, pod["metadata"]["name"])
+            conn.call(what, "POST", POD.path(ns), query=DRY_RUN, body=pod)
         except AlreadyExists:
             pass
-        except ClientError as err:
+        except ApiError as err:
             problems.append(
                 f"the {rtype} pods (from spec.tfReplicaSpecs.{rtype}.template): "
                 f"{str(err).split('; fix: ')[0]}; fix: spec.tfReplicaSpecs.{rtype}.template"

@@ -1,17 +1,11 @@
-"""What can go wrong talking to a cluster about TFJobs, as exceptions whose text says what and
-how to fix it. Every client call raises one of these (never a bare ApiException, never a
-swallowed error); the `taas` commands print the text and exit 2 (1 for a job that failed or a
-wait that timed out: the job's own outcome, not the command's).
+"""What can go wrong with TFJobs on a cluster beyond the apiserver's own errors, each text
+saying what and how to fix it. Every client call raises an `apiserver.errors.ApiError` (the one
+hierarchy: ConfigError, Unreachable, Forbidden, Invalid, NotFound with CrdMissing and
+JobNotFound, Conflict with AlreadyExists; never a swallowed error) or one of these; the `taas`
+commands print the text and exit 2 (1 for a job that failed or a wait that timed out: the
+job's own outcome, not the command's).
 
-    ClientError                 base class
-      ConfigError               no usable kubeconfig / context / credentials
-      Unreachable               the API server cannot be reached
-      CrdMissing                the cluster has no TFJob CRD (kubeflow.org/v1 tfjobs)
-      JobNotFound               no TFJob of that name in that namespace
-      AlreadyExists             creating a TFJob whose name is taken
-      Forbidden                 RBAC refuses the user the verb (the server's words kept)
-      Invalid                   the API server (or the local checks) refused the TFJob
-      ApiFailure                any other error status
+    ClientError(ApiError)       a problem the client finds itself (a flag, a file, a replica)
     JobFailed(job)              wait: the job Failed; the message is the job's own
     WaitTimeout(job)            wait: the time ran out; `job` is its last state
 """
@@ -20,44 +14,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from taas_operator.apiserver.errors import ApiError
+
 if TYPE_CHECKING:
     from taas_operator.api.models import TFJob
 
 
-class ClientError(Exception):
-    """A problem of the request or its context; exit 2 in the CLI."""
-
-
-class ConfigError(ClientError):
-    """The kubeconfig, its context or its credentials cannot be used."""
-
-
-class Unreachable(ClientError):
-    """No answer from the API server."""
-
-
-class CrdMissing(ClientError):
-    """The TFJob resource type does not exist on the server."""
-
-
-class JobNotFound(ClientError):
-    """No TFJob of that name."""
-
-
-class AlreadyExists(ClientError):
-    """A TFJob of that name exists already."""
-
-
-class Forbidden(ClientError):
-    """RBAC refuses the request."""
-
-
-class Invalid(ClientError):
-    """The TFJob was refused as invalid."""
-
-
-class ApiFailure(ClientError):
-    """Another error status from the server."""
+class ClientError(ApiError):
+    """A problem of the request the client finds itself, before or without asking the
+    apiserver (a flag, a file, a replica that is not there)."""
 
 
 class JobFailed(Exception):

@@ -1,7 +1,7 @@
 """TFJobClient: what Kubeflow's `TrainingClient` offers for TFJobs, typed, errors raised.
 
     client = TFJobClient(kubeconfig=None, context=None, namespace=None)
-    client = TFJobClient.of(connection)   # on a client.kube.Connection (e.g. a viewer's token)
+    client = TFJobClient.of(connection)   # on an apiserver.blocking.Connection (a viewer's token)
     client.create(job) -> TFJob           # a YAML path, a manifest dict or a TFJob model
     client.create_job(train_file="train.py", num_workers=2, num_ps_replicas=1,
                       resources_per_worker={"gpu": 1}) -> TFJob   # your program, no image
@@ -15,7 +15,7 @@
     client.is_succeeded(name) / is_failed(name) / is_running(name) -> bool
 
 Every method takes `namespace=` (default: the client's, i.e. the kubeconfig context's).
-Failures raise `taas_operator.client.errors` exceptions whose text names the fix; `wait`
+Failures raise `taas_operator.apiserver.errors` exceptions whose text names the fix; `wait`
 raises `JobFailed` with the job's own failure message when the job fails before reaching the
 conditions asked for (Kubeflow's SDK hid it: kubeflow/training-operator#1180, #1183) and
 `WaitTimeout` with the last state. `create` checks a YAML path or a dict with the same rules
@@ -29,7 +29,6 @@ a ConfigMap `<job>-program` owned by the TFJob (client.programs says how and why
 from __future__ import annotations
 
 import builtins
-import json
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -40,21 +39,14 @@ from taas_operator.api.constants import (
     COND_FAILED,
     COND_RUNNING,
     COND_SUCCEEDED,
-    GROUP,
     LABEL_JOB_NAME,
     PLURAL,
-    VERSION,
 )
 from taas_operator.api.names import InvalidName, check_name, check_namespace
-from taas_operator.client.errors import (
-    AlreadyExists,
-    ClientError,
-    Invalid,
-    JobFailed,
-    JobNotFound,
-    WaitTimeout,
-)
-from taas_operator.client.kube import Connection, What
+from taas_operator.api.resources import CONFIG_MAP, EVENT, POD, TFJOB
+from taas_operator.apiserver.blocking import Connection
+from taas_operator.apiserver.errors import AlreadyExists, ApiError, Invalid, JobNotFound, Request
+from taas_operator.client.errors import JobFailed, WaitTimeout
 from taas_operator.client.logs import LogFollower
 from taas_operator.client.manifests import JobSource, job_manifest, read_job
 from taas_operator.client.models import JobChange, JobEvent, LogLine, ReplicaPod
@@ -79,7 +71,7 @@ class TFJobClient:
         context: str | None = None,
         namespace: str | None = None,
     ) -> None:
-        self.conn = Connection(kubeconfig, context)
+        self.conn = Connection.load(kubeconfig, context)
         self.namespace = namespace or self.conn.namespace
 
     @classmethod
@@ -99,17 +91,8 @@ class TFJobClient:
         """Create one TFJob from a YAML path (one TFJob document), a manifest dict or a model."""
         manifest = job_manifest(job, namespace, self.namespace)
         ns = manifest["metadata"]["namespace"]
-        what = What("create", PLURAL, ns, manifest["metadata"].get("name", ""))
-        created = self.conn.call(
-            what,
-            self.conn.custom.create_namespaced_custom_object,
-            GROUP,
-            VERSION,
-            ns,
-            PLURAL,
-            manifest,
-        )
-        return read_job(created)
+        what = Request("create", PLURAL, ns, manifest["metadata"].get("name", ""))
+        return read_job(self.conn.call(what, "POST", TFJOB.path(ns), body=manifest))
 
     def create_job(
         self,
@@ -160,15 +143,18 @@ class TFJobClient:
         meta = config_map["metadata"]
         try:
             self.conn.call(
-                What("create", "configmaps", job.namespace, meta["name"]),
-                self.conn.core.create_namespaced_config_map,
-                job.namespace,
-                config_map,
+                Request("create", "configmaps", job.namespace, meta["name"]),
+                "POST",
+                CONFIG_MAP.path(job.namespace),
+                body=config_map,
             )
-        except ClientError as err:
+        except ApiError as err:
             undone = self._delete_created(job)
             raise type(err)(
-                f"the ConfigMap {meta['name']} holding the program: {err} ({undone})"
+                f"the ConfigMap {meta['name']} holding the program: {err} ({undone})",
+                err.status,
+                err.request,
+                err.server_message,
             ) from None
         return job
 
@@ -176,19 +162,15 @@ class TFJobClient:
         """Delete the TFJob just created (that incarnation only: its uid); what was done."""
         try:
             self.conn.call(
-                What("delete", PLURAL, job.namespace, job.name),
-                self.conn.custom.delete_namespaced_custom_object,
-                GROUP,
-                VERSION,
-                job.namespace,
-                PLURAL,
-                job.name,
+                Request("delete", PLURAL, job.namespace, job.name),
+                "DELETE",
+                TFJOB.path(job.namespace, job.name),
                 body={
                     "propagationPolicy": "Background",
                     "preconditions": {"uid": job.metadata.uid},
                 },
             )
-        except ClientError as err:
+        except ApiError as err:
             return (
                 f"the TFJob {job.name} made for it is left: delete it (taas delete "
                 f"{job.name}); {err}"
@@ -198,15 +180,7 @@ class TFJobClient:
     def get(self, name: str, namespace: str | None = None) -> TFJob:
         """The TFJob (JobNotFound when there is none)."""
         ns, name = self._ns(namespace), _checked(check_name, name, "name")
-        obj = self.conn.call(
-            What("get", PLURAL, ns, name),
-            self.conn.custom.get_namespaced_custom_object,
-            GROUP,
-            VERSION,
-            ns,
-            PLURAL,
-            name,
-        )
+        obj = self.conn.call(Request("get", PLURAL, ns, name), "GET", TFJOB.path(ns, name))
         return read_job(obj)
 
     def list(
@@ -220,24 +194,8 @@ class TFJobClient:
         self, namespace: str | None, all_namespaces: bool
     ) -> tuple[builtins.list[dict[str, Any]], str]:
         """The stored TFJobs as plain dicts, and the list's resourceVersion (to watch from)."""
-        if all_namespaces:
-            data = self.conn.call(
-                What("list", PLURAL),
-                self.conn.custom.list_cluster_custom_object,
-                GROUP,
-                VERSION,
-                PLURAL,
-            )
-        else:
-            ns = self._ns(namespace)
-            data = self.conn.call(
-                What("list", PLURAL, ns),
-                self.conn.custom.list_namespaced_custom_object,
-                GROUP,
-                VERSION,
-                ns,
-                PLURAL,
-            )
+        ns = "" if all_namespaces else self._ns(namespace)
+        data = self.conn.call(Request("list", PLURAL, ns), "GET", TFJOB.path(ns))
         items = sorted(
             data.get("items") or [],
             key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]),
@@ -248,13 +206,9 @@ class TFJobClient:
         """Delete the TFJob (its pods and services go with it: owner references)."""
         ns, name = self._ns(namespace), _checked(check_name, name, "name")
         self.conn.call(
-            What("delete", PLURAL, ns, name),
-            self.conn.custom.delete_namespaced_custom_object,
-            GROUP,
-            VERSION,
-            ns,
-            PLURAL,
-            name,
+            Request("delete", PLURAL, ns, name),
+            "DELETE",
+            TFJOB.path(ns, name),
             body={"propagationPolicy": "Background"},
         )
 
@@ -269,14 +223,11 @@ class TFJobClient:
     def _suspend(self, name: str, namespace: str | None, value: bool) -> TFJob:
         ns, name = self._ns(namespace), _checked(check_name, name, "name")
         obj = self.conn.call(
-            What("patch", PLURAL, ns, name),
-            self.conn.custom.patch_namespaced_custom_object,
-            GROUP,
-            VERSION,
-            ns,
-            PLURAL,
-            name,
-            {"spec": {"runPolicy": {"suspend": value}}},
+            Request("patch", PLURAL, ns, name),
+            "PATCH",
+            TFJOB.path(ns, name),
+            body={"spec": {"runPolicy": {"suspend": value}}},
+            content_type="application/merge-patch+json",
         )
         return read_job(obj)
 
@@ -294,27 +245,25 @@ class TFJobClient:
         """The job's pods, in replica order (Chief, Evaluator, Master, PS, Worker; by index)."""
         ns, name = self._ns(namespace), _checked(check_name, name, "name")
         data = self.conn.call(
-            What("list", "pods", ns),
-            self.conn.core.list_namespaced_pod,
-            ns,
-            label_selector=f"{LABEL_JOB_NAME}={name}",
-            _preload_content=False,
+            Request("list", "pods", ns),
+            "GET",
+            POD.path(ns),
+            query={"labelSelector": f"{LABEL_JOB_NAME}={name}"},
         )
-        items = _json(data).get("items") or []
+        items = data.get("items") or []
         return sorted((ReplicaPod.from_pod(p) for p in items), key=lambda p: p.order)
 
     def events(self, name: str, namespace: str | None = None) -> builtins.list[JobEvent]:
         """Events recorded on the TFJob, oldest first."""
         ns, name = self._ns(namespace), _checked(check_name, name, "name")
         data = self.conn.call(
-            What("list", "events", ns),
-            self.conn.core.list_namespaced_event,
-            ns,
-            field_selector=f"involvedObject.name={name},involvedObject.kind=TFJob",
-            _preload_content=False,
+            Request("list", "events", ns),
+            "GET",
+            EVENT.path(ns),
+            query={"fieldSelector": f"involvedObject.name={name},involvedObject.kind=TFJob"},
         )
         items = sorted(  # creation order: whole-second stamps, then the etcd revision
-            _json(data).get("items") or [],
+            data.get("items") or [],
             key=lambda e: (
                 e.get("firstTimestamp") or e.get("eventTime") or "",
                 int(e["metadata"].get("resourceVersion") or 0),
@@ -390,8 +339,3 @@ def _checked(check: Callable[[str, str], str], value: str, field: str) -> str:
         return check(value, field)
     except InvalidName as exc:
         raise Invalid(f"{exc}; fix: give the {field} as Kubernetes shows it") from None
-
-
-def _json(response: Any) -> dict[str, Any]:
-    """The JSON body of a `_preload_content=False` response (plain dicts, camelCase)."""
-    return dict(json.loads(response.data or b"{}"))

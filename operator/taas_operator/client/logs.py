@@ -21,8 +21,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from taas_operator.client.errors import ApiFailure, ClientError, Invalid
-from taas_operator.client.kube import Connection, LogStream
+from taas_operator.api.resources import POD
+from taas_operator.apiserver.blocking import Connection, LineStream
+from taas_operator.apiserver.errors import ApiError, ConfigError, Forbidden, Request, Unreachable
+from taas_operator.client.errors import ClientError
 from taas_operator.client.models import LogLine, ReplicaPod
 
 POLL_S = 0.5
@@ -81,18 +83,20 @@ class LogFollower:
                         f"{pod.phase}); fix: taas logs -f waits for it"
                     )
                 continue
-            stream = self.client.conn.log_stream(self.namespace, pod.name, self.container, False)
-            for raw in stream:
-                yield self._line(pod, raw)
+            for text in self._stream(pod, follow=False):
+                yield LogLine(replica=pod.replica, pod=pod.name, text=text)
 
-    def _line(self, pod: ReplicaPod, raw: bytes) -> LogLine:
-        text = raw.decode("utf-8", errors="replace").rstrip("\r")
-        return LogLine(replica=pod.replica, pod=pod.name, text=text)
+    def _stream(self, pod: ReplicaPod, follow: bool) -> LineStream:
+        """The pod's container log (`GET pods/log`), as it streams (`follow`) or as it is."""
+        query = {"container": self.container, "follow": "true" if follow else "false"}
+        request = Request("get", "pods/log", self.namespace, pod.name)
+        path = POD.path(self.namespace, pod.name, "log")
+        return self.client.conn.log_stream(request, path, query)
 
     def follow(self, finished: Callable[[], bool]) -> Iterator[LogLine]:
         """Lines of every replica as they come (see the module)."""
         lines: queue.Queue[object] = queue.Queue()
-        streams: dict[str, LogStream] = {}
+        streams: dict[str, LineStream] = {}
         open_readers = 0
         ended_at: float | None = None
         next_look = 0.0
@@ -120,15 +124,17 @@ class LogFollower:
             for stream in streams.values():
                 stream.close()
 
-    def _start_new(self, lines: queue.Queue[object], streams: dict[str, LogStream]) -> int:
+    def _start_new(self, lines: queue.Queue[object], streams: dict[str, LineStream]) -> int:
         """Start a reader for each started pod not yet read; how many were started."""
         started = 0
         for pod in self._pods():
             if not pod.started or pod.uid in streams:
                 continue
             try:
-                stream = self.client.conn.log_stream(self.namespace, pod.name, self.container, True)
-            except (Invalid, ApiFailure):
+                stream = self._stream(pod, follow=True)
+            except (ConfigError, Forbidden, Unreachable):
+                raise
+            except ApiError:
                 continue  # not readable yet (container starting, pod going away): next look
             streams[pod.uid] = stream
             threading.Thread(
@@ -137,9 +143,9 @@ class LogFollower:
             started += 1
         return started
 
-    def _read(self, pod: ReplicaPod, stream: LogStream, lines: queue.Queue[object]) -> None:
+    def _read(self, pod: ReplicaPod, stream: LineStream, lines: queue.Queue[object]) -> None:
         try:
-            for raw in stream:
-                lines.put(self._line(pod, raw))
+            for text in stream:
+                lines.put(LogLine(replica=pod.replica, pod=pod.name, text=text))
         finally:
             lines.put(_END)

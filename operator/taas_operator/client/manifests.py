@@ -17,7 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from taas_operator.api import TFJob, TFJobValidationError, parse_tfjob
-from taas_operator.client.errors import ClientError, Invalid
+from taas_operator.apiserver.errors import Invalid
+from taas_operator.client.errors import ClientError
 from taas_operator.documents import InputError, load_tfjobs
 
 JobSource = str | os.PathLike[str] | dict[str, Any] | TFJob

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from taas_operator.api.constants import MAX_REPLICAS
 from taas_operator.api.quantity import parse_quantity
-from taas_operator.client.errors import Invalid
+from taas_operator.apiserver.errors import Invalid
 from taas_operator.tfjob.cluster_spec import CLUSTER_ENV_NAMES
 
 DEFAULT_IMAGE: Final = "ghcr.io/taas-dev/taas-trainer:0.1.0"

@@ -40,7 +40,7 @@ import yaml
 
 from taas_operator.api import TFJob
 from taas_operator.api.constants import API_VERSION, DEFAULT_CONTAINER_NAME, KIND, LABEL_JOB_NAME
-from taas_operator.client.errors import Invalid
+from taas_operator.apiserver.errors import Invalid
 from taas_operator.client.programoptions import CLI_NAMES, ProgramOptions, check_options
 from taas_operator.documents import InputError, parse_tfjobs
 

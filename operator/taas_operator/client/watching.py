@@ -11,31 +11,30 @@ long to read, an ERROR event), lists again and reports what changed meanwhile, s
 view never misses a job nor keeps a deleted one.
 
 The loop is asynchronous; a caller of this module is not (`taas get -w`, `TFJobClient.wait`):
-the loop runs on its own event loop in a daemon thread and hands each change over through a
-bounded queue (a slow caller holds the watch back; it cannot grow memory). The list is the
-client's own call, so its errors are the client's; a refused watch is translated the same way.
+the loop runs on an event loop of its own (`apiserver.blocking.Apart`: its hand-over may wait
+for the caller, whose own calls need the connection's loop) and hands each change over through
+a bounded queue (a slow caller holds the watch back; it cannot grow
+memory). The list is the client's own call, so its errors are the client's; a refused watch is
+translated the same way.
 Leaving the iteration (or reaching `timeout`) cancels the loop and closes its connection.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import queue
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any, Protocol
 
-import aiohttp
-
 from taas_operator.api.constants import PLURAL
 from taas_operator.api.models import TFJob
 from taas_operator.api.resources import TFJOB
+from taas_operator.apiserver.blocking import NO_ANSWER, Apart, Connection
+from taas_operator.apiserver.errors import ApiError, Request, Unreachable
 from taas_operator.apiserver.listwatch import Retry, list_then_watch
 from taas_operator.apiserver.transport import StreamError
-from taas_operator.client.errors import ClientError, Unreachable
-from taas_operator.client.kube import Connection, What
 from taas_operator.client.manifests import read_job
 from taas_operator.client.models import JobChange
 
@@ -47,7 +46,7 @@ WATCH_SECONDS = 300
 #: What ends the loop and goes to the caller: a refused watch, the apiserver gone, a list or a
 #: job the client cannot read. Anything else (an event too long to read, an ERROR event) lists
 #: again.
-_FATAL = (StreamError, ClientError, aiohttp.ClientError, TimeoutError, OSError)
+_FATAL = (StreamError, ApiError, *NO_ANSWER)
 
 
 class JobLister(Protocol):
@@ -115,7 +114,7 @@ def changes(
     deadline = None if timeout is None else time.monotonic() + timeout
     conn = client.conn
     ns = "" if all_namespaces else (namespace or client.namespace)
-    what = What("watch", PLURAL, ns)
+    what = Request("watch", PLURAL, ns)
     fields = {"fieldSelector": f"metadata.name={name}"} if name else {}
     sink = _Handover(name)
     transport = conn.transport()
@@ -136,7 +135,7 @@ def changes(
             await list_then_watch(pages, watch, sink, retry)
         except StreamError as err:
             sink.put(conn.refusal(err.status, err.message, what))
-        except (aiohttp.ClientError, TimeoutError, OSError) as err:
+        except NO_ANSWER as err:
             sink.put(
                 Unreachable(f"lost the watch on {PLURAL} at {conn.server}: {err or type(err)}")
             )
@@ -145,22 +144,14 @@ def changes(
         finally:
             await transport.close()
 
-    loop = asyncio.new_event_loop()
-    task = loop.create_task(follow())
-
-    def run() -> None:
-        with contextlib.suppress(asyncio.CancelledError):  # the caller left: nothing to say
-            loop.run_until_complete(task)
-
-    thread = threading.Thread(target=run, daemon=True, name="taas-watch")
-    thread.start()
+    task = Apart(follow())
     try:
         while deadline is None or time.monotonic() < deadline:
             left = 0.5 if deadline is None else min(0.5, deadline - time.monotonic())
             try:
                 item = sink.queue.get(timeout=max(left, 0.01))
             except queue.Empty:
-                if not thread.is_alive() and sink.queue.empty():
+                if task.done() and sink.queue.empty():
                     return
                 continue
             if isinstance(item, BaseException):
@@ -168,11 +159,7 @@ def changes(
             yield item
     finally:
         sink.stop.set()
-        if thread.is_alive():
-            loop.call_soon_threadsafe(task.cancel)
-            thread.join(timeout=5)
-        if not thread.is_alive():
-            loop.close()
+        task.stop()  # the caller left: the loop ends, its transport closes
 
 
 def _differences(before: dict[Key, TFJob], now: dict[Key, TFJob]) -> Iterator[JobChange]:

@@ -1,10 +1,9 @@
 """The Kubernetes side of TaaS: the operator serving kubeflow.org/v1 TFJobs.
 
-One TFJob's way through the operator, folder by folder, in order (each module one job; only
-`apiserver/` talks to the API). Nothing is imported here, so `taas_operator.controller.flags`
-stays light for the `taas` command line:
-    apiserver/kube        KubeClient: JSON reads/writes of TFJobs, pods, services,
-                          NetworkPolicies, events
+One TFJob's way through the operator, folder by folder, in order (each module one job; the
+API is `taas_operator.apiserver.verbs.KubeClient`, the one door's verbs). Nothing is imported
+here, so `taas_operator.controller.flags` stays light for the `taas` command line:
+    seen                  Seen: an object as read (uid, owner), what the owned check judges
     watch/informer        Informer: LIST then WATCH one kind, forever; a re-list reports what
                           vanished
     watch/jobcache        JobCache: the newest version of every TFJob seen

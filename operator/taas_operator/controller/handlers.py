@@ -30,6 +30,7 @@ from typing import Any
 
 import kopf
 
+from taas_operator.apiserver.transport import Endpoint
 from taas_operator.controller.triggers import Controller
 from taas_operator.settings import OperatorSettings
 
@@ -42,7 +43,7 @@ def build_registry(controller: Controller) -> kopf.OperatorRegistry:
 
     @kopf.on.login(id="taas-login", registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
-        return controller.kube.connection_info()
+        return connection_info(controller.kube.endpoint)
 
     @kopf.on.startup(id="taas-watches", registry=registry)
     async def startup(**_: Any) -> None:
@@ -57,6 +58,21 @@ def build_registry(controller: Controller) -> kopf.OperatorRegistry:
         await controller.close()
 
     return registry
+
+
+def connection_info(endpoint: Endpoint) -> kopf.ConnectionInfo:
+    """The operator's own server and identity (`apiserver.credentials`), for kopf's watches."""
+    header = endpoint.authorization()
+    scheme, _, token = header.partition(" ") if header else ("", "", "")
+    return kopf.ConnectionInfo(
+        server=endpoint.host,
+        ca_path=endpoint.ca_file,
+        insecure=not endpoint.verify,
+        scheme=scheme or None,
+        token=token or None,
+        certificate_path=endpoint.cert_file,
+        private_key_path=endpoint.key_file,
+    )
 
 
 def kopf_settings(settings: OperatorSettings) -> kopf.OperatorSettings:

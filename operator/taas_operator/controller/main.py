@@ -22,8 +22,9 @@ from typing import Any, cast
 
 import kopf
 
+from taas_operator.apiserver.errors import ConfigError
+from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller import metrics
-from taas_operator.controller.apiserver.kube import KubeClient
 from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
 from taas_operator.controller.handlers import build_registry, kopf_settings
 from taas_operator.controller.triggers import Controller
@@ -34,8 +35,8 @@ from taas_operator.settings import OperatorSettings
 def run(settings: OperatorSettings, kubeconfig: str | None = None) -> int:
     """Run the operator until SIGINT/SIGTERM."""
     try:
-        kube = KubeClient.load(kubeconfig, settings.concurrency)
-    except Exception as err:  # the loaders raise ConfigException, OSError, yaml errors, ...
+        kube = KubeClient.load(kubeconfig, settings.concurrency, metrics.api_error)
+    except ConfigError as err:
         print(f"taas operator: cannot load Kubernetes credentials: {err}", file=sys.stderr)
         return 2
     logging.basicConfig(
@@ -60,7 +61,7 @@ def run(settings: OperatorSettings, kubeconfig: str | None = None) -> int:
         else "standalone"
     )
     logging.getLogger("taas_operator.controller").info(
-        "TaaS operator starting: server %s, watching %s, %s", kube.config.host, scope, mode
+        "TaaS operator starting: server %s, watching %s, %s", kube.endpoint.host, scope, mode
     )
     try:
         kopf.run(

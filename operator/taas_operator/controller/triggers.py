@@ -32,12 +32,13 @@ from typing import Any
 
 from taas_operator.api.constants import LABEL_JOB_NAME, PLURAL
 from taas_operator.api.resources import POD, POLICY, SERVICE, TFJOB
+from taas_operator.apiserver.errors import ApiError
+from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller import metrics
-from taas_operator.controller.apiserver.kube import ApiError, KubeClient
-from taas_operator.controller.apiserver.seen import Seen
 from taas_operator.controller.memory import release_freed_memory
 from taas_operator.controller.reconcile.jobpass import JobPass
 from taas_operator.controller.reconcile.owned import Owned
+from taas_operator.controller.seen import Seen
 from taas_operator.controller.watch.children import CHILD_SELECTOR, ChildCache
 from taas_operator.controller.watch.echoes import Echoes
 from taas_operator.controller.watch.informer import Informer

@@ -16,7 +16,7 @@ import sys
 
 from taas_operator.dashboard.access import Gate, TokenGate, ViewerGate
 from taas_operator.dashboard.cluster import ClusterSource
-from taas_operator.dashboard.kubeapi import KubeApi
+from taas_operator.dashboard.cluster.source import connect
 from taas_operator.dashboard.serve import serve
 from taas_operator.dashboard.server import ServerSettings
 from taas_operator.dashboard.source import Source
@@ -29,7 +29,7 @@ def run_dashboard(args: argparse.Namespace) -> int:
     )
     gate: Gate
     if args.auth == "kubernetes":
-        base = KubeApi.connect(args.kubeconfig, args.context)
+        base = connect(args.kubeconfig, args.context)
         namespaces = list(args.namespace)
 
         async def viewer_source(token: str) -> tuple[int, str, str, Source | None]:

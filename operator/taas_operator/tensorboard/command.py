@@ -91,7 +91,7 @@ def _local(args: argparse.Namespace) -> int:
 
 
 def _cluster(args: argparse.Namespace) -> int:
-    from taas_operator.client.errors import ClientError, ConfigError
+    from taas_operator.apiserver.errors import ApiError, ConfigError
     from taas_operator.client.jobs import TFJobClient
     from taas_operator.tensorboard.cluster import serve_cluster_job
 
@@ -112,7 +112,7 @@ def _cluster(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    except ClientError as err:
+    except ApiError as err:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
 

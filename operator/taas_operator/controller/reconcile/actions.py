@@ -48,21 +48,16 @@ from typing import Any
 
 from taas_operator.api import constants as c
 from taas_operator.api.models import TFJob, format_time
-from taas_operator.api.resources import POD_GROUP
-from taas_operator.controller.apiserver.kube import (
-    POD,
-    POLICY,
+from taas_operator.api.resources import POD, POD_GROUP, POLICY, SERVICE, Kind
+from taas_operator.apiserver.errors import (
     PSA_ENFORCE_LABEL,
-    SERVICE,
     ApiError,
     Conflict,
     Invalid,
-    Kind,
-    KubeClient,
     NotFound,
     PodSecurityRefused,
 )
-from taas_operator.controller.apiserver.seen import Seen
+from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller.reconcile.events import (
     CREATE,
     DELETE,
@@ -74,6 +69,7 @@ from taas_operator.controller.reconcile.events import (
     noun,
 )
 from taas_operator.controller.reconcile.owned import NotOwned, Owned, holder
+from taas_operator.controller.seen import Seen
 from taas_operator.controller.watch.children import Children
 from taas_operator.controller.watch.echoes import Echoes, expecting_echo
 from taas_operator.controller.watch.jobcache import JobKey

@@ -31,16 +31,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from taas_operator.api.constants import REASON_WAITING_FOR_NAMES
-from taas_operator.api.resources import POD_GROUP
-from taas_operator.controller.apiserver.kube import (
-    POD,
-    POLICY,
-    SERVICE,
-    ApiError,
-    Forbidden,
-    Kind,
-    KubeClient,
-)
+from taas_operator.api.resources import POD, POD_GROUP, POLICY, SERVICE, Kind
+from taas_operator.apiserver.errors import ApiError, Forbidden
+from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller.watch.jobcache import JobKey
 from taas_operator.engine import Event
 
@@ -181,8 +174,9 @@ def waiting_for_names(pods: Sequence[str]) -> Event:
 
 
 def log_api_error(err: ApiError) -> None:
-    """A 403 (missing RBAC) at ERROR, anything else at WARNING."""
-    if isinstance(err, Forbidden):
+    """A 403 of RBAC (a missing verb) at ERROR, anything else at WARNING (a 403 of an
+    admission such as Pod Security or a quota is no missing verb)."""
+    if type(err) is Forbidden:
         logger.error("%s", err)
     else:
         logger.warning("%s", err)

@@ -46,8 +46,8 @@ from taas_operator.api import TFJobStatus, TFJobValidationError, parse_tfjob
 from taas_operator.api.constants import REASON_INVALID_SPEC, REASON_NOT_OWNED
 from taas_operator.api.models import TFJob
 from taas_operator.api.resources import POD, POLICY, SERVICE, Kind
+from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller import metrics
-from taas_operator.controller.apiserver.kube import KubeClient
 from taas_operator.controller.reconcile.actions import Actions
 from taas_operator.controller.reconcile.events import (
     EventRecorder,

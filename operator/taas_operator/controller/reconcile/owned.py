@@ -27,8 +27,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from taas_operator.controller.apiserver.kube import Conflict, KubeClient
-from taas_operator.controller.apiserver.seen import Seen
+from taas_operator.apiserver.errors import Conflict
+from taas_operator.apiserver.verbs import KubeClient
+from taas_operator.controller.seen import Seen
 
 
 class NotOwned(Exception):

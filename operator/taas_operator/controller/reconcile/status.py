@@ -38,8 +38,9 @@ from typing import Any
 
 from taas_operator.api.constants import PLURAL
 from taas_operator.api.models import TFJobStatus
+from taas_operator.apiserver.errors import Conflict, NotFound
+from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller import metrics
-from taas_operator.controller.apiserver.kube import Conflict, KubeClient, NotFound
 from taas_operator.controller.reconcile.pruning import PrunedRecreations
 from taas_operator.controller.watch.echoes import Echoes, expecting_echo
 from taas_operator.controller.watch.jobcache import JobCache, JobKey

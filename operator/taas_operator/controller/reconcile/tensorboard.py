@@ -28,11 +28,12 @@ from taas_operator.api.constants import (
     REASON_TENSORBOARD_UNAVAILABLE,
 )
 from taas_operator.api.models import TFJob
-from taas_operator.api.resources import DEPLOYMENT
-from taas_operator.controller.apiserver.kube import SERVICE, ApiError, Kind, KubeClient
-from taas_operator.controller.apiserver.seen import Seen
+from taas_operator.api.resources import DEPLOYMENT, SERVICE, Kind
+from taas_operator.apiserver.errors import ApiError
+from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller.reconcile.events import log_api_error
 from taas_operator.controller.reconcile.owned import NotOwned, holder
+from taas_operator.controller.seen import Seen
 from taas_operator.controller.watch.jobcache import JobKey
 from taas_operator.engine import Event
 from taas_operator.engine.tensorboard import (

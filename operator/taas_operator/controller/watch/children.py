@@ -42,8 +42,8 @@ from typing import Any
 
 from taas_operator.api.constants import CONTROLLER_NAME, LABEL_JOB_NAME, LABEL_OPERATOR_NAME
 from taas_operator.api.resources import Kind
-from taas_operator.controller.apiserver.kube import CHILD_KINDS
-from taas_operator.controller.apiserver.seen import Seen, controller_uid
+from taas_operator.apiserver.verbs import CHILD_KINDS
+from taas_operator.controller.seen import Seen, controller_uid
 from taas_operator.engine import ObservedPod
 
 PODS, SERVICES, POLICIES = "pods", "services", "networkpolicies"

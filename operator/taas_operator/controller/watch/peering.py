@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from taas_operator.api.resources import Kind
-from taas_operator.controller.apiserver.kube import KubeClient
+from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller.watch.informer import Informer
 
 logger = logging.getLogger("taas_operator.controller")

@@ -12,14 +12,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from taas_operator.api.resources import TFJOB
+from taas_operator.apiserver.errors import Unreachable
+from taas_operator.apiserver.session import KubeApi
 from taas_operator.dashboard.board import JobsBoard, Key, key_of
 from taas_operator.dashboard.cluster.listwatch import (
+    REFUSED,
     RETRY_MAX,
     RETRY_START,
-    Refused,
     list_watch,
 )
-from taas_operator.dashboard.kubeapi import KubeApi, Unreachable
 
 
 class JobList:
@@ -110,9 +111,9 @@ class JobList:
             await list_watch(
                 self.api, TFJOB.path(namespace or ""), {}, reset, change, problem, "the jobs list"
             )
-        except Refused as exc:
+        except REFUSED as exc:
             where = namespace or "every namespace"
-            self.refused[where] = exc.message
+            self.refused[where] = str(exc)
             self.board.synced = True
             self._notes()
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from taas_operator.api.constants import LABEL_JOB_NAME
 from taas_operator.api.resources import EVENT, POD, TFJOB
+from taas_operator.apiserver.session import KubeApi
 from taas_operator.dashboard.board import JobWatch, Key
-from taas_operator.dashboard.cluster.listwatch import Refused, list_watch
-from taas_operator.dashboard.kubeapi import KubeApi
+from taas_operator.dashboard.cluster.listwatch import REFUSED, list_watch
 from taas_operator.dashboard.source import ActionError
 
 #: How long a page's first answer waits for the TFJob's first list.
@@ -84,9 +84,9 @@ class JobWatches:
 
         try:
             await list_watch(self.api, path, params, reset, change, problem, what)
-        except Refused as exc:
+        except REFUSED as exc:
             watch.set_problem(
-                what, f"You may not read {what} in namespace {watch.namespace}: {exc.message}"
+                what, f"You may not read {what} in namespace {watch.namespace}: {exc!s}"
             )
             if what == "this TFJob":
                 watch.set_job(None)

@@ -2,9 +2,9 @@
 follow the watch from the list's resourceVersion, list again on 410 Gone and after any error
 (backing off 1 s doubling to 10 s), and say so through `problem` while it cannot follow: the
 apiserver not answering, or a watch that fails (an event it cannot read, an error answer). Only
-a refusal (403 and the like) ends it (`Refused`); the problem is cleared once a list is in again.
+a refusal (403 and the like) ends it (`REFUSED`); the problem is cleared once a list is in again.
 
-    await list_watch(api, path, params, reset, change, problem, what)   # for ever; Refused
+    await list_watch(api, path, params, reset, change, problem, what)   # for ever; REFUSED
     await list_all(api, path, params) -> (items, resourceVersion)
 """
 
@@ -16,8 +16,16 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from taas_operator.apiserver.errors import (
+    ConfigError,
+    Forbidden,
+    NotFound,
+    Request,
+    Unreachable,
+    refused,
+)
 from taas_operator.apiserver.listwatch import Retry, list_then_watch
-from taas_operator.dashboard.kubeapi import KubeApi, Unreachable
+from taas_operator.apiserver.session import KubeApi
 
 RETRY_START, RETRY_MAX = 1.0, 10.0
 #: Failures closer than this (a list, then its watch failing again) are one run: "since" stays.
@@ -29,12 +37,9 @@ Change = Callable[[str, dict[str, Any]], None]
 Problem = Callable[[str | None], None]
 
 
-class Refused(Exception):
-    """The apiserver refused a list (403 and the like): retrying will not help."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status, self.message = status, message
+#: The apiserver refused a list (401, 403, 404: `errors.refused`, the server's words): retrying
+#: will not help.
+REFUSED = (ConfigError, Forbidden, NotFound)
 
 
 def clock() -> str:
@@ -101,7 +106,7 @@ async def list_watch(
 ) -> None:
     """List `path`, then follow its watch for ever (`apiserver.listwatch`): `reset(items)` after
     each list, `change(type, object)` per event, `problem(text or None)` while it cannot follow
-    (it lists again after each). Raises Refused."""
+    (it lists again after each). Raises one of REFUSED."""
 
     async def pages() -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
         items, version = await list_all(api, path, params)
@@ -111,7 +116,7 @@ async def list_watch(
         return api.watch(path, {**params, "resourceVersion": version})
 
     retry = Retry(
-        fatal=(Refused,),
+        fatal=REFUSED,
         delay=lambda failures: min(RETRY_START * 2 ** (failures - 1), RETRY_MAX),
         relist=True,
     )
@@ -130,8 +135,7 @@ async def list_all(
             query["continue"] = token
         status, data = await api.request("GET", path, params=query)
         if status in (401, 403, 404):
-            message = data.get("message", "") if isinstance(data, dict) else str(data)
-            raise Refused(status, message)
+            raise refused(status, data, Request("list", path))
         if status != 200 or not isinstance(data, dict):
             raise Unreachable(f"HTTP {status} listing {path}")
         items += data.get("items") or []

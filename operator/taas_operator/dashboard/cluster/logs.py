@@ -26,8 +26,9 @@ from datetime import UTC, datetime
 
 from taas_operator.api.constants import DEFAULT_CONTAINER_NAME, LABEL_JOB_NAME
 from taas_operator.api.resources import POD
-from taas_operator.dashboard.cluster.listwatch import Refused, list_all
-from taas_operator.dashboard.kubeapi import KubeApi, StreamRefused, Unreachable
+from taas_operator.apiserver.errors import ApiError, Unreachable
+from taas_operator.apiserver.session import KubeApi
+from taas_operator.dashboard.cluster.listwatch import REFUSED, list_all
 from taas_operator.dashboard.source import ActionError, LogLine, short_name
 from taas_operator.dashboard.streams import LogBuffer
 
@@ -96,9 +97,9 @@ class PodLogs:
             pods, _ = await list_all(
                 self.api, POD.path(namespace), {"labelSelector": f"{LABEL_JOB_NAME}={name}"}
             )
-        except Refused as exc:
+        except REFUSED as exc:
             raise ActionError(
-                exc.status, f"You may not list pods in {namespace}: {exc.message}"
+                exc.status, f"You may not list pods in {namespace}: {exc!s}"
             ) from None
         except Unreachable as exc:
             message = f"The apiserver at {self.api.server} is not answering: {exc}"
@@ -150,8 +151,8 @@ class PodLogs:
                     wait = LOG_RETRY_SECONDS
                 params.pop("tailLines", None)
                 params["sinceTime"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            except (StreamRefused, Unreachable) as exc:
-                message = exc.message if isinstance(exc, StreamRefused) else str(exc)
+            except ApiError as exc:  # refused (the server's words), or Unreachable
+                message = str(exc)
                 if message != said:  # say each different reason once
                     said = message
                     text = f"(taas dashboard: cannot read this log yet: {message}; retrying)"

@@ -16,8 +16,9 @@ from collections.abc import Callable
 from typing import Any
 
 from taas_operator.api.constants import GROUP, PLURAL
-from taas_operator.client import errors
-from taas_operator.dashboard.kubeapi import KubeApi, Unreachable
+from taas_operator.apiserver import errors
+from taas_operator.apiserver.errors import Unreachable
+from taas_operator.apiserver.session import KubeApi
 from taas_operator.dashboard.source import ActionError, Permission
 
 REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
@@ -27,7 +28,7 @@ _STATUSES: list[tuple[type[Exception], int]] = [
     (errors.AlreadyExists, 409),
     (errors.Invalid, 422),
     (errors.Unreachable, 503),
-    (errors.ClientError, 500),
+    (errors.ApiError, 500),
 ]
 
 
@@ -64,6 +65,6 @@ async def act(call: Callable[[], Any]) -> Any:
     """`call()` in a thread; a client error as ActionError(HTTP status, the client's message)."""
     try:
         return await asyncio.to_thread(call)
-    except errors.ClientError as exc:
+    except errors.ApiError as exc:
         status = next(code for kind, code in _STATUSES if isinstance(exc, kind))
         raise ActionError(status, str(exc)) from None

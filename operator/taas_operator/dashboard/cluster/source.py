@@ -15,17 +15,28 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from taas_operator.apiserver.blocking import Connection
+from taas_operator.apiserver.errors import ConfigError
+from taas_operator.apiserver.session import KubeApi
 from taas_operator.client.jobs import TFJobClient
-from taas_operator.client.kube import Connection
 from taas_operator.dashboard.board import JobWatch
 from taas_operator.dashboard.cluster import rbac
 from taas_operator.dashboard.cluster.joblist import JobList
 from taas_operator.dashboard.cluster.jobwatches import JobWatches
 from taas_operator.dashboard.cluster.logs import PodLogs
-from taas_operator.dashboard.kubeapi import KubeApi
 from taas_operator.dashboard.source import LogLine, Permissions, Source
+from taas_operator.documents import InputError
 
 MAX_JOB_PAGES = 32
+
+
+def connect(kubeconfig: str | None = None, context: str | None = None) -> Connection:
+    """The identity kubectl would use (--kubeconfig, $KUBECONFIG, ~/.kube/config, else the
+    pod's service account; --context or the current one); InputError naming the fix."""
+    try:
+        return Connection.load(kubeconfig, context)
+    except ConfigError as exc:
+        raise InputError(str(exc)) from None
 
 
 class ClusterSource(Source):
@@ -49,7 +60,7 @@ class ClusterSource(Source):
         cls, kubeconfig: str | None, context: str | None, namespaces: list[str] | None = None
     ) -> ClusterSource:
         """As kubectl would connect; InputError naming the fix when the kubeconfig is unusable."""
-        connection = KubeApi.connect(kubeconfig, context)
+        connection = connect(kubeconfig, context)
         api = KubeApi.of(connection)
         return cls(api, TFJobClient.of(connection), namespaces)
 

@@ -1,7 +1,8 @@
-"""The one module of TaaS that talks to the Kubernetes API.
+"""The operator's verbs on the apiserver: JSON reads and writes of TFJobs, pods, services,
+NetworkPolicies and events, and their watches, on the operator's event loop.
 
-    KubeClient.load(kubeconfig: str | None, concurrency: int) -> KubeClient
-    client.connection_info() -> kopf.ConnectionInfo          # kopf logs in with the same identity
+    KubeClient.load(kubeconfig: str | None, concurrency: int, on_error=None) -> KubeClient
+    client.endpoint                                           # kopf logs in with the same identity
     await client.get_job(ns, name) -> dict | None
     await client.replace_job_status(job, status) -> dict     # PUT, resourceVersion-checked
     await client.delete_job(ns, name, uid)
@@ -17,15 +18,15 @@ Writes to an existing object (`delete`, `replace_spec`, `patch_metadata`, `annot
 uid of the object as read: the apiserver applies them to that object only (a DELETE's
 `preconditions.uid`; a patch setting `metadata.uid`, which is immutable), and
 raises `Conflict` when the name now holds another object. Who may be written at all is
-`reconcile.owned`'s one check, on what was read (`seen.Seen`).
+the controller's one check (`controller.reconcile.owned`), on what was read.
 
-Everything is plain JSON dicts (camelCase), exactly as the API serves them. Authentication comes
-from the official client's config loaders (kubeconfig, or in-cluster service account); the HTTP
-calls go through `transport.Transport` (aiohttp on the operator's event loop), at most
-`concurrency` in flight at once across the whole process (the `concurrency` setting).
-Non-2xx answers raise `ApiError` (`Conflict` for 409, `Forbidden` for 403, `PodSecurityRefused` for
-a 403 of Pod Security Admission, `QuotaExceeded` for one of a ResourceQuota, `Invalid` for 400/422),
-whose message names the verb and resource, so a missing RBAC verb is obvious in the log.
+Everything is plain JSON dicts (camelCase), exactly as the API serves them. Credentials come
+from the one loader (`credentials.load`); the HTTP calls go through `transport.Transport`, at
+most `concurrency` in flight at once across the whole process (the `concurrency` setting).
+Non-2xx answers raise the operator's `errors.ApiError`s (`errors.operator_error`: `Conflict`,
+`Forbidden`, `PodSecurityRefused`, `QuotaExceeded`, `Invalid`, `NotFound`), whose message names
+the verb and resource, so a missing RBAC verb is obvious in the log; `on_error(verb, resource,
+status)` counts each (the operator's metrics).
 """
 
 from __future__ import annotations
@@ -33,19 +34,16 @@ from __future__ import annotations
 import re
 import socket
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
-
-import kopf
-import kubernetes.client
-import kubernetes.config
 
 from taas_operator.api.constants import API_VERSION, KIND
 from taas_operator.api.models import format_time
 from taas_operator.api.resources import EVENT, POD, POLICY, SERVICE, TFJOB, Kind
-from taas_operator.apiserver.transport import Transport, endpoint
-from taas_operator.controller import metrics
+from taas_operator.apiserver.credentials import load
+from taas_operator.apiserver.errors import Invalid, Request, operator_error
+from taas_operator.apiserver.transport import Endpoint, Transport
 
 COMPONENT = "taas-operator"
 _MAX_EVENT_MESSAGE = 1024
@@ -56,140 +54,34 @@ Objects = list[dict[str, Any]]
 #: Objects per page of a large LIST (the apiserver's snapshot stays consistent across pages).
 LIST_PAGE = 500
 
-_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
-
-
-class ApiError(Exception):
-    """A non-2xx answer; `str()` names the verb, resource, namespace and the server's message."""
-
-    def __init__(
-        self, status: int, verb: str, kind: Kind, namespace: str, sub: str, message: str
-    ) -> None:
-        self.status, self.verb, self.kind, self.namespace = status, verb, kind, namespace
-        self.resource = kind.rbac_name(sub)
-        self.server_message = message
-        self.where = f"in namespace {namespace}" if namespace else "in every namespace"
-        super().__init__(f"HTTP {status} on {verb} {self.resource} {self.where}: {message}")
-
-
-class Conflict(ApiError):
-    """409: the object changed since it was read, or it already exists; also a write whose
-    uid precondition failed (the name now holds another object)."""
-
-
-class Forbidden(ApiError):
-    """403: RBAC does not grant the verb (or the namespace is terminating). A pod refused by
-    Pod Security Admission is a `PodSecurityRefused` instead."""
-
-    def __str__(self) -> str:
-        return (
-            f"forbidden: the operator may not {self.verb} {self.resource} {self.where}; "
-            f"grant the verb {self.verb!r} on {self.resource} in the "
-            f"operator's Role/ClusterRole (server said: {self.server_message})"
-        )
-
-
-class PodSecurityRefused(ApiError):
-    """403 from Pod Security Admission: the pod breaks the level its namespace enforces
-    (label `pod-security.kubernetes.io/enforce`). Not RBAC: granting verbs changes nothing."""
-
-    def __init__(
-        self, status: int, verb: str, kind: Kind, namespace: str, sub: str, message: str
-    ) -> None:
-        super().__init__(status, verb, kind, namespace, sub, message)
-        found = _PSA.search(message)
-        #: The enforced level and version, e.g. "restricted:latest"; what the pod violates.
-        self.level = found.group(1) if found else "?"
-        self.violations = found.group(2).strip() if found else message
-
-    def __str__(self) -> str:
-        return (
-            f"Pod Security Admission refused the pod: namespace {self.namespace} enforces the "
-            f'"{self.level}" Pod Security level (label {PSA_ENFORCE_LABEL}) and the pod '
-            f"violates it: {self.violations}"
-        )
-
-
-class QuotaExceeded(ApiError):
-    """403 from the ResourceQuota admission: the namespace's quota is used up. Not RBAC."""
-
-    def __str__(self) -> str:
-        return (
-            f"the ResourceQuota of namespace {self.namespace} refused to {self.verb} "
-            f"{self.resource}: {self.server_message}; fix: have an admin raise the quota "
-            f"(kubectl describe resourcequota -n {self.namespace}), or lower the replicas"
-        )
-
-
-#: `pods "x" is forbidden: violates PodSecurity "restricted:latest": a (b), c (d)`
-_PSA = re.compile(r'violates PodSecurity "([^"]*)":\s*(.*)', re.DOTALL)
-PSA_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 #: A patch's uid precondition failed: the uid it sets is not the stored object's.
 _UID_MISMATCH = re.compile(r"metadata\.uid: Invalid value")
-
-
-class NotFound(ApiError):
-    """404."""
-
-
-class Invalid(ApiError):
-    """400/422: the apiserver refused the object itself (e.g. a pod built from a bad template:
-    a quantity it cannot parse is a 400, a field out of range a 422)."""
-
-
-_ERRORS: dict[int, type[ApiError]] = {
-    400: Invalid,
-    403: Forbidden,
-    404: NotFound,
-    409: Conflict,
-    422: Invalid,
-}
-
-
-def load_configuration(kubeconfig: str | None) -> kubernetes.client.Configuration:
-    """The kubeconfig given, else in-cluster service account, else $KUBECONFIG/~/.kube/config."""
-    config = kubernetes.client.Configuration()
-    if kubeconfig:
-        kubernetes.config.load_kube_config(config_file=kubeconfig, client_configuration=config)
-        return config
-    try:
-        kubernetes.config.load_incluster_config(client_configuration=config)
-    except kubernetes.config.ConfigException:
-        kubernetes.config.load_kube_config(client_configuration=config)
-    return config
+#: What a refused request is told to: (verb, resource, status).
+OnError = Callable[[str, str, int], None]
 
 
 class KubeClient:
     """Async JSON access to the resources the operator manages."""
 
-    def __init__(self, config: kubernetes.client.Configuration, concurrency: int = 16) -> None:
-        self.config = config
-        self._endpoint = endpoint(config)
-        self._transport = Transport(self._endpoint, concurrency)
+    def __init__(
+        self, endpoint: Endpoint, concurrency: int = 16, on_error: OnError | None = None
+    ) -> None:
+        self.endpoint = endpoint
+        self._transport = Transport(endpoint, concurrency)
+        self._on_error = on_error
         self.instance = socket.gethostname()
 
     @classmethod
-    def load(cls, kubeconfig: str | None, concurrency: int = 16) -> KubeClient:
-        """A client for the kubeconfig given (or in-cluster / default kubeconfig)."""
-        return cls(load_configuration(kubeconfig), concurrency)
+    def load(
+        cls, kubeconfig: str | None, concurrency: int = 16, on_error: OnError | None = None
+    ) -> KubeClient:
+        """A client for the kubeconfig given, else as kubectl finds one (`credentials.load`:
+        $KUBECONFIG, ~/.kube/config, the pod's service account)."""
+        return cls(load(kubeconfig).endpoint, concurrency, on_error)
 
     async def close(self) -> None:
         """Close the connection pool (from the event loop, e.g. kopf's cleanup)."""
         await self._transport.close()
-
-    def connection_info(self) -> kopf.ConnectionInfo:
-        """The same server and identity for kopf's own watches."""
-        header = self._endpoint.authorization()
-        scheme, _, token = header.partition(" ") if header else ("", "", "")
-        return kopf.ConnectionInfo(
-            server=self.config.host,
-            ca_path=self.config.ssl_ca_cert,
-            insecure=not self.config.verify_ssl,
-            scheme=scheme or None,
-            token=token or None,
-            certificate_path=self.config.cert_file,
-            private_key_path=self.config.key_file,
-        )
 
     # -- transport ------------------------------------------------------------------------------
     async def _request(
@@ -209,15 +101,10 @@ class KubeClient:
         status, data = await self._transport.call(method, path, query, body, content_type)
         if 200 <= status < 300 or status in ok:
             return status, data
-        verb = _VERBS.get(method, "get" if name else "list")
-        message = data.get("message", "") if isinstance(data, dict) else str(data)
-        metrics.api_error(verb, kind.plural + (f"/{sub}" if sub else ""), status)
-        error = _ERRORS.get(status, ApiError)
-        if status == 403 and _PSA.search(message):
-            error = PodSecurityRefused
-        elif status == 403 and "exceeded quota: " in message:
-            error = QuotaExceeded
-        raise error(status, verb, kind, namespace, sub, message)
+        verb = Request.verb_of(method, name)
+        if self._on_error is not None:
+            self._on_error(verb, kind.plural + (f"/{sub}" if sub else ""), status)
+        raise operator_error(status, data, Request(verb, kind.rbac_name(sub), namespace, name))
 
     # -- TFJobs ---------------------------------------------------------------------------------
     async def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
@@ -345,7 +232,7 @@ class KubeClient:
         except Invalid as err:
             if not _UID_MISMATCH.search(err.server_message):
                 raise
-            raise Conflict(409, err.verb, kind, namespace, "", err.server_message) from None
+            raise operator_error(409, err.server_message, err.request) from None
         return status != 404
 
     # -- events ---------------------------------------------------------------------------------
