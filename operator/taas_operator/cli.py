@@ -250,7 +250,7 @@ def add_validate(subparsers: argparse._SubParsersAction) -> None:
 # -- render --------------------------------------------------------------------------------------
 def _render(args: argparse.Namespace) -> int:
     from taas_operator.documents import load_tfjobs
-    from taas_operator.engine.render import render_objects
+    from taas_operator.planner.render import render_objects
 
     jobs = load_tfjobs(_path(args), args.namespace)
     sys.stdout.write(render_objects(jobs, args.cluster_domain, args.network_policy))

@@ -21,7 +21,7 @@ from taas_operator.controller.handlers import kopf_settings
 from taas_operator.controller.reconcile.events import CREATE, DELETE, Done, pass_events
 from taas_operator.controller.watch.children import CHILD_SELECTOR
 from taas_operator.controller.workqueue import WorkQueue
-from taas_operator.engine import Event, backoff_delay
+from taas_operator.planner import Event, backoff_delay
 from taas_operator.settings import OperatorSettings
 
 pytestmark = pytest.mark.timeout(30)
@@ -178,7 +178,7 @@ def test_child_watches_are_filtered_by_the_apiserver() -> None:
     import kubernetes.client
 
     from taas_operator.controller.apiserver.kube import KubeClient
-    from taas_operator.controller.triggers import Controller
+    from taas_operator.controller.controller import Controller
 
     assert CHILD_SELECTOR == (
         "training.kubeflow.org/operator-name=tfjob-controller,training.kubeflow.org/job-name"
@@ -287,8 +287,8 @@ def test_kopf_watches_nothing_and_stores_nothing() -> None:
     import kubernetes.client
 
     from taas_operator.controller.apiserver.kube import KubeClient
+    from taas_operator.controller.controller import Controller
     from taas_operator.controller.handlers import build_registry
-    from taas_operator.controller.triggers import Controller
 
     registry = build_registry(
         Controller(OperatorSettings(), KubeClient(kubernetes.client.Configuration()))

@@ -12,7 +12,7 @@ import urllib.request
 from pathlib import Path
 
 from taas_operator.api import parse_tfjob
-from taas_operator.engine.tensorboard import desired_tensorboard
+from taas_operator.planner.tensorboard import desired_tensorboard
 from taas_operator.processes import LOCAL_IP, free_ports, spawn, stop
 
 

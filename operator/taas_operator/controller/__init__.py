@@ -9,12 +9,12 @@ stays light for the `taas` command line:
                           vanished
     watch/jobcache        JobCache: the newest version of every TFJob seen
     watch/children        ChildCache: every job's pods, services and NetworkPolicies
-    watch/echoes          Echoes: watch events that only echo the operator's own writes
+    watch/expectations    Expectations: watch events that only echo the operator's own writes
     watch/peering         PeeringGate: kopf's peering decision, read from kopf's peering object
-    triggers              Controller: the watches -> the caches and the work queue -> passes
+    controller            Controller: the watches -> the caches and the work queue -> passes
     workqueue             WorkQueue: coalesced, serialized passes, a background lane, one timer
                           per job
-    reconcile/jobpass     JobPass: one pass = read -> `engine.plan_job` -> carry out the Plan
+    reconcile/reconciler  Reconciler: one pass = read -> `planner.plan_job` -> carry out the Plan
     reconcile/progress    ProgressPoller: each running job's chief read for training progress
     reconcile/status      StatusWriter: the status write (resourceVersion-checked, Conflict ->
                           re-read), the recreations a pruning CRD drops, the transition metrics

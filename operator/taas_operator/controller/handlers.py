@@ -30,7 +30,7 @@ from typing import Any
 
 import kopf
 
-from taas_operator.controller.triggers import Controller
+from taas_operator.controller.controller import Controller
 from taas_operator.settings import OperatorSettings
 
 logger = logging.getLogger("taas_operator.controller")

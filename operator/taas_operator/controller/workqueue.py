@@ -13,7 +13,7 @@ Events for one job arrive in bursts (its pods and services change together); `re
 queues the key once, and a key requested while its pass runs gets exactly one more pass after
 it, so two passes of one job never overlap. After a pass its returned time arms the job's only
 timer (on time: activeDeadlineSeconds, ttlSecondsAfterFinished); a pass that raises is retried
-with an exponential backoff (`engine.backoff_delay`: 1 s doubling to 5 min), logged, never
+with an exponential backoff (`planner.backoff_delay`: 1 s doubling to 5 min), logged, never
 crashing the operator.
 `max_running` workers (one per request when None) take keys in the order they were requested,
 so when many jobs arrive together the first ones finish first instead of all advancing slowly
@@ -40,7 +40,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
 from datetime import UTC, datetime
 
-from taas_operator.engine import backoff_delay
+from taas_operator.planner import backoff_delay
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ PassFn = Callable[[Hashable], Awaitable[datetime | None]]
 CostFn = Callable[[Hashable], float]
 BACKOFF_START = 1.0
 BACKOFF_MAX = 300.0
-#: Wake a little after the due time: the engine truncates `now` to whole seconds.
+#: Wake a little after the due time: the planner truncates `now` to whole seconds.
 _SLACK = 0.05
 FRONT, BACKGROUND = False, True
 #: After a pass that cost at least `COOL_AFTER_S` seconds, its key waits this many times that

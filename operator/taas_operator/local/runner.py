@@ -1,4 +1,4 @@
-"""`taas run`: drive TFJobs on this machine with the operator's own engine.
+"""`taas run`: drive TFJobs on this machine with the operator's own planner.
 
     RunOptions(logs_dir=None, color=True, table=True, host_network=False,
                allow_oversubscribe=False)
@@ -11,7 +11,7 @@ Then each job gets a private network namespace (`local.netns`): its replicas rea
 127.0.0.1 and nothing outside the job reaches them. Where none can be made, one warning says why
 and the replicas use the host network; `host_network` asks for that instead.
 
-Each job is a `local.job_run.JobRun` (its pods, its status, the engine's plans) with one free
+Each job is a `local.job_run.JobRun` (its pods, its status, the planner's plans) with one free
 port on 127.0.0.1 per replica. The loop (every 0.1 s, main thread only) steps every job, redraws
 the table when something changed, and ends when every job is done. An `observer`
 (`local.observer.RunObserver`, e.g. `taas run --dashboard`'s page) is told of every change, log

@@ -1,5 +1,5 @@
 """TensorFlow specifics of a TFJob: the cluster spec (TF_CONFIG and classic env vars) and the
-rules the generic engine asks (master role, running, success).
+rules the planner asks (master role, running, success).
 
 See `taas_operator.tfjob.cluster_spec` and `taas_operator.tfjob.rules` for the interfaces.
 """

@@ -6,7 +6,7 @@
     failure_fails_job(job, replica_type) -> bool
     restarts_whole(job) -> bool                           # TaaS: one lost, all restarted
 
-The generic engine (`taas_operator.engine.lifecycle`) counts pods, restarts and recreates them
+The planner (`taas_operator.planner.lifecycle`) counts pods, restarts and recreates them
 and applies backoff, deadlines and cleanup as for any Kubeflow job; it asks these functions what
 only a TFJob knows (Kubeflow's `tensorflow` controller: `IsMasterRole`, `UpdateJobStatus`):
 - the master role: every Chief/Master pod, else worker 0;

@@ -35,7 +35,7 @@ from taas_operator.api.constants import LABEL_JOB_NAME
 from taas_operator.api.resources import Kind
 from taas_operator.apiserver.listwatch import Retry, list_then_watch
 from taas_operator.controller.apiserver.kube import KubeClient
-from taas_operator.engine import backoff_delay
+from taas_operator.planner import backoff_delay
 
 logger = logging.getLogger("taas_operator.controller")
 

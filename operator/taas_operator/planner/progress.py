@@ -46,8 +46,8 @@ from taas_operator.api.constants import (
 )
 from taas_operator.api.models import ScalarPoint, TFJob, TFJobProgress, TFJobStatus
 from taas_operator.api.progress import ProgressReport
-from taas_operator.engine.observed import ObservedPod
-from taas_operator.engine.plan import Plan, status_changed
+from taas_operator.planner.observed import ObservedPod
+from taas_operator.planner.plan import Plan, status_changed
 
 #: Bounds on what a report may put into the status (the rest is dropped, not refused).
 MAX_SCALARS = 16

@@ -48,7 +48,7 @@ from taas_operator.api.constants import (
     TENSORBOARD_PORT,
 )
 from taas_operator.api.models import TFJob
-from taas_operator.engine.progress import chief_slot
+from taas_operator.planner.progress import chief_slot
 
 #: The TensorBoard pod's program: its own file's text, so that it needs no TaaS in the image.
 _MAIN_SOURCE = Path(__file__).with_name("tensorboard_main.py").read_text(encoding="utf-8")
