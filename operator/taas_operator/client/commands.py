@@ -201,7 +201,7 @@ def _get(args: argparse.Namespace) -> int:
 def _tensorboard_line(job: Any) -> str | None:
     """Where the job's TensorBoard is: the command for the operator's, or the job's link."""
     from taas_operator.api.constants import TENSORBOARD_ANNOTATION
-    from taas_operator.planner.tensorboard import (
+    from taas_operator.tensorboard.objects import (
         tensorboard_command,
         tensorboard_link,
         tensorboard_request,

@@ -40,7 +40,7 @@ from taas_operator.api.constants import (
 )
 from taas_operator.api.events import KubeEvent
 from taas_operator.api.validation import normalize_replica_type
-from taas_operator.planner.tensorboard import tensorboard_command, tensorboard_link
+from taas_operator.tensorboard.objects import tensorboard_command, tensorboard_link
 from taas_operator.tfjob import replica_name
 
 _DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)

@@ -16,11 +16,18 @@ from taas_operator.tfjob.cluster_spec import (
     service_hosts,
     tf_config,
 )
-from taas_operator.tfjob.rules import failure_fails_job, has_succeeded, is_master_role, is_running
+from taas_operator.tfjob.rules import (
+    chief_slot,
+    failure_fails_job,
+    has_succeeded,
+    is_master_role,
+    is_running,
+)
 
 __all__ = [
     "ClusterEnv",
     "HostFn",
+    "chief_slot",
     "classic_env",
     "cluster_env",
     "cluster_spec",

@@ -35,7 +35,7 @@ from taas_operator.controller.reconcile.events import log_api_error
 from taas_operator.controller.reconcile.owned import NotOwned, holder
 from taas_operator.controller.watch.jobcache import JobKey
 from taas_operator.planner import Event
-from taas_operator.planner.tensorboard import (
+from taas_operator.tensorboard.objects import (
     ModelDirError,
     desired_tensorboard,
     tensorboard_command,

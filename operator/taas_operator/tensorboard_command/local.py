@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taas_operator.documents import InputError, load_tfjobs
-from taas_operator.planner.tensorboard import ModelDirError, chief_model_dir
+from taas_operator.tensorboard.objects import ModelDirError, chief_model_dir
 
 #: Files and directories looked at, at most, for an event file (a model_dir can be huge).
 _SCAN_LIMIT = 20_000

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING
 from taas_operator.api.constants import REASON_TENSORBOARD_UNAVAILABLE, TENSORBOARD_ANNOTATION
 from taas_operator.api.text import printable
 from taas_operator.client.errors import ClientError
-from taas_operator.planner.tensorboard import (
+from taas_operator.tensorboard.objects import (
     tensorboard_link,
     tensorboard_name,
     tensorboard_request,
 )
-from taas_operator.tensorboard.proxy import ServiceProxy
+from taas_operator.tensorboard_command.proxy import ServiceProxy
 
 if TYPE_CHECKING:
     from taas_operator.client.jobs import TFJobClient
