@@ -10,7 +10,7 @@ import pytest
 from local_harness import replica, tfjob
 
 from taas_operator.api import parse_tfjob
-from taas_operator.local.fit import MIB, REPLICA_MEMORY, Machine, check_fit, quantity
+from taas_operator.local.capacity import MIB, REPLICA_MEMORY, Machine, check_fit, quantity
 from taas_operator.local.unapplied import unapplied
 
 GIB = 1024 * MIB

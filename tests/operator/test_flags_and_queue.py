@@ -18,7 +18,7 @@ from taas_operator.cli import main as taas_main
 from taas_operator.controller import workqueue
 from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
 from taas_operator.controller.handlers import kopf_settings
-from taas_operator.controller.reconcile.events import CREATE, DELETE, Done, pass_events
+from taas_operator.controller.reconcile.recorder import CREATE, DELETE, Done, pass_events
 from taas_operator.controller.watch.children import CHILD_SELECTOR
 from taas_operator.controller.workqueue import WorkQueue
 from taas_operator.planner import Event, backoff_delay

@@ -116,7 +116,7 @@ REASON_EVICTED_BY_KUEUE: Final = "EvictedByKueue"
 REASON_ADMITTED_BY_KUEUE: Final = "AdmittedByKueue"
 
 # Training progress (TaaS): the chief of a job run with the trainer library publishes a JSON
-# document (`taas_operator.api.progress.ProgressReport`): over HTTP at GET PROGRESS_PATH on
+# document (`taas_operator.api.progress_report.ProgressReport`): over HTTP at GET PROGRESS_PATH on
 # TCP port $TAAS_PROGRESS_PORT (default DEFAULT_PROGRESS_PORT) in a pod, and into the file
 # $TAAS_PROGRESS_FILE under `taas run`. The trainer (`taas.publish`) spells the same names.
 # The operator declares that port on the chief's tensorflow container as PROGRESS_PORT_NAME

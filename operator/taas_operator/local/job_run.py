@@ -40,7 +40,7 @@ from taas_operator.local.display import RunDisplay
 from taas_operator.local.environment import EnvPolicy, base_env
 from taas_operator.local.kubelet import LocalPod
 from taas_operator.local.netns import PrivateNetwork
-from taas_operator.local.progress import INTERVAL_S, ProgressFile
+from taas_operator.local.progress_file import INTERVAL_S, ProgressFile
 from taas_operator.local.unapplied import unapplied
 from taas_operator.planner import (
     BuildOptions,

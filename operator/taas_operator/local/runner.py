@@ -40,9 +40,9 @@ from pydantic import BaseModel
 
 from taas_operator.api import TFJob
 from taas_operator.documents import InputError
+from taas_operator.local.capacity import Machine, check_fit
 from taas_operator.local.display import RunDisplay, logs_dir
 from taas_operator.local.environment import EnvPolicy
-from taas_operator.local.fit import Machine, check_fit
 from taas_operator.local.job_run import JobRun
 from taas_operator.local.netns import NetworkUnavailable, PrivateNetwork
 from taas_operator.local.observer import RunObserver

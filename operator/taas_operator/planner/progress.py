@@ -13,7 +13,7 @@ bounded rate, and the STATE / PROGRESS / ETA columns every table shows. Pure: no
 Who reports: the trainer library's chief (Chief/Master, else worker 0: the pod labelled
 job-role=master) publishes a `ProgressReport`; how it reaches an executor differs (the operator
 reads GET /progress on the chief's pod IP, `taas run` a file the chief writes; see
-`taas_operator.controller.reconcile.progress` for why the operator pulls), what is done with it
+`controller.reconcile.progress_poller` for why the operator pulls), what is done with it
 is this module, for both. A program that does not use the library publishes nothing: no
 `status.progress`, and nothing else changes.
 
@@ -42,7 +42,7 @@ from taas_operator.api.constants import (
     PROGRESS_PORT_ENV,
 )
 from taas_operator.api.models import ScalarPoint, TFJob, TFJobProgress, TFJobStatus
-from taas_operator.api.progress import ProgressReport
+from taas_operator.api.progress_report import ProgressReport
 from taas_operator.planner.observed import ObservedPod
 from taas_operator.planner.plan import Plan, status_changed
 from taas_operator.tfjob.rules import chief_slot

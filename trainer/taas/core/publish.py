@@ -6,7 +6,7 @@
     publisher.close()                        # the last state written; the server keeps serving
     publisher.stop()                         # stop serving (tests, benchmarks)
 
-What is published: one JSON document (the operator's ``taas_operator.api.progress`` reads it;
+What is published: one JSON document (the operator's ``taas_operator.api.progress_report`` reads it;
 this package never imports the operator, so the names are spelled here too and a test sends a
 document through both)::
 
@@ -32,7 +32,7 @@ Where, only on the chief (the other tasks' progress is not the job's):
   left to ask.
 
 The loop (``taas.core.loop``) builds the documents from the same numbers as the progress lines
-(``taas.core.progress``), so TF1 and TF2 engines publish alike. A program that does not use the
+(``taas.core.progress_log``), so TF1 and TF2 engines publish alike. A program that does not use the
 library publishes nothing. Nothing here imports TensorFlow; nothing here can fail training.
 """
 

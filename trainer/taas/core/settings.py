@@ -58,7 +58,7 @@ class SettingsError(ValueError):
 
 
 class TrainerSettings(BaseSettings):
-    """Everything the base class needs besides the cluster (see ``taas.core.cluster``)."""
+    """Everything the base class needs besides the cluster (see ``taas.core.placement``)."""
 
     model_config = SettingsConfigDict(
         populate_by_name=True, extra="ignore", case_sensitive=False, frozen=True

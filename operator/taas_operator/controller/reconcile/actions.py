@@ -63,7 +63,8 @@ from taas_operator.controller.apiserver.kube import (
     PodSecurityRefused,
 )
 from taas_operator.controller.apiserver.seen import Seen
-from taas_operator.controller.reconcile.events import (
+from taas_operator.controller.reconcile.owned import NotOwned, Owned, holder
+from taas_operator.controller.reconcile.recorder import (
     CREATE,
     DELETE,
     UPDATE,
@@ -73,7 +74,6 @@ from taas_operator.controller.reconcile.events import (
     log_api_error,
     noun,
 )
-from taas_operator.controller.reconcile.owned import NotOwned, Owned, holder
 from taas_operator.controller.watch.children import Children
 from taas_operator.controller.watch.expectations import Expectations, expecting_echo
 from taas_operator.controller.watch.jobcache import JobKey

@@ -20,7 +20,7 @@ A pass (level-triggered, idempotent; the rules are `taas_operator.planner.lifecy
 4. `planner.plan_job` -> Plan; the status written FIRST (`status.StatusWriter`: a Conflict reads
    the job again and repeats the pass; a change of the replica counts alone may be held a few
    seconds, `StatusWriter.hold_until`), then deletions and creations concurrently
-   (`actions.Actions`), then the pass's events (`events.pass_events`: one Normal event naming
+   (`actions.Actions`), then the pass's events (`recorder.pass_events`: one Normal event naming
    what it did, Warnings apart), then the TTL deletion;
 5. the plan's `requeue_at` (or the end of a held status write, if sooner) is returned, so the
    work queue wakes the job exactly then.
@@ -49,13 +49,13 @@ from taas_operator.api.resources import POD, POLICY, SERVICE, Kind
 from taas_operator.controller import metrics
 from taas_operator.controller.apiserver.kube import KubeClient
 from taas_operator.controller.reconcile.actions import Actions
-from taas_operator.controller.reconcile.events import (
+from taas_operator.controller.reconcile.owned import NotOwned
+from taas_operator.controller.reconcile.progress_poller import ProgressPoller
+from taas_operator.controller.reconcile.recorder import (
     EventRecorder,
     pass_events,
     waiting_for_names,
 )
-from taas_operator.controller.reconcile.owned import NotOwned
-from taas_operator.controller.reconcile.progress import ProgressPoller
 from taas_operator.controller.reconcile.status import StatusWriter
 from taas_operator.controller.reconcile.tensorboard import TensorBoards
 from taas_operator.controller.watch.children import ChildCache, Children, children_from

@@ -14,7 +14,7 @@ another pass requested (the plan is made again from the fresh object). A job del
 event the write causes starts no pass, even when it comes before the answer (`Expectations`).
 A write the apiserver accepted is counted (`metrics.status_written`: the conditions that became
 true, the recreations added, against `before`, the status it replaced), and compared with what
-was stored: recreations the installed CRD prunes are kept in memory (`pruning`) and put back by
+was stored: recreations the installed CRD prunes are kept in memory (`recreations`) and put back by
 `restore` before the next pass parses the job.
 
 Write cost (issue 22): in a job of more than `SMALL_JOB` replicas, a change of the replica
@@ -40,7 +40,7 @@ from taas_operator.api.constants import PLURAL
 from taas_operator.api.models import TFJobStatus
 from taas_operator.controller import metrics
 from taas_operator.controller.apiserver.kube import Conflict, KubeClient, NotFound
-from taas_operator.controller.reconcile.pruning import PrunedRecreations
+from taas_operator.controller.reconcile.recreations import PrunedRecreations
 from taas_operator.controller.watch.expectations import Expectations, expecting_echo
 from taas_operator.controller.watch.jobcache import JobCache, JobKey
 from taas_operator.planner import counts_only_change

@@ -31,8 +31,8 @@ from taas_operator.api.models import TFJob
 from taas_operator.api.resources import DEPLOYMENT
 from taas_operator.controller.apiserver.kube import SERVICE, ApiError, Kind, KubeClient
 from taas_operator.controller.apiserver.seen import Seen
-from taas_operator.controller.reconcile.events import log_api_error
 from taas_operator.controller.reconcile.owned import NotOwned, holder
+from taas_operator.controller.reconcile.recorder import log_api_error
 from taas_operator.controller.watch.jobcache import JobKey
 from taas_operator.planner import Event
 from taas_operator.tensorboard.objects import (

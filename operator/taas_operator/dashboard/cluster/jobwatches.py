@@ -20,7 +20,7 @@ from typing import Any
 from taas_operator.api.constants import LABEL_JOB_NAME
 from taas_operator.api.resources import EVENT, POD, TFJOB
 from taas_operator.dashboard.board import JobWatch, Key
-from taas_operator.dashboard.cluster.listwatch import Refused, list_watch
+from taas_operator.dashboard.cluster.follow import Refused, list_watch
 from taas_operator.dashboard.kubeapi import KubeApi
 from taas_operator.dashboard.source import ActionError
 
