@@ -12,9 +12,9 @@ suspend/resume, watch), `manifests` (what create sends, how stored jobs are read
 and `programoptions` (a TFJob running a local .py file, shipped in a ConfigMap: what create_job
 and `taas submit PROGRAM.py` send), `submitflags` (that command's flags), `watching`
 (list + watch, resumed), `logs` (following replica logs), `models` (ReplicaPod, LogLine,
-JobEvent, JobChange), `errors` (what can go wrong, each naming the fix), `kube` (the one module
-using the official kubernetes client), `console` (the tables and the live view of `taas
-submit`), `commands` (`taas submit | logs | get | wait | delete`).
+JobEvent, JobChange), `errors` (what can go wrong, each naming the fix), `kube` (the client's
+one module using the official kubernetes client), `console` (the tables and the live view of
+`taas submit`), `commands` (`taas submit | logs | get | wait | delete`).
 
 Why here, a layer of `taas_operator` beside the controller: the trainer package `taas` must not
 import `taas_operator` (a training program needs no operator code), and the kubernetes client

@@ -18,16 +18,17 @@ crashing the operator.
 `max_running` workers (one per request when None) take keys in the order they were requested,
 so when many jobs arrive together the first ones finish first instead of all advancing slowly
 side by side. Background requests (the re-check of every job the operator lists when it
-starts, see `triggers`) are taken only when no other key waits: a job created while 5,000 are
+starts, see `controller`) are taken only when no other key waits: a job created while 5,000 are
 re-checked is not served after them; a later ordinary request for a key moves it to the front
 lane. Waiting keys cost a queue entry, not a task (a restart queues thousands).
 A key whose pass cost much (`cost`: the seconds of computing it, told by the pass's owner; a
 job of a thousand replicas, whose passes read every pod) cools down for `COOL_DOWN` times that
 cost (`COOL_MAX_S` at most) before its next pass: requests meanwhile wait and coalesce into one
-pass, as Kubernetes' Job controller batches a second of pod events. A job of 1,100 replicas
-whose pods all change for minutes then takes about 1% of the operator's CPU instead of all of
-it, and sees each change within a second; a pass that cost less than `COOL_AFTER_S` (a job of
-a few dozen replicas) is not held back. The time a pass waits for the apiserver does not count.
+pass, as Kubernetes' Job controller batches a second of pod events. A job of a thousand
+replicas whose pods all change for minutes then takes a small share of the operator's CPU (a
+pass at most every `COOL_DOWN` times its cost) instead of all of it, and still sees each change
+within `COOL_MAX_S`; a pass that cost less than `COOL_AFTER_S` (a job of a few dozen replicas)
+is not held back. The time a pass waits for the apiserver does not count.
 No Kubernetes here: keys are opaque, e.g. (namespace, name).
 """
 

@@ -8,6 +8,7 @@
 
 Modules, top down: `command` (the parser and the choice between the two places), `local` (a
 job file's or a directory's summaries; TensorBoard as a child process, `process`) and
-`cluster_job` (the job's TensorBoard Service behind a local proxy, `proxy`, on the one
-apiserver client). What the operator runs for a job, and its names: `taas_operator.tensorboard`.
+`cluster_job` (the job's TensorBoard Service behind a local proxy, `proxy`, on
+`apiserver.transport`). What the operator runs for a job, and its names:
+`taas_operator.tensorboard`.
 """
