@@ -15,14 +15,15 @@ stays light for the `taas` command line:
     workqueue             WorkQueue: coalesced, serialized passes, a background lane, one timer
                           per job
     reconcile/reconciler  Reconciler: one pass = read -> `planner.plan_job` -> carry out the Plan
-    reconcile/progress    ProgressPoller: each running job's chief read for training progress
+    reconcile/progress_poller
+                          ProgressPoller: each running job's chief read for training progress
     reconcile/status      StatusWriter: the status write (resourceVersion-checked, Conflict ->
                           re-read), the recreations a pruning CRD drops, the transition metrics
-    reconcile/pruning     PrunedRecreations: status.recreations kept in memory under Kubeflow's
+    reconcile/recreations PrunedRecreations: status.recreations kept in memory under Kubeflow's
                           CRD
     reconcile/actions     Actions: create/delete pods and services, the NetworkPolicy, the TTL
                           delete
-    reconcile/events      pass_events, EventRecorder: one event per pass naming what it did;
+    reconcile/recorder    pass_events, EventRecorder: one event per pass naming what it did;
                           Warnings once
     metrics               Prometheus metrics (Kubeflow's job counters and TaaS's own), /metrics
     handlers              build_registry(controller), kopf_settings(settings): what kopf still

@@ -10,10 +10,10 @@ through); child processes start through `taas_operator.processes`, output goes t
     expansion.py   Kubernetes $(VAR) expansion
     container.py   pod manifest -> the process a kubelet would start (argv, env, cwd)
     netns.py       a private network namespace per job (its own 127.0.0.1), or why not
-    fit.py         do the replicas fit this machine's memory and CPUs?
+    capacity.py    do the replicas fit this machine's memory and CPUs?
     unapplied.py   which parts of the pod templates are not applied here, in one line
     kubelet.py     LocalPod: one pod's process, restarts in place, phase, exit code
-    progress.py    ProgressFile: the chief's training progress, written to a file, read here
+    progress_file.py  ProgressFile: the chief's training progress, written to a file, read here
     display.py     the terminal (taas_operator.terminal) plus planner events, fed to the observer
     job_run.py     JobRun: one job's pods and status; kubelet poll -> planner plan -> act on it
     observer.py    RunObserver: what `taas run --dashboard` is told of the run

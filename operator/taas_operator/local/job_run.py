@@ -6,7 +6,7 @@
         .step(now) -> bool             # poll pods, plan and act when needed; True: table changed
         .stop(now)  .kill()  .alive  .done  .skipped
         .table_rows() -> list[list[str]]  .job_row() -> list[str]
-        .progress                      # local.progress.ProgressFile: the chief's progress
+        .progress                      # local.progress_file.ProgressFile: the chief's progress
 
 `BuildOptions(hosts=...)` points every replica at `127.0.0.1:<its port>`, so TF_CONFIG and
 PS_HOSTS/WORKER_HOSTS/... come from the operator's own builder; with a `network` (the runner's

@@ -4,9 +4,10 @@
                allow_oversubscribe=False)
     run_jobs(jobs: Sequence[TFJob], options: RunOptions, observer=None) -> int   # the exit code
 
-Before anything starts (InputError, exit 2, on any problem): the run must fit this machine
-(`local.fit`; `allow_oversubscribe` turns a misfit into a warning), --logs-dir must be writable,
-every pod must be startable (`JobRun.preflight`, which also warns about what is not applied).
+Before anything starts (InputError, exit 2, on any problem): the run must fit this
+machine (`local.capacity`; `allow_oversubscribe` turns a misfit into a warning), --logs-dir must
+be writable, every pod must be startable (`JobRun.preflight`, which also warns about what is
+not applied).
 Then each job gets a private network namespace (`local.netns`): its replicas reach each other on
 127.0.0.1 and nothing outside the job reaches them. Where none can be made, one warning says why
 and the replicas use the host network; `host_network` asks for that instead.
