@@ -18,7 +18,7 @@ from typing import Any, cast
 from kubernetes import client, config, watch
 
 from taas_operator.api import parse_tfjob
-from taas_operator.engine import BuildOptions, desired_pods, desired_services
+from taas_operator.planner import BuildOptions, desired_pods, desired_services
 
 
 def _create(core: client.CoreV1Api, manifest: dict[str, Any]) -> None:

@@ -45,7 +45,7 @@ from bench.operator.measure import (
 from bench.operator.observer import Observer
 from bench.operator.workloads import Workload, tfjob_manifest
 from taas_operator.api import parse_tfjob
-from taas_operator.engine import BuildOptions, desired_pods, desired_services
+from taas_operator.planner import BuildOptions, desired_pods, desired_services
 
 CATCH_UP_POLL_S = 10.0
 

@@ -6,7 +6,7 @@
     taas dashboard [FLAGS]   a live web page of the cluster's TFJobs (flags: dashboard.flags)
     taas operator [FLAGS]    run the TFJob operator against a cluster (flags: controller.flags)
     taas submit | logs | get | wait | delete   TFJobs on a cluster (taas_operator.client)
-    taas tensorboard JOB.yaml|DIR|JOB          a job's summaries (taas_operator.tensorboard)
+    taas tensorboard JOB.yaml|DIR|JOB          a job's summaries (taas_operator.tensorboard_command)
 
 Each subcommand is registered by an `add_<verb>(subparsers)` function that adds its parser and
 sets `handler` (a function `Namespace -> int`, the exit code). To add a subcommand, write such a
@@ -33,7 +33,7 @@ from taas_operator.client.submitflags import (
     program_options,
 )
 from taas_operator.documents import InputError
-from taas_operator.tensorboard.command import add_tensorboard
+from taas_operator.tensorboard_command.command import add_tensorboard
 
 if TYPE_CHECKING:
     from taas_operator.api import TFJob
@@ -250,7 +250,7 @@ def add_validate(subparsers: argparse._SubParsersAction) -> None:
 # -- render --------------------------------------------------------------------------------------
 def _render(args: argparse.Namespace) -> int:
     from taas_operator.documents import load_tfjobs
-    from taas_operator.engine.render import render_objects
+    from taas_operator.planner.render import render_objects
 
     jobs = load_tfjobs(_path(args), args.namespace)
     sys.stdout.write(render_objects(jobs, args.cluster_domain, args.network_policy))

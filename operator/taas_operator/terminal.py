@@ -1,5 +1,5 @@
 """A job's output in a terminal: replica log lines, notes, and a live table kept at the bottom.
-Shared by `taas run` (local.display adds its observer and the engine's events) and the client's
+Shared by `taas run` (local.display adds its observer and the planner's events) and the client's
 `taas submit` / `taas logs` (client.console).
 
     Display(stream, color: bool, live: bool, logs_dir: str | None, prefix_job: bool)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from taas_operator.api import TFJob, parse_tfjob
-from taas_operator.engine import ObservedPod
+from taas_operator.planner import ObservedPod
 
 
 def manifest(

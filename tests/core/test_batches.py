@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from taas_operator.api import parse_tfjob
 from taas_operator.api.constants import MAX_REPLICAS
 from taas_operator.dashboard.views import replica_views
-from taas_operator.engine import ObservedPod, plan_job
-from taas_operator.engine.batches import BATCH_BYTES, MAX_BATCH, list_page, pod_batch
+from taas_operator.planner import ObservedPod, plan_job
+from taas_operator.planner.batches import BATCH_BYTES, MAX_BATCH, list_page, pod_batch
 
 from .helpers import job, manifest, pod
 

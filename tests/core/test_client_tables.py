@@ -9,7 +9,7 @@ from taas_operator.api import ProgressReport
 from taas_operator.client.console import age, job_lines, jobs_table
 from taas_operator.client.logs import replica_name
 from taas_operator.client.models import ReplicaPod
-from taas_operator.engine import fold_progress, plan_job
+from taas_operator.planner import fold_progress, plan_job
 
 from .helpers import job, pod
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from taas_operator.engine import BuildOptions, desired_pod
+from taas_operator.planner import BuildOptions, desired_pod
 from taas_operator.tfjob import classic_env, cluster_env, is_distributed, service_hosts, tf_config
 
 from .helpers import job

@@ -14,7 +14,7 @@ import yaml
 
 from taas_controlplane.binaries import KUBERNETES_VERSION
 from taas_controlplane.crd.generate import BASE, CRD_FILE, INPUT, rendered, stale
-from taas_controlplane.crd.structural import SchemaError, structural_schema
+from taas_controlplane.crd.structural_schema import SchemaError, structural_schema
 from taas_operator.api.schema import template_schema, tfjob_schema
 from taas_operator.api.structural import check_schema
 

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 
 from taas_operator.api import TFJobValidationError, messages, parse_tfjob
-from taas_operator.engine import (
+from taas_operator.planner import (
     BuildOptions,
     ObservedPod,
     desired_pod_group,
     desired_pods,
     plan_job,
 )
-from taas_operator.engine.gang import gang_waiting, min_resources
+from taas_operator.planner.gang import gang_waiting, min_resources
 
 from .helpers import manifest, pod
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from taas_operator.api import parse_tfjob
-from taas_operator.engine import BuildOptions, ObservedPod, plan_job
+from taas_operator.planner import BuildOptions, ObservedPod, plan_job
 
 from .helpers import manifest, pod
 

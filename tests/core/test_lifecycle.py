@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from taas_operator.api import TFJob, TFJobStatus
-from taas_operator.engine import ObservedPod, Plan, plan_job, status_changed
+from taas_operator.planner import ObservedPod, Plan, plan_job, status_changed
 
 from .helpers import job, pod
 

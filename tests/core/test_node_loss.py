@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from taas_operator.api import TFJob, TFJobStatus
-from taas_operator.engine import ObservedPod, Plan, plan_job
+from taas_operator.planner import ObservedPod, Plan, plan_job
 
 from .helpers import job, pod
 

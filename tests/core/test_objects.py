@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from taas_operator.api import parse_tfjob
-from taas_operator.engine import (
+from taas_operator.planner import (
     desired_network_policy,
     desired_pod,
     desired_pods,

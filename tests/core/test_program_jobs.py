@@ -32,7 +32,7 @@ from taas_operator.client.programs import (
     read_program,
 )
 from taas_operator.documents import parse_tfjobs
-from taas_operator.engine import desired_pods
+from taas_operator.planner import desired_pods
 from taas_operator.tfjob.cluster_spec import CLUSTER_ENV_NAMES, classic_env, service_hosts
 
 REPO = Path(__file__).resolve().parents[2]

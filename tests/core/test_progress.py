@@ -9,7 +9,7 @@ from typing import Any
 
 from taas_operator.api import ProgressReport, parse_tfjob
 from taas_operator.api.constants import DEFAULT_PROGRESS_PORT
-from taas_operator.engine import (
+from taas_operator.planner import (
     ObservedPod,
     chief_pod,
     desired_network_policy,

@@ -11,8 +11,8 @@ import pytest
 
 from taas_operator.api import TFJob
 from taas_operator.documents import InputError
-from taas_operator.engine import Event
 from taas_operator.local.display import RunDisplay, logs_dir
+from taas_operator.planner import Event
 from taas_operator.terminal import Display, format_table
 
 from .helpers import job

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from taas_operator.api import TFJob, TFJobStatus
 from taas_operator.client.console import jobs_table, not_running
 from taas_operator.dashboard.views import job_state
-from taas_operator.engine import ObservedPod, Plan, plan_job
+from taas_operator.planner import ObservedPod, Plan, plan_job
 
 from .helpers import job, pod
 

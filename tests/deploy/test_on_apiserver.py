@@ -33,7 +33,7 @@ from sync_chart import CHART, CRD_SOURCE, INSTALL_YAML, NAMESPACE
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.api import parse_tfjob
-from taas_operator.engine import BuildOptions, desired_pods
+from taas_operator.planner import BuildOptions, desired_pods
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
 

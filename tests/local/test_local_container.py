@@ -12,8 +12,8 @@ import pytest
 
 from taas_operator.api import parse_tfjob
 from taas_operator.documents import InputError
-from taas_operator.engine import BuildOptions, desired_pod
 from taas_operator.local.container import launch_spec
+from taas_operator.planner import BuildOptions, desired_pod
 
 PORTS = {("ps", 0): 40001, ("worker", 0): 40002, ("worker", 1): 40003}
 OPTIONS = BuildOptions(hosts=lambda t, i, port: f"127.0.0.1:{PORTS[(t, i)]}")

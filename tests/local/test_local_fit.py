@@ -1,5 +1,5 @@
 """The pure parts of `taas run`'s checks before it starts: Kubernetes quantities, the fit of a
-run against a given machine (`local.fit`), and which pod template fields are said to be not
+run against a given machine (`local.capacity`), and which pod template fields are said to be not
 applied (`local.unapplied`), for a root and a non-root process. Table tests, no processes."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from local_harness import replica, tfjob
 
 from taas_operator.api import parse_tfjob
-from taas_operator.local.fit import MIB, REPLICA_MEMORY, Machine, check_fit, quantity
+from taas_operator.local.capacity import MIB, REPLICA_MEMORY, Machine, check_fit, quantity
 from taas_operator.local.unapplied import unapplied
 
 GIB = 1024 * MIB

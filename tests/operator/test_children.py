@@ -23,9 +23,9 @@ from taas_operator.controller.watch.children import (
     SERVICES,
     ChildCache,
 )
-from taas_operator.controller.watch.echoes import Echoes
+from taas_operator.controller.watch.expectations import Expectations
 from taas_operator.controller.watch.informer import Informer
-from taas_operator.engine import replica_labels
+from taas_operator.planner import replica_labels
 
 NS, JOB, UID = "team", "job", "uid-1"
 _POD_SPEC = {"containers": [{"name": "tensorflow", "image": "example.com/trainer:1"}]}
@@ -102,16 +102,16 @@ def test_an_older_version_never_replaces_a_newer_one() -> None:
 
 
 def test_pending_echoes_of_children_make_a_pass_list() -> None:
-    echoes = Echoes()
+    expectations = Expectations()
     job = (NS, JOB)
-    echoes.expect(job, ("tfjobs", JOB), "MODIFIED")
-    assert echoes.pending(job, (PODS, SERVICES)) is False  # the status write does not count
-    echoes.expect(job, (PODS, "job-worker-0"))
-    assert echoes.pending(job, (PODS, SERVICES)) is True  # in flight
-    echoes.created(job, (PODS, "job-worker-0"), "7")
-    assert echoes.pending(job, (PODS, SERVICES)) is True  # made, its event not seen yet
-    echoes.seen(job, (PODS, "job-worker-0"), "ADDED", "7")
-    assert echoes.pending(job, (PODS, SERVICES)) is False
+    expectations.expect(job, ("tfjobs", JOB), "MODIFIED")
+    assert expectations.pending(job, (PODS, SERVICES)) is False  # the status write does not count
+    expectations.expect(job, (PODS, "job-worker-0"))
+    assert expectations.pending(job, (PODS, SERVICES)) is True  # in flight
+    expectations.created(job, (PODS, "job-worker-0"), "7")
+    assert expectations.pending(job, (PODS, SERVICES)) is True  # made, its event not seen yet
+    expectations.seen(job, (PODS, "job-worker-0"), "ADDED", "7")
+    assert expectations.pending(job, (PODS, SERVICES)) is False
 
 
 @pytest.mark.controlplane

@@ -18,10 +18,10 @@ from taas_operator.cli import main as taas_main
 from taas_operator.controller import workqueue
 from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
 from taas_operator.controller.handlers import kopf_settings
-from taas_operator.controller.reconcile.events import CREATE, DELETE, Done, pass_events
+from taas_operator.controller.reconcile.recorder import CREATE, DELETE, Done, pass_events
 from taas_operator.controller.watch.children import CHILD_SELECTOR
 from taas_operator.controller.workqueue import WorkQueue
-from taas_operator.engine import Event, backoff_delay
+from taas_operator.planner import Event, backoff_delay
 from taas_operator.settings import OperatorSettings
 
 pytestmark = pytest.mark.timeout(30)
@@ -175,9 +175,10 @@ def test_wake_up_time_is_honoured_and_errors_back_off(monkeypatch: pytest.Monkey
 def test_child_watches_are_filtered_by_the_apiserver() -> None:
     """The pod/service/NetworkPolicy watches carry a label selector, the TFJob watch none;
     every watch is in each watched namespace, or in every namespace."""
+
     from taas_operator.apiserver.transport import Endpoint
     from taas_operator.apiserver.verbs import KubeClient
-    from taas_operator.controller.triggers import Controller
+    from taas_operator.controller.controller import Controller
 
     assert CHILD_SELECTOR == (
         "training.kubeflow.org/operator-name=tfjob-controller,training.kubeflow.org/job-name"
@@ -283,10 +284,11 @@ def test_backoff_doubles_up_to_its_cap() -> None:
 def test_kopf_watches_nothing_and_stores_nothing() -> None:
     """kopf keeps only the lifecycle, login, probe and peering: no resource handler of any
     kind, so it never watches, patches or adds finalizers to TFJobs or their children."""
+
     from taas_operator.apiserver.transport import Endpoint
     from taas_operator.apiserver.verbs import KubeClient
+    from taas_operator.controller.controller import Controller
     from taas_operator.controller.handlers import build_registry
-    from taas_operator.controller.triggers import Controller
 
     registry = build_registry(
         Controller(OperatorSettings(), KubeClient(Endpoint("http://localhost")))

@@ -42,7 +42,7 @@ from operator_harness import (
 from taas_controlplane.binaries import TRAINING_OPERATOR_VERSION, module_source
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.api.models import Recreation, ReplicaStatus, TFJobStatus
-from taas_operator.engine import set_condition
+from taas_operator.planner import set_condition
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 

@@ -4,7 +4,7 @@ watch cache, not with LISTs -- yet a real change still starts a pass, objects th
 exist under the job's names are found, not recreated, and objects deleted while a watch was
 down are found gone.
 
-The Echoes state machine is tested on its own (pure); the rest against the real apiserver. No
+The Expectations state machine is tested on its own (pure); the rest against the real apiserver. No
 kubelet runs: the test writes pod status through the pods/status subresource.
 """
 
@@ -23,58 +23,58 @@ from operator_harness import (
     wait_for,
 )
 
-from taas_operator.controller.watch.echoes import Echoes
-from taas_operator.engine import replica_labels
+from taas_operator.controller.watch.expectations import Expectations
+from taas_operator.planner import replica_labels
 
 POD = ("pods", "job-worker-0")
 
 
 def test_echo_of_own_creation_is_dropped_once() -> None:
-    echoes = Echoes()
-    echoes.expect("job", POD)
-    assert echoes.created("job", POD, "100") is False
-    assert echoes.seen("job", POD, "ADDED", "100") is False  # the echo
-    assert echoes.seen("job", POD, "ADDED", "100") is True  # a second one is news
-    assert echoes.seen("job", POD, "MODIFIED", "101") is True
-    assert len(echoes) == 0
+    expectations = Expectations()
+    expectations.expect("job", POD)
+    assert expectations.created("job", POD, "100") is False
+    assert expectations.seen("job", POD, "ADDED", "100") is False  # the echo
+    assert expectations.seen("job", POD, "ADDED", "100") is True  # a second one is news
+    assert expectations.seen("job", POD, "MODIFIED", "101") is True
+    assert len(expectations) == 0
 
 
 def test_echo_arriving_before_the_post_returns() -> None:
-    echoes = Echoes()
-    echoes.expect("job", POD)
-    assert echoes.seen("job", POD, "ADDED", "100") is False  # held until the POST ends
-    assert echoes.created("job", POD, "100") is False  # it was ours
-    echoes.expect("job", POD)
-    assert echoes.seen("job", POD, "ADDED", "200") is False
-    assert echoes.created("job", POD, None) is True  # the name was taken: someone else's
-    echoes.expect("job", POD)
-    assert echoes.seen("job", POD, "ADDED", "300") is False
-    assert echoes.created("job", POD, "301") is True  # another version than ours
+    expectations = Expectations()
+    expectations.expect("job", POD)
+    assert expectations.seen("job", POD, "ADDED", "100") is False  # held until the POST ends
+    assert expectations.created("job", POD, "100") is False  # it was ours
+    expectations.expect("job", POD)
+    assert expectations.seen("job", POD, "ADDED", "200") is False
+    assert expectations.created("job", POD, None) is True  # the name was taken: someone else's
+    expectations.expect("job", POD)
+    assert expectations.seen("job", POD, "ADDED", "300") is False
+    assert expectations.created("job", POD, "301") is True  # another version than ours
 
 
 def test_other_events_and_other_jobs_always_need_a_pass() -> None:
-    echoes = Echoes()
-    echoes.expect("job", POD)
-    assert echoes.seen("job", POD, "DELETED", "90") is True
-    assert echoes.seen("other", POD, "ADDED", "100") is True
-    assert echoes.seen("job", ("services", "job-worker-0"), "ADDED", "100") is True
-    assert echoes.seen("job", POD, None, "100") is True  # a (re)listing is not an echo
-    assert echoes.created("job", POD, "100") is False
-    echoes.forget("job")
-    assert echoes.seen("job", POD, "ADDED", "100") is True
-    assert len(echoes) == 0
+    expectations = Expectations()
+    expectations.expect("job", POD)
+    assert expectations.seen("job", POD, "DELETED", "90") is True
+    assert expectations.seen("other", POD, "ADDED", "100") is True
+    assert expectations.seen("job", ("services", "job-worker-0"), "ADDED", "100") is True
+    assert expectations.seen("job", POD, None, "100") is True  # a (re)listing is not an echo
+    assert expectations.created("job", POD, "100") is False
+    expectations.forget("job")
+    assert expectations.seen("job", POD, "ADDED", "100") is True
+    assert len(expectations) == 0
 
 
 def test_status_write_echo_is_a_modified_event() -> None:
-    echoes = Echoes()
+    expectations = Expectations()
     job = ("tfjobs", "job")
-    echoes.expect("job", job, "MODIFIED")
-    assert echoes.seen("job", job, "ADDED", "5") is True  # not the type a status write makes
-    assert echoes.seen("job", job, "MODIFIED", "6") is False
-    assert echoes.created("job", job, "6") is False
-    echoes.expect("job", job, "MODIFIED")
-    assert echoes.seen("job", job, "MODIFIED", "7") is False
-    assert echoes.created("job", job, None) is True  # the write failed: that was someone else
+    expectations.expect("job", job, "MODIFIED")
+    assert expectations.seen("job", job, "ADDED", "5") is True  # not the type a status write makes
+    assert expectations.seen("job", job, "MODIFIED", "6") is False
+    assert expectations.created("job", job, "6") is False
+    expectations.expect("job", job, "MODIFIED")
+    assert expectations.seen("job", job, "MODIFIED", "7") is False
+    assert expectations.created("job", job, None) is True  # the write failed: that was someone else
 
 
 def _count(log: str, text: str) -> int:
@@ -92,7 +92,7 @@ def test_one_pass_creates_a_job_and_real_changes_still_count(
     admin.create_tfjob(ns, tfjob(name, {"PS": {}, "Worker": {"replicas": 2}}))
     pods = wait_for(lambda: len(p := admin.pods(ns, name)) == 3 and p, "3 pods")
     wait_for(lambda: len(admin.services(ns, name)) == 3, "3 services")
-    # 3 pods + 3 services + the NetworkPolicy: 7 echoes, all dropped.
+    # 3 pods + 3 services + the NetworkPolicy: 7 expectations, all dropped.
     echo = f"{ns}/{name}: echo of our creation of "
     wait_for(lambda: _count(operator.log(), echo) == 7, "7 echoes dropped", timeout=10)
     log = operator.log()

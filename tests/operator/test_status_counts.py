@@ -15,7 +15,7 @@ from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, w
 
 from taas_operator.api import TFJobStatus
 from taas_operator.controller.reconcile.status import COUNTS_HOLD_S, StatusWriter
-from taas_operator.engine import counts_only_change
+from taas_operator.planner import counts_only_change
 
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 KEY = ("ns", "job")

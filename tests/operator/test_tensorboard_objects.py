@@ -26,7 +26,7 @@ from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, w
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.apiserver.blocking import Connection
-from taas_operator.tensorboard.proxy import ServiceProxy
+from taas_operator.tensorboard_command.proxy import ServiceProxy
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 

@@ -11,7 +11,7 @@ import yaml
 from taas_controlplane.__main__ import main
 from taas_controlplane.sim.annotations import EXIT_CODE, RUN_SECONDS, container_plan
 from taas_controlplane.sim.cluster import STAGES
-from taas_controlplane.sim.nodes import KWOK_LABEL, node_manifests
+from taas_controlplane.sim.node_objects import KWOK_LABEL, node_manifests
 
 
 def test_nodes_have_capacity_gpus_and_their_own_pod_cidr() -> None:

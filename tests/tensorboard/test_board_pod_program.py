@@ -1,4 +1,4 @@
-"""The program a job's TensorBoard pod runs (`engine/tensorboard_main.py`), run here as the
+"""The program a job's TensorBoard pod runs (`tensorboard/pod_program.py`), run here as the
 Deployment's command says, on real TensorBoard: its page comes without
 `Content-Encoding: identity`, the header the apiserver's service proxy cannot pass on for HTML
 (the e2e test `test_user_view` reads the page through that proxy)."""
@@ -12,8 +12,8 @@ import urllib.request
 from pathlib import Path
 
 from taas_operator.api import parse_tfjob
-from taas_operator.engine.tensorboard import desired_tensorboard
 from taas_operator.processes import LOCAL_IP, free_ports, spawn, stop
+from taas_operator.tensorboard.objects import desired_tensorboard
 
 
 def _pod_command(logdir: Path) -> list[str]:

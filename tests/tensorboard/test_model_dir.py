@@ -1,5 +1,5 @@
 """Where a TFJob's chief writes its summaries, read as the trainer reads it, and the TensorBoard
-objects the operator makes from it (`taas_operator.engine.tensorboard`, pure: no cluster)."""
+objects the operator makes from it (`taas_operator.tensorboard.objects`, pure: no cluster)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from taas.core.settings import DEFAULT_MODEL_DIR as TRAINER_DEFAULT
 from taas.core.settings import env_names, flag_names
 from taas_operator.api import parse_tfjob
 from taas_operator.api.constants import LABEL_JOB_NAME
-from taas_operator.engine.tensorboard import (
+from taas_operator.tensorboard.objects import (
     DEFAULT_MODEL_DIR,
     MODEL_DIR_ENV,
     MODEL_DIR_FLAGS,

@@ -8,7 +8,7 @@ import json
 import pytest
 from trainer_harness import run_program
 
-from taas.core.cluster import resolve_cluster
+from taas.core.placement import resolve_cluster
 from taas.core.settings import SettingsError, TrainerSettings
 from taas.keras.strategies import plan_strategy
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from taas.core.cluster import ClusterInfo, resolve_cluster, strip_cluster_flags
+from taas.core.placement import ClusterInfo, resolve_cluster, strip_cluster_flags
 from taas.core.settings import SettingsError, load_settings, parse_flags, refuse_fit_only
 
 

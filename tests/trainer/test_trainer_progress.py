@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from taas.core.progress import ProgressReporter, checkpoint_step, nothing_to_train
+from taas.core.progress_log import ProgressReporter, checkpoint_step, nothing_to_train
 
 
 def test_progress_line_has_rates_and_eta() -> None:

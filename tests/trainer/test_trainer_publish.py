@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from trainer_harness import LocalCluster, run_program
 
-from taas.core.progress import ProgressReporter
+from taas.core.progress_log import ProgressReporter
 from taas.core.publish import (
     SCALARS,
     TERMINATION_BYTES,

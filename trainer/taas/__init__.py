@@ -169,7 +169,7 @@ _LAZY = {
     "CaicloudDistTensorflowBase": "taas.graph.trainer",
     "KerasTrainer": "taas.keras.trainer",
     "run": "taas.program",
-    "ClusterInfo": "taas.core.cluster",
+    "ClusterInfo": "taas.core.placement",
     "ExitCode": "taas.core.exit_codes",
     "SettingsError": "taas.core.settings",
     "TrainerSettings": "taas.core.settings",

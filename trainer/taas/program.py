@@ -5,7 +5,7 @@
 
 The top layer of ``taas``: the only module that knows both ``taas.graph`` and ``taas.keras``
 (each hook class's own ``main()`` names its engine directly). The engines, and TensorFlow with
-them, are imported when :func:`engine_for` is called, which the runner does after ``--help`` and
+them, are imported when :func:`engine_for` is called, which ``launch`` does after ``--help`` and
 the settings checks.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import NoReturn
 
-from taas.core import runner
+from taas.core import launch
 from taas.core.engine import EngineFactory
 
 
@@ -40,4 +40,4 @@ def engine_for(trainer_cls: type) -> EngineFactory:
 def run(trainer_cls: type, argv: Sequence[str] | None = None) -> NoReturn:
     """Build ``trainer_cls()``, run this task's part, and exit with the code (see
     ``taas.core.exit_codes``); what ``MyTrainer.main()`` does, for any trainer class."""
-    runner.run(trainer_cls, argv, engine_for)
+    launch.run(trainer_cls, argv, engine_for)

@@ -5,7 +5,7 @@ Public surface:
     template_errors(replica_type, template) -> list[FieldError]   a pod template's schema errors
     TFJob, TFJobSpec, ReplicaSpec, RunPolicy, TFJobStatus, JobCondition, ReplicaStatus, Recreation,
     TFJobProgress, ScalarPoint
-    ProgressReport                       what a chief publishes (taas_operator.api.progress)
+    ProgressReport                       what a chief publishes (taas_operator.api.progress_report)
     TFJobValidationError (.errors: list[FieldError(path, message)])
     constants (label keys, reasons, defaults) in `taas_operator.api.constants`
     messages (shared with the CRD's CEL rules) in `taas_operator.api.messages`
@@ -27,7 +27,7 @@ from taas_operator.api.models import (
     TFJobStatus,
     format_time,
 )
-from taas_operator.api.progress import ProgressReport
+from taas_operator.api.progress_report import ProgressReport
 from taas_operator.api.validation import (
     FieldError,
     TFJobValidationError,

@@ -1,7 +1,7 @@
 """Names and defaults of the kubeflow.org/v1 TFJob API, in one place.
 
 Everything here is a plain constant: the pydantic models, the CRD tests, the pod builder and the
-lifecycle engine all read the same values, so a label key or a default port is spelled once.
+planner all read the same values, so a label key or a default port is spelled once.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ LABEL_POD_GROUP: Final = "scheduling.x-k8s.io/pod-group"
 ANNOTATION_POD_GROUP_CHANGED: Final = "taas.dev/pod-group-spec-changed"
 
 # Kueue (`kueue.x-k8s.io`): what its `pod` integration reads on pods and writes on them
-# (`--kueue-pod-groups`, `taas_operator.engine.kueue`).
+# (`--kueue-pod-groups`, `taas_operator.planner.kueue`).
 KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 KUEUE_PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
 KUEUE_GROUP_LABEL: Final = "kueue.x-k8s.io/pod-group-name"
@@ -116,7 +116,7 @@ REASON_EVICTED_BY_KUEUE: Final = "EvictedByKueue"
 REASON_ADMITTED_BY_KUEUE: Final = "AdmittedByKueue"
 
 # Training progress (TaaS): the chief of a job run with the trainer library publishes a JSON
-# document (`taas_operator.api.progress.ProgressReport`): over HTTP at GET PROGRESS_PATH on
+# document (`taas_operator.api.progress_report.ProgressReport`): over HTTP at GET PROGRESS_PATH on
 # TCP port $TAAS_PROGRESS_PORT (default DEFAULT_PROGRESS_PORT) in a pod, and into the file
 # $TAAS_PROGRESS_FILE under `taas run`. The trainer (`taas.publish`) spells the same names.
 # The operator declares that port on the chief's tensorflow container as PROGRESS_PORT_NAME

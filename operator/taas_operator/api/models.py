@@ -12,7 +12,7 @@ TaaS adds two status fields Kubeflow lacks: `status.recreations` (pod name -> `R
 count of pods the operator deleted and recreated after a failure, so backoffLimit can cap
 recreations (ExitCode, evictions) level-triggered, across operator restarts; and
 `status.progress` (`TFJobProgress`), the chief's training progress as last read (what the
-PROGRESS and ETA columns of `kubectl get tfjobs` show; `taas_operator.engine.progress`).
+PROGRESS and ETA columns of `kubectl get tfjobs` show; `taas_operator.planner.progress`).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ class ReplicaSpec(_Wire):
 
 
 class SchedulingPolicy(_Wire):
-    """Gang scheduling: honoured with `--gang-scheduler-name` (`taas_operator.engine.gang`)."""
+    """Gang scheduling: honoured with `--gang-scheduler-name` (`taas_operator.planner.gang`)."""
 
     min_available: int | None = None
     queue: str | None = None
@@ -159,7 +159,7 @@ class ScalarPoint(_Wire):
 
 
 class TFJobProgress(_Wire):
-    """TaaS: how far training got, as the chief last reported it (engine.progress writes it).
+    """TaaS: how far training got, as the chief last reported it (planner.progress writes it).
 
     `percent` and `etaSeconds` are for programs; `percentText` ("40%") and `eta` ("1m35s") are
     what `kubectl get tfjobs` prints (printer columns read strings as they are). The ETA is the

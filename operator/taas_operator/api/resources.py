@@ -1,5 +1,7 @@
-"""Where each Kubernetes resource TaaS reads or writes lives on the apiserver: the one place every
-apiserver URL path is built (operator, client's watches, dashboard).
+"""Where each Kubernetes resource TaaS reads or writes lives on the apiserver: the operator, the
+client's watches and the dashboard build their resource paths here. (Not every path: the review
+APIs stay in the dashboard, the service proxy's in `taas tensorboard`'s proxy, and the client's
+official kubernetes package builds its own.)
 
     Kind(group, version, plural).path(namespace="", name="", sub="") -> str
     TFJOB, POD, SERVICE, POLICY, EVENT, CONFIG_MAP, POD_GROUP, DEPLOYMENT   # the kinds TaaS touches

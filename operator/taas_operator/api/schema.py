@@ -1,4 +1,4 @@
-"""The TFJob CRD's openAPIV3Schema, shipped with the package, for `taas validate` and the engine.
+"""The TFJob CRD's openAPIV3Schema, shipped with the package, for `taas validate` and the planner.
 
     tfjob_schema() -> Mapping      # the whole object's schema (checked once by check_schema)
     template_schema() -> Mapping   # spec.tfReplicaSpecs.<type>.template (a PodTemplateSpec)

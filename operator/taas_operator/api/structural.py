@@ -45,7 +45,7 @@ _KEYWORDS = frozenset(
         "x-kubernetes-list-map-keys",
         "x-kubernetes-map-type",
         "x-kubernetes-validations",  # CEL: its rules are implemented in validation.py
-        "x-taas-pod-enum",  # pod validation's enums (tools/taas_controlplane/crd/structural.py)
+        "x-taas-pod-enum",  # pod validation's enums (taas_controlplane.crd.structural_schema)
     }
 )
 _INT_OR_STRING_ANY_OF = [{"type": "integer"}, {"type": "string"}]

@@ -106,7 +106,7 @@ def template_errors(replica_type: str, template: Any) -> list[FieldError]:
     """Schema and list-type errors of one replica's pod template (unknown fields ignored, as the
     apiserver prunes them): what the pod builder needs to hold before it can read a template.
 
-    The engine asks on every pass and templates rarely change, so answers are remembered by
+    the planner asks on every pass and templates rarely change, so answers are remembered by
     the template's JSON text."""
     try:
         text = json.dumps(template, sort_keys=True, allow_nan=False)

@@ -202,7 +202,7 @@ def _get(args: argparse.Namespace) -> int:
 def _tensorboard_line(job: Any) -> str | None:
     """Where the job's TensorBoard is: the command for the operator's, or the job's link."""
     from taas_operator.api.constants import TENSORBOARD_ANNOTATION
-    from taas_operator.engine.tensorboard import (
+    from taas_operator.tensorboard.objects import (
         tensorboard_command,
         tensorboard_link,
         tensorboard_request,
@@ -218,7 +218,7 @@ def _tensorboard_line(job: Any) -> str | None:
 
 # -- wait ----------------------------------------------------------------------------------------
 def _wait(args: argparse.Namespace) -> int:
-    from taas_operator.engine import job_state, progress_columns
+    from taas_operator.planner import job_state, progress_columns
 
     client = _client(args)
     shown: list[tuple[str, str, str]] = []

@@ -7,7 +7,7 @@ live view of `taas submit` / `taas logs -f`.
     follow_job(client, job, display, poll_s=1.0) -> TFJob      # submit: table, logs, events
 
 `follow_job` draws the replica table and the job row (STATE, PROGRESS, ETA: the columns `taas
-run` and `kubectl get tfjobs` show, from `engine.progress`) as `taas run` does (a footer on a
+run` and `kubectl get tfjobs` show, from `planner.progress`) as `taas run` does (a footer on a
 TTY, printed on change elsewhere), prints the job's events as `taas:` notes and every
 replica's log lines with `[worker-1]` prefixes, until the job has Succeeded or Failed and its
 logs are drained.
@@ -26,7 +26,7 @@ from taas_operator.api.text import printable
 from taas_operator.apiserver.errors import ApiError
 from taas_operator.client.jobs import TFJobClient
 from taas_operator.client.models import ReplicaPod
-from taas_operator.engine import job_state, progress_columns
+from taas_operator.planner import job_state, progress_columns
 from taas_operator.terminal import Display, format_table
 
 ENDING_EVENT_WAIT_S = 5.0

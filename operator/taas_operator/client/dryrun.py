@@ -4,7 +4,7 @@
 
 Asks the apiserver with `dryRun=All` (every admission step runs, nothing is stored) for the
 TFJob itself (the CRD's schema and CEL rules, admission webhooks such as Kueue's) and, for each
-replica type, the pod the operator would create from its template (`engine.desired_pod`: pod
+replica type, the pod the operator would create from its template (`planner.desired_pod`: pod
 validation, Pod Security Admission, LimitRanges, quotas): what `kubectl apply` accepts but the
 operator's pods would then fail on is said before anything is applied. A name already taken is
 no problem (`kubectl apply` would update the TFJob; the operator names its own pods).
@@ -17,7 +17,7 @@ from taas_operator.api.constants import PLURAL
 from taas_operator.api.resources import POD, TFJOB
 from taas_operator.apiserver.errors import AlreadyExists, ApiError, Request
 from taas_operator.client.jobs import TFJobClient
-from taas_operator.engine import desired_pod
+from taas_operator.planner import desired_pod
 
 DRY_RUN = {"dryRun": "All"}
 

@@ -8,20 +8,21 @@ here, so `taas_operator.controller.flags` stays light for the `taas` command lin
                           vanished
     watch/jobcache        JobCache: the newest version of every TFJob seen
     watch/children        ChildCache: every job's pods, services and NetworkPolicies
-    watch/echoes          Echoes: watch events that only echo the operator's own writes
+    watch/expectations    Expectations: watch events that only echo the operator's own writes
     watch/peering         PeeringGate: kopf's peering decision, read from kopf's peering object
-    triggers              Controller: the watches -> the caches and the work queue -> passes
+    controller            Controller: the watches -> the caches and the work queue -> passes
     workqueue             WorkQueue: coalesced, serialized passes, a background lane, one timer
                           per job
-    reconcile/jobpass     JobPass: one pass = read -> `engine.plan_job` -> carry out the Plan
-    reconcile/progress    ProgressPoller: each running job's chief read for training progress
+    reconcile/reconciler  Reconciler: one pass = read -> `planner.plan_job` -> carry out the Plan
+    reconcile/progress_poller
+                          ProgressPoller: each running job's chief read for training progress
     reconcile/status      StatusWriter: the status write (resourceVersion-checked, Conflict ->
                           re-read), the recreations a pruning CRD drops, the transition metrics
-    reconcile/pruning     PrunedRecreations: status.recreations kept in memory under Kubeflow's
+    reconcile/recreations PrunedRecreations: status.recreations kept in memory under Kubeflow's
                           CRD
     reconcile/actions     Actions: create/delete pods and services, the NetworkPolicy, the TTL
                           delete
-    reconcile/events      pass_events, EventRecorder: one event per pass naming what it did;
+    reconcile/recorder    pass_events, EventRecorder: one event per pass naming what it did;
                           Warnings once
     metrics               Prometheus metrics (Kubeflow's job counters and TaaS's own), /metrics
     handlers              build_registry(controller), kopf_settings(settings): what kopf still

@@ -8,7 +8,7 @@ credentials as the Controller, serves `/healthz` (its probe reports the jobs cac
 `peering` set, keeps this replica's entry in the peering object up to date (its keepalive; a
 random priority per process, so that the highest runs and the others wait). kopf watches
 nothing else: the Controller's own watches (`informer`) replaced kopf's resource handlers,
-which cost more CPU per watch event than all the rest (the operator benchmark's profile), and
+which cost more CPU per watch event than all the rest (docs/benchmarks.md, "kopf's watches"), and
 the Controller reads the peering decision from the same object kopf keeps (`peering`).
 Why that is safe:
 - peering: the same rule as kopf's on the same data; while paused no pass starts (the work
@@ -31,7 +31,7 @@ from typing import Any
 import kopf
 
 from taas_operator.apiserver.transport import Endpoint
-from taas_operator.controller.triggers import Controller
+from taas_operator.controller.controller import Controller
 from taas_operator.settings import OperatorSettings
 
 logger = logging.getLogger("taas_operator.controller")

@@ -25,9 +25,9 @@ import kopf
 from taas_operator.apiserver.errors import ConfigError
 from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller import metrics
+from taas_operator.controller.controller import Controller
 from taas_operator.controller.flags import UsageError, add_arguments, settings_from_args
 from taas_operator.controller.handlers import build_registry, kopf_settings
-from taas_operator.controller.triggers import Controller
 from taas_operator.controller.watch.peering import own_identity
 from taas_operator.settings import OperatorSettings
 

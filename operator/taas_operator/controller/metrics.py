@@ -5,7 +5,7 @@
     job_deleted(namespace)                           # a TFJob DELETED watch event (triggers)
     api_error(verb, resource, code)                  # a non-2xx API answer (kube)
     timed_pass()                                     # context manager around a pass (triggers)
-    pods_created(job, plan, failed, now)             # after a pass's creations (jobpass)
+    pods_created(job, plan, failed, now)             # after a pass's creations (reconciler)
     progress_read(result)                            # one read of a chief's progress
     REGISTRY                                         # everything above (tests render it)
 
@@ -70,7 +70,7 @@ from taas_operator.api.constants import (
 )
 from taas_operator.api.models import TFJob
 from taas_operator.api.text import printable
-from taas_operator.engine import Plan
+from taas_operator.planner import Plan
 
 FRAMEWORK = "tensorflow"
 REGISTRY = CollectorRegistry(auto_describe=True)

@@ -13,21 +13,22 @@ Events for one job arrive in bursts (its pods and services change together); `re
 queues the key once, and a key requested while its pass runs gets exactly one more pass after
 it, so two passes of one job never overlap. After a pass its returned time arms the job's only
 timer (on time: activeDeadlineSeconds, ttlSecondsAfterFinished); a pass that raises is retried
-with an exponential backoff (`engine.backoff_delay`: 1 s doubling to 5 min), logged, never
+with an exponential backoff (`planner.backoff_delay`: 1 s doubling to 5 min), logged, never
 crashing the operator.
 `max_running` workers (one per request when None) take keys in the order they were requested,
 so when many jobs arrive together the first ones finish first instead of all advancing slowly
 side by side. Background requests (the re-check of every job the operator lists when it
-starts, see `triggers`) are taken only when no other key waits: a job created while 5,000 are
+starts, see `controller`) are taken only when no other key waits: a job created while 5,000 are
 re-checked is not served after them; a later ordinary request for a key moves it to the front
 lane. Waiting keys cost a queue entry, not a task (a restart queues thousands).
 A key whose pass cost much (`cost`: the seconds of computing it, told by the pass's owner; a
 job of a thousand replicas, whose passes read every pod) cools down for `COOL_DOWN` times that
 cost (`COOL_MAX_S` at most) before its next pass: requests meanwhile wait and coalesce into one
-pass, as Kubernetes' Job controller batches a second of pod events. A job of 1,100 replicas
-whose pods all change for minutes then takes about 1% of the operator's CPU instead of all of
-it, and sees each change within a second; a pass that cost less than `COOL_AFTER_S` (a job of
-a few dozen replicas) is not held back. The time a pass waits for the apiserver does not count.
+pass, as Kubernetes' Job controller batches a second of pod events. A job of a thousand
+replicas whose pods all change for minutes then takes a small share of the operator's CPU (a
+pass at most every `COOL_DOWN` times its cost) instead of all of it, and still sees each change
+within `COOL_MAX_S`; a pass that cost less than `COOL_AFTER_S` (a job of a few dozen replicas)
+is not held back. The time a pass waits for the apiserver does not count.
 No Kubernetes here: keys are opaque, e.g. (namespace, name).
 """
 
@@ -40,7 +41,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
 from datetime import UTC, datetime
 
-from taas_operator.engine import backoff_delay
+from taas_operator.planner import backoff_delay
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ PassFn = Callable[[Hashable], Awaitable[datetime | None]]
 CostFn = Callable[[Hashable], float]
 BACKOFF_START = 1.0
 BACKOFF_MAX = 300.0
-#: Wake a little after the due time: the engine truncates `now` to whole seconds.
+#: Wake a little after the due time: the planner truncates `now` to whole seconds.
 _SLACK = 0.05
 FRONT, BACKGROUND = False, True
 #: After a pass that cost at least `COOL_AFTER_S` seconds, its key waits this many times that

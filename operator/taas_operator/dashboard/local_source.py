@@ -6,7 +6,7 @@
 The runner tells the source of every change (`changed(run)`, from its main thread) and hands it
 every log line (from the replicas' reader threads) and engine event. The source writes, in the
 runner's thread, what Kubernetes would serve for the same job: the TFJob as JSON (its status is
-what `taas run` computed with the operator's engine), one pod per replica in the pod shape (phase,
+what `taas run` computed with the operator's planner), one pod per replica in the pod shape (phase,
 the `tensorflow` container's state, restart count, exit code and reason) and Events; then hands
 them to the server's event loop with `call_soon_threadsafe`. The page's views are built from
 these by the same code as in a cluster (`dashboard.views`).

@@ -10,7 +10,7 @@
 
 Both sources feed these functions the same shapes: a cluster gives the TFJob, pods and events
 as the apiserver serves them; a local run (`taas run --dashboard`) gives its TFJob model's JSON,
-pods written from its processes in the pod shape, and the engine's events in the Event shape.
+pods written from its processes in the pod shape, and the planner's events in the Event shape.
 So the page, its tests and its wording are the same for both places a job runs.
 
 The progress is passed through as the TFJob status holds it (`status.progress`, written by the
@@ -40,7 +40,7 @@ from taas_operator.api.constants import (
 )
 from taas_operator.api.events import KubeEvent
 from taas_operator.api.validation import normalize_replica_type
-from taas_operator.engine.tensorboard import tensorboard_command, tensorboard_link
+from taas_operator.tensorboard.objects import tensorboard_command, tensorboard_link
 from taas_operator.tfjob import replica_name
 
 _DROPPED_ANNOTATIONS = ("kubectl.kubernetes.io/last-applied-configuration",)

@@ -98,7 +98,7 @@ def _local_path(env: dict[str, str]) -> str:
 
 
 def launch_spec(pod: Mapping[str, Any], base: Mapping[str, str] | None = None) -> Launch:
-    """The local process for a pod manifest built by the engine; InputError if it cannot run.
+    """The local process for a pod manifest built by the planner; InputError if it cannot run.
     `base`: the environment under the container's (default: `base_env(EnvPolicy())`)."""
     name = str((pod.get("metadata") or {}).get("name", ""))
     container = _container(pod)

@@ -1,10 +1,10 @@
 """What people see during `taas run`: the terminal (`taas_operator.terminal.Display`: replica
-logs, the live replica table, notes) plus the engine's events, and every line and event handed
+logs, the live replica table, notes) plus the planner's events, and every line and event handed
 to the run's observer (`taas run --dashboard`) too.
 
     RunDisplay(stream, color, live, logs_dir, prefix_job, observer: OutputObserver | None)
         .line(job, pod, raw: bytes)   as Display.line, and to the observer
-        .event(job, event)            an engine event: `taas: Normal TFJobRunning: ...`
+        .event(job, event)            a planner event: `taas: Normal TFJobRunning: ...`
         .note(text)  .warn(text)  .table(lines)  .final(text)  .close()   as Display's
 
     OutputObserver   # the part of a local.observer.RunObserver the display feeds: line, event
@@ -20,7 +20,7 @@ from typing import IO, Protocol
 from taas_operator.api import TFJob
 from taas_operator.api.text import printable
 from taas_operator.documents import InputError
-from taas_operator.engine import Event
+from taas_operator.planner import Event
 from taas_operator.terminal import Display
 
 
@@ -41,7 +41,7 @@ def logs_dir(path: str) -> Path:
 
 
 class OutputObserver(Protocol):
-    """Is handed every log line and engine event of a local run (from the runner's threads)."""
+    """Is handed every log line and planner event of a local run (from the runner's threads)."""
 
     def line(self, job: str, pod: str, raw: bytes) -> None: ...
 
@@ -71,7 +71,7 @@ class RunDisplay(Display):
         super().line(job, pod, raw)
 
     def event(self, job: TFJob, event: Event) -> None:
-        """An event the engine records on the job (in a cluster: a Kubernetes Event)."""
+        """An event the planner records on the job (in a cluster: a Kubernetes Event)."""
         if self.observer is not None:
             self.observer.event(job, event.type, event.reason, event.message)
         self.note(printable(f"{event.type} {event.reason}: {event.message}"))

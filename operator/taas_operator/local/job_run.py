@@ -6,13 +6,13 @@
         .step(now) -> bool             # poll pods, plan and act when needed; True: table changed
         .stop(now)  .kill()  .alive  .done  .skipped
         .table_rows() -> list[list[str]]  .job_row() -> list[str]
-        .progress                      # local.progress.ProgressFile: the chief's progress
+        .progress                      # local.progress_file.ProgressFile: the chief's progress
 
 `BuildOptions(hosts=...)` points every replica at `127.0.0.1:<its port>`, so TF_CONFIG and
 PS_HOSTS/WORKER_HOSTS/... come from the operator's own builder; with a `network` (the runner's
 default) that 127.0.0.1 is the job's own loopback, shared by its replicas only. `step`:
 1. the local kubelet polls its pods (exits, in-place restarts, grace periods);
-2. when something changed, or the engine asked to be called again (`requeue_at`: deadline),
+2. when something changed, or the planner asked to be called again (`requeue_at`: deadline),
    `sync` asks `plan_job(job, observed pods, now)` for a Plan and carries it out like the
    operator does: status first, then delete pods (stop processes) and create pods (start
    processes), then the events are printed; `services=None`: there are no services locally;
@@ -21,7 +21,7 @@ default) that 127.0.0.1 is the job's own loopback, shared by its replicas only. 
    says so; Ctrl-C stops them), as they would in a cluster.
 Training progress: the chief (a program using the trainer library) writes it to the job's
 `ProgressFile`; a new document makes `sync` fold it into the status with the operator's own
-`engine.fold_progress` (at most once a second here), so the job row shows the PROGRESS and ETA
+`planner.fold_progress` (at most once a second here), so the job row shows the PROGRESS and ETA
 `kubectl get tfjobs` would.
 """
 
@@ -35,7 +35,14 @@ from typing import Any
 from taas_operator.api import ProgressReport, TFJob
 from taas_operator.api.constants import DEFAULT_CONTAINER_NAME
 from taas_operator.documents import InputError
-from taas_operator.engine import (
+from taas_operator.local.container import LOCAL_IP, launch_spec
+from taas_operator.local.display import RunDisplay
+from taas_operator.local.environment import EnvPolicy, base_env
+from taas_operator.local.kubelet import LocalPod
+from taas_operator.local.netns import PrivateNetwork
+from taas_operator.local.progress_file import INTERVAL_S, ProgressFile
+from taas_operator.local.unapplied import unapplied
+from taas_operator.planner import (
     BuildOptions,
     chief_slot,
     desired_pods,
@@ -44,13 +51,6 @@ from taas_operator.engine import (
     plan_job,
     progress_columns,
 )
-from taas_operator.local.container import LOCAL_IP, launch_spec
-from taas_operator.local.display import RunDisplay
-from taas_operator.local.environment import EnvPolicy, base_env
-from taas_operator.local.kubelet import LocalPod
-from taas_operator.local.netns import PrivateNetwork
-from taas_operator.local.progress import INTERVAL_S, ProgressFile
-from taas_operator.local.unapplied import unapplied
 from taas_operator.processes import free_ports
 from taas_operator.tfjob import replica_name
 
@@ -140,7 +140,7 @@ class JobRun:
         return changed
 
     def sync(self, now: datetime) -> None:
-        """Plan with the engine and carry the plan out, as the operator's pass does."""
+        """Plan with the planner and carry the plan out, as the operator's pass does."""
         plan = plan_job(
             self.job, [p.observed() for p in self.pods.values()], now, options=self.options
         )
@@ -173,7 +173,7 @@ class JobRun:
         return any(p.alive or p.restart_at or p.deleting_since for p in self.pods.values())
 
     def stall(self) -> None:
-        """Nothing runs and the engine plans nothing more: end instead of waiting for ever."""
+        """Nothing runs and the planner plans nothing more: end instead of waiting for ever."""
         if self.job.status.is_true("Suspended"):
             self.skipped = "spec.runPolicy.suspend is true (set it to false to run the job)"
         else:
@@ -196,7 +196,7 @@ class JobRun:
                 f"exit (Ctrl-C stops them)"
             )
         elif leftovers and policy != "None":
-            for pod in leftovers:  # not expected: the engine deletes active pods itself
+            for pod in leftovers:  # not expected: the planner deletes active pods itself
                 pod.delete(now)
         self.done = not any(p.alive for p in self.pods.values())
 

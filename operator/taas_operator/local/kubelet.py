@@ -3,9 +3,9 @@
     LocalPod(manifest, uid, launch, on_line, namespaces=())
         # on_line(pod name, output line as bytes); namespaces: fds the process enters (netns)
         .start()  .poll(now) -> bool (state changed)  .delete(now)  .kill()
-        .observed() -> ObservedPod  (what the lifecycle engine reads)
+        .observed() -> ObservedPod  (what the planner reads)
 
-Like a kubelet, it applies the pod's own restartPolicy (the engine wrote it from the replica's:
+Like a kubelet, it applies the pod's own restartPolicy (the planner wrote it from the replica's:
 Never, OnFailure, Always; ExitCode becomes Never): with OnFailure (non-zero exit) and Always
 (any exit) the process is started again in place and restartCount goes up, with a crash-loop
 back-off of 1, 2, 4 ... 10 s (the kubelet's is 10 s doubling to 5 min; shorter here so local
@@ -31,9 +31,9 @@ from typing import Any
 
 from taas_operator.api.constants import LABEL_REPLICA_INDEX, LABEL_REPLICA_TYPE
 from taas_operator.api.validation import normalize_replica_type
-from taas_operator.engine import ObservedPod, backoff_delay
-from taas_operator.engine.observed import PodPhase
 from taas_operator.local.container import Launch
+from taas_operator.planner import ObservedPod, backoff_delay
+from taas_operator.planner.observed import PodPhase
 from taas_operator.processes import signal_group, spawn
 
 LOCAL_GRACE_SECONDS = 5
@@ -176,7 +176,7 @@ class LocalPod:
         return self.deleting_since is not None and not self.running
 
     def observed(self) -> ObservedPod:
-        """The pod as the lifecycle engine sees it."""
+        """The pod as the planner sees it."""
         return ObservedPod(
             name=self.name,
             replica_type=self.replica_type,

@@ -5,7 +5,7 @@ plugs into (the dashboard sits above this layer, so the runner only knows this p
         .started(runs)                          # once, before the loop; from the main thread
         .changed(run)                           # a job's status or pods changed; main thread
         .line(job, pod, raw)                    # one log line; from a replica's reader thread
-        .event(job, type_, reason, message)     # an engine event, as the operator records it
+        .event(job, type_, reason, message)     # a planner event, as the operator records it
         .finished(runs)                         # once, after every replica has stopped
 
 Calls come from the runner's threads: an observer hands what it needs over to its own thread and

@@ -1,17 +1,18 @@
-"""`taas run`: drive TFJobs on this machine with the operator's own engine.
+"""`taas run`: drive TFJobs on this machine with the operator's own planner.
 
     RunOptions(logs_dir=None, color=True, table=True, host_network=False,
                allow_oversubscribe=False)
     run_jobs(jobs: Sequence[TFJob], options: RunOptions, observer=None) -> int   # the exit code
 
-Before anything starts (InputError, exit 2, on any problem): the run must fit this machine
-(`local.fit`; `allow_oversubscribe` turns a misfit into a warning), --logs-dir must be writable,
-every pod must be startable (`JobRun.preflight`, which also warns about what is not applied).
+Before anything starts (InputError, exit 2, on any problem): the run must fit this
+machine (`local.capacity`; `allow_oversubscribe` turns a misfit into a warning), --logs-dir must
+be writable, every pod must be startable (`JobRun.preflight`, which also warns about what is
+not applied).
 Then each job gets a private network namespace (`local.netns`): its replicas reach each other on
 127.0.0.1 and nothing outside the job reaches them. Where none can be made, one warning says why
 and the replicas use the host network; `host_network` asks for that instead.
 
-Each job is a `local.job_run.JobRun` (its pods, its status, the engine's plans) with one free
+Each job is a `local.job_run.JobRun` (its pods, its status, the planner's plans) with one free
 port on 127.0.0.1 per replica. The loop (every 0.1 s, main thread only) steps every job, redraws
 the table when something changed, and ends when every job is done. An `observer`
 (`local.observer.RunObserver`, e.g. `taas run --dashboard`'s page) is told of every change, log
@@ -40,9 +41,9 @@ from pydantic import BaseModel
 
 from taas_operator.api import TFJob
 from taas_operator.documents import InputError
+from taas_operator.local.capacity import Machine, check_fit
 from taas_operator.local.display import RunDisplay, logs_dir
 from taas_operator.local.environment import EnvPolicy
-from taas_operator.local.fit import Machine, check_fit
 from taas_operator.local.job_run import JobRun
 from taas_operator.local.netns import NetworkUnavailable, PrivateNetwork
 from taas_operator.local.observer import RunObserver

@@ -10,7 +10,7 @@ annotations (for fieldRefs). The image is not pulled (the runner says so once).
 
 Said (not applied, and it can change what the program does or may do): other containers and
 initContainers (not run), volumes and volumeMounts (paths are this machine's), resources
-(nothing is limited; requests only decide whether the run fits, see `local.fit`; a GPU limit
+(nothing is limited; requests only decide whether the run fits, see `local.capacity`; a GPU limit
 leaves every GPU visible), probes and lifecycle hooks, host namespaces, runtimeClassName,
 hostAliases, and every securityContext field that is not already true of the local process
 (runAsNonRoot as a non-root user, runAsUser/runAsGroup equal to ours, privileged: false,

@@ -1,13 +1,14 @@
-"""`taas tensorboard`: a job's summaries in TensorBoard, one command away.
+"""A TFJob's TensorBoard, as the operator runs it and every part of TaaS names it. Pure but for
+reading the pod program's text; nothing is imported here.
 
-    taas tensorboard job.yaml          a `taas run` job: TensorBoard on its chief's model_dir
-    taas tensorboard DIR               TensorBoard on a directory of summaries
-    taas tensorboard JOB [-n NS]       a cluster's TFJob: the TensorBoard the operator runs for
-                                       it (annotation taas.dev/tensorboard: "true"), served on
-                                       this machine through the Kubernetes API server
+    objects       the annotation taas.dev/tensorboard read, the chief's model_dir, the
+                  Deployment and Service that serve it, its link and `taas tensorboard` command
+    pod_program   the program the TensorBoard pod runs (its text goes into the pod's command:
+                  `python -c`); it imports TensorBoard, so nothing in TaaS imports it
 
-Modules, top down: `command` (the parser and the choice between the two places), `local` (a
-job file's or a directory's summaries; TensorBoard as a child process, `process`) and
-`cluster` (the job's TensorBoard Service behind a local proxy, `proxy`, on the one apiserver
-client).
+Below the planner (it needs only the API and `tfjob`'s chief), so the planner, the controller's
+pass (`controller.reconcile.tensorboard`, which creates the objects), the client, the dashboard
+and `taas tensorboard` (`tensorboard_command`) all read the same rules. Those two stay where
+they are because they talk to the apiserver: a package holding them and these objects would sit
+both above the client (`taas tensorboard` uses it) and below it (`taas get` names the board).
 """

@@ -1,5 +1,5 @@
 """TensorFlow specifics of a TFJob: the cluster spec (TF_CONFIG and classic env vars) and the
-rules the generic engine asks (master role, running, success).
+rules the planner asks (master role, running, success).
 
 See `taas_operator.tfjob.cluster_spec` and `taas_operator.tfjob.rules` for the interfaces.
 """
@@ -16,11 +16,18 @@ from taas_operator.tfjob.cluster_spec import (
     service_hosts,
     tf_config,
 )
-from taas_operator.tfjob.rules import failure_fails_job, has_succeeded, is_master_role, is_running
+from taas_operator.tfjob.rules import (
+    chief_slot,
+    failure_fails_job,
+    has_succeeded,
+    is_master_role,
+    is_running,
+)
 
 __all__ = [
     "ClusterEnv",
     "HostFn",
+    "chief_slot",
     "classic_env",
     "cluster_env",
     "cluster_spec",

@@ -151,9 +151,9 @@ def classic_env(
 class ClusterEnv:
     """The cluster env of the replicas of one job, for as many of them as asked: the cluster
     spec, its JSON and the classic host lists are built once and shared by every replica's
-    entries. A job of 1,100 replicas gives each pod some 90 KB of hosts; built per pod, its
-    pods took 2 s and 94 MiB that the interpreter kept; built once, a tenth of the time, and
-    the classic lists are one string for all."""
+    entries. A job of a thousand replicas gives each pod tens of KB of hosts: built per pod,
+    building its pods took seconds and memory the interpreter kept; built once, the classic
+    lists are one string for all."""
 
     def __init__(self, job: TFJob, hosts: HostFn) -> None:
         self.job, self.hosts = job, hosts

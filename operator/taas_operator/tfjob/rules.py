@@ -1,12 +1,13 @@
 """TensorFlow's rules in the job lifecycle: which replicas decide that a TFJob runs or succeeded.
 
     is_master_role(job, replica_type, index) -> bool      # pods labelled job-role=master
+    chief_slot(job) -> (replica type, index) | None       # the replica whose progress counts
     is_running(job, counts) -> bool
     has_succeeded(job, counts, worker_zero_succeeded) -> bool
     failure_fails_job(job, replica_type) -> bool
     restarts_whole(job) -> bool                           # TaaS: one lost, all restarted
 
-The generic engine (`taas_operator.engine.lifecycle`) counts pods, restarts and recreates them
+The planner (`taas_operator.planner.lifecycle`) counts pods, restarts and recreates them
 and applies backoff, deadlines and cleanup as for any Kubeflow job; it asks these functions what
 only a TFJob knows (Kubeflow's `tensorflow` controller: `IsMasterRole`, `UpdateJobStatus`):
 - the master role: every Chief/Master pod, else worker 0;
@@ -31,6 +32,7 @@ from collections.abc import Mapping
 
 from taas_operator.api.constants import (
     CHIEF_TYPES,
+    REPLICA_TYPES,
     RESTART_SCOPE_ANNOTATION,
     RESTART_SCOPES,
     ReplicaType,
@@ -92,3 +94,14 @@ def restart_scope(job: TFJob) -> str:
 def restarts_whole(job: TFJob) -> bool:
     """TaaS: whether losing one replica restarts every trainer replica (see the module)."""
     return restart_scope(job) == "job"
+
+
+def chief_slot(job: TFJob) -> tuple[ReplicaType, int] | None:
+    """(replica type, index) of the pod whose progress counts: the first Chief/Master, else
+    worker 0 (`is_master_role`)."""
+    specs = job.spec.tf_replica_specs
+    for rtype in REPLICA_TYPES:
+        if rtype in CHIEF_TYPES and rtype in specs and specs[rtype].replicas > 0:
+            return rtype, 0
+    worker = specs.get("Worker")
+    return ("Worker", 0) if worker is not None and worker.replicas > 0 else None

@@ -1,2 +1,2 @@
 """The TFJob CRD, generated: TaaS's own fields from `base.yaml`, the pod template's schema from
-the Kubernetes API types kube-apiserver serves (see `generate` and `structural`)."""
+the Kubernetes API types kube-apiserver serves (see `generate` and `structural_schema`)."""

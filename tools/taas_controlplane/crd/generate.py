@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from taas_controlplane.binaries import KUBERNETES_VERSION
-from taas_controlplane.crd.structural import closure, structural_schema
+from taas_controlplane.crd.structural_schema import closure, structural_schema
 
 if TYPE_CHECKING:
     from taas_controlplane.launcher import ControlPlane

@@ -2,8 +2,8 @@
 kube-scheduler and kube-controller-manager, with kwok playing N kubelets.
 
     SimCluster(nodes, gpu_nodes, directory=None, timings=None)   (cluster.py)
-    Timings.for_tests() / Timings.defaults()                     (processes.py)
-    node_manifests(nodes, gpu_nodes)                             (nodes.py)
+    Timings.for_tests() / Timings.defaults()                     (command_lines.py)
+    node_manifests(nodes, gpu_nodes)                             (node_objects.py)
     pod annotations that drive a fake container (stages.yaml):   (annotations.py)
         EXIT_CODE, RUN_SECONDS, START_SECONDS, REASON
 

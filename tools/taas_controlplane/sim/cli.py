@@ -22,7 +22,7 @@ from taas_controlplane.foreground import hold, stop_on_signals
 from taas_controlplane.launcher import ControlPlaneError
 from taas_controlplane.scheduling import SchedulingOptions
 from taas_controlplane.sim.cluster import SimCluster, SimClusterError
-from taas_controlplane.sim.processes import Timings
+from taas_controlplane.sim.command_lines import Timings
 
 
 def _records() -> Path:

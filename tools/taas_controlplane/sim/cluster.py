@@ -7,8 +7,8 @@
 
 Start order: etcd + kube-apiserver (launcher.ControlPlane, unchanged), kube-scheduler,
 kube-controller-manager (every default controller, node-failure timings from
-`processes.Timings`: shortened unless `timings=Timings.defaults()`), kwok with stages.yaml,
-then the Node objects (nodes.py); ready when every node is Ready; then, if asked
+`command_lines.Timings`: shortened unless `timings=Timings.defaults()`), kwok with stages.yaml,
+then the Node objects (node_objects.py); ready when every node is Ready; then, if asked
 (`scheduling`), scheduler-plugins and Kueue (`taas_controlplane.scheduling`). Stop order:
 those, kwok, the controller-manager and scheduler, then the control plane; every process
 runs in its own process group and gets SIGTERM if this process dies, and `stop()` removes the
@@ -35,9 +35,9 @@ from taas_controlplane.binaries import ensure
 from taas_controlplane.foreground import Parts, log_tail
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 from taas_controlplane.scheduling import SchedulingError, SchedulingOptions, SchedulingStack
-from taas_controlplane.sim import processes
-from taas_controlplane.sim.nodes import KWOK_LABEL, KWOK_VALUE, node_manifests
-from taas_controlplane.sim.processes import Timings
+from taas_controlplane.sim import command_lines
+from taas_controlplane.sim.command_lines import Timings
+from taas_controlplane.sim.node_objects import KWOK_LABEL, KWOK_VALUE, node_manifests
 from taas_operator.processes import free_ports, spawn
 from taas_operator.processes import stop as stop_process
 
@@ -188,7 +188,7 @@ class SimCluster(Parts):
         self.ports = {"kube-scheduler": scheduler_port, "kube-controller-manager": manager_port}
         self._spawn(
             "kube-scheduler",
-            processes.scheduler(
+            command_lines.scheduler(
                 binaries["kube-scheduler"],
                 plane.kubeconfig_for("system:kube-scheduler"),
                 scheduler_port,
@@ -196,7 +196,7 @@ class SimCluster(Parts):
         )
         self._spawn(
             "kube-controller-manager",
-            processes.controller_manager(
+            command_lines.controller_manager(
                 binaries["kube-controller-manager"],
                 plane.kubeconfig_for("system:kube-controller-manager"),
                 manager_port,
@@ -208,7 +208,7 @@ class SimCluster(Parts):
         shutil.copyfile(STAGES, kwok_config)
         self._spawn(
             "kwok",
-            processes.kwok(
+            command_lines.kwok(
                 binaries["kwok"],
                 plane.kubeconfig_for(KWOK_USER, ["system:masters"]),
                 kwok_config,

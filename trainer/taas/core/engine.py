@@ -20,8 +20,8 @@ Engines today:
 - :class:`taas.keras.engine.KerasEngine` (TensorFlow 2, a ``tf.distribute`` strategy chosen from
   the cluster by ``taas.keras.strategies``) for :class:`~taas.keras.trainer.KerasTrainer`.
 
-Both share :mod:`taas.core.runner` (settings, cluster, flags, exit codes), :mod:`taas.core.loop`
-(progress lines, early stop, the non-finite loss check), :mod:`taas.core.checkpoints` (the
+Both share :mod:`taas.core.launch` (settings, cluster, flags, exit codes), :mod:`taas.core.loop`
+(progress lines, early stop, the non-finite loss check), :mod:`taas.core.checkpoint_wait` (the
 evaluator's wait for new checkpoints), :mod:`taas.runtime` (the model dir check, PS
 coordination) and :class:`StepResult`. Another engine plugs in the same way: a subpackage with a
 hook class whose ``main()`` names its engine, and one branch in :func:`taas.program.engine_for`.
@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from taas.core.cluster import ClusterInfo
+from taas.core.placement import ClusterInfo
 from taas.core.settings import TrainerSettings
 
 

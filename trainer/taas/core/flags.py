@@ -24,7 +24,7 @@ import difflib
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 
-from taas.core.cluster import CLUSTER_FLAGS
+from taas.core.placement import CLUSTER_FLAGS
 from taas.core.settings import FLAG_ALIASES, SettingsError, TrainerSettings, env_names, parse_flags
 
 HELP_FLAGS = ("--help", "-h", "-help", "--helpfull", "--helpshort")

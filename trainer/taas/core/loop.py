@@ -3,7 +3,7 @@
     train_loop(task, settings, start_step, step_once, should_stop, chief=False) -> final step
 
 ``step_once()`` runs the trainer's ``train`` hook once and returns ``(StepResult, stop)``; the
-loop turns results into progress lines (``taas.core.progress``), prints the first-step and
+loop turns results into progress lines (``taas.core.progress_log``), prints the first-step and
 "training done" lines, honours ``stop`` (the hook returned True) and ``should_stop()`` (the
 session wants to stop), and stops the job when a loss it is handed is NaN or infinite
 (:class:`~taas.core.exit_codes.LossNotFiniteError`, exit 3): training on would only spread the bad
@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 
 from taas.core.engine import StepResult
 from taas.core.exit_codes import LOSS_NOT_FINITE, LossNotFiniteError
-from taas.core.progress import ProgressReporter, process_age
+from taas.core.progress_log import ProgressReporter, process_age
 from taas.core.publish import SCALARS, Publisher
 from taas.core.settings import TrainerSettings
 

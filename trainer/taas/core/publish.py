@@ -6,9 +6,9 @@
     publisher.close()                        # the last state written; the server keeps serving
     publisher.stop()                         # stop serving (tests, benchmarks)
 
-What is published: one JSON document (the operator's ``taas_operator.api.progress`` reads it;
-this package never imports the operator, so the names are spelled here too and a test sends a
-document through both)::
+What is published: one JSON document (the operator's ``taas_operator.api.progress_report``
+reads it; this package never imports the operator, so the names are spelled here too and a test
+sends a document through both)::
 
     {"version": 1, "task": "worker:0", "time": 1764000000.5, "globalStep": 410,
      "maxSteps": 1000, "loss": 0.3124, "examplesPerSecond": 2450.1, "etaSeconds": 24.0,
@@ -19,8 +19,8 @@ Where, only on the chief (the other tasks' progress is not the job's):
 - ``progress_port`` (``TAAS_PROGRESS_PORT``): an HTTP server on a daemon thread answers
   ``GET /progress`` with the latest document. Default: port 2223 when running in a Kubernetes
   pod (``KUBERNETES_SERVICE_HOST`` is set; the operator reads it there, see
-  ``taas_operator.controller.progress`` for why it pulls), off elsewhere; 0 turns it off. A
-  port already taken is a note, never a failure.
+  ``taas_operator.controller.reconcile.progress_poller`` for why it pulls), off elsewhere; 0
+  turns it off. A port already taken is a note, never a failure.
 - ``progress_file`` (``TAAS_PROGRESS_FILE``, set by ``taas run``, whose replicas live in a
   private network namespace the runner cannot connect into): the same document, rewritten
   atomically (temporary file + rename) at most once a second and at the end.
@@ -32,7 +32,7 @@ Where, only on the chief (the other tasks' progress is not the job's):
   left to ask.
 
 The loop (``taas.core.loop``) builds the documents from the same numbers as the progress lines
-(``taas.core.progress``), so TF1 and TF2 engines publish alike. A program that does not use the
+(``taas.core.progress_log``), so TF1 and TF2 engines publish alike. A program that does not use the
 library publishes nothing. Nothing here imports TensorFlow; nothing here can fail training.
 """
 

@@ -28,7 +28,7 @@ LEGACY_ENV: dict[str, tuple[str, ...]] = {
     "sync": ("TF_SYNC",),
 }
 #: Where the chief writes checkpoints and summaries unless told (the operator's TensorBoard reads
-#: the same default: taas_operator.engine.tensorboard, kept equal by a test).
+#: the same default: taas_operator.tensorboard.objects, kept equal by a test).
 DEFAULT_MODEL_DIR = "/tmp/taas-model"
 # Extra flag names per field (the seeds' and Caicloud's flags).
 FLAG_ALIASES: dict[str, str] = {"logdir": "model_dir", "train_dir": "model_dir"}
@@ -58,7 +58,7 @@ class SettingsError(ValueError):
 
 
 class TrainerSettings(BaseSettings):
-    """Everything the base class needs besides the cluster (see ``taas.core.cluster``)."""
+    """Everything the base class needs besides the cluster (see ``taas.core.placement``)."""
 
     model_config = SettingsConfigDict(
         populate_by_name=True, extra="ignore", case_sensitive=False, frozen=True

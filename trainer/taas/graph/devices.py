@@ -3,7 +3,7 @@
     session_config(settings, cluster)    placement logging, soft placement, GPU memory, filters
     tower_devices(settings, cluster)     the local devices ``loss_fn`` towers are built on
 
-(``visible_devices`` is applied earlier, by ``taas.core.runner``, before TensorFlow starts.)
+(``visible_devices`` is applied earlier, by ``taas.core.launch``, before TensorFlow starts.)
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 import tensorflow as tf
 
-from taas.core.cluster import ClusterInfo
+from taas.core.placement import ClusterInfo
 from taas.core.settings import TrainerSettings
 
 

@@ -23,11 +23,11 @@ from typing import Any
 import tensorflow as tf
 
 from taas.core import stopping
-from taas.core.cluster import ClusterInfo
 from taas.core.engine import StepLog, StepResult
 from taas.core.exit_codes import PreemptedError
 from taas.core.loop import train_loop
-from taas.core.progress import nothing_to_train, process_age
+from taas.core.placement import ClusterInfo
+from taas.core.progress_log import nothing_to_train, process_age
 from taas.core.settings import SettingsError, TrainerSettings, refuse_fit_only
 from taas.graph.devices import session_config
 from taas.graph.evaluator import run_evaluator

@@ -5,7 +5,7 @@ the loss-only forms) as one local process (no server, no PS, no sync wrapper), t
 ``model_dir`` every second. For each new checkpoint it restores the variables into a fresh
 session and calls ``evaluate(session, global_step)``; it exits 0 after evaluating one at
 ``max_steps`` or more. No new checkpoint for ``startup_timeout_secs`` raises
-:class:`PeerUnreachableError` (exit 138, retryable; the wait is ``taas.core.checkpoints``,
+:class:`PeerUnreachableError` (exit 138, retryable; the wait is ``taas.core.checkpoint_wait``,
 shared with the TensorFlow 2 evaluator). A trainer without an ``evaluate`` override exits 0 at
 once.
 """
@@ -16,8 +16,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from taas.core.checkpoints import new_checkpoints
-from taas.core.cluster import ClusterInfo
+from taas.core.checkpoint_wait import new_checkpoints
+from taas.core.placement import ClusterInfo
 from taas.core.settings import TrainerSettings
 from taas.graph.hooks import GraphHooks
 from taas.graph.model import build_model_ops, device_fn

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from taas.core.cluster import ClusterInfo
+from taas.core.placement import ClusterInfo
 from taas.core.publish import log_scalar
 from taas.core.settings import TrainerSettings
 from taas.graph.exporter import ModelExporter, raw_session

@@ -19,8 +19,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from taas.core.cluster import ClusterInfo
 from taas.core.exit_codes import LOSS_NOT_FINITE
+from taas.core.placement import ClusterInfo
 from taas.core.settings import SettingsError, TrainerSettings
 from taas.graph.devices import tower_devices
 from taas.graph.hooks import GraphHooks, InitFn

@@ -12,7 +12,7 @@ from typing import Any
 import tensorflow as tf
 from tensorflow.python.training import session_manager
 
-from taas.core.cluster import ClusterInfo
+from taas.core.placement import ClusterInfo
 from taas.runtime.coordination import wait_for_ps
 
 POLL_SECS = 0.1

@@ -3,7 +3,7 @@
     class MyTrainer(taas.DistributedTrainer): ...     MyTrainer.main()
 
 The hooks live in :class:`taas.graph.hooks.GraphHooks`; this class adds ``main()``, which hands
-the class to :func:`taas.core.runner.run` with :class:`taas.graph.engine.GraphEngine` as its
+the class to :func:`taas.core.launch.run` with :class:`taas.graph.engine.GraphEngine` as its
 engine (imported when the runner asks, after the settings are read). ``CaicloudDistTensorflowBase``
 is the Caicloud name of the same class.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from taas.core.cluster import ClusterInfo
 from taas.core.engine import Engine, EngineFactory
-from taas.core.runner import run
+from taas.core.launch import run
+from taas.core.placement import ClusterInfo
 from taas.core.settings import TrainerSettings
 from taas.graph.hooks import GraphHooks, InitFn
 from taas.runtime.coordination import chief_hosts, expected_trainers
@@ -51,7 +51,7 @@ class DistributedTrainer(GraphHooks):
     on every new checkpoint in ``model_dir`` until one reaches ``max_steps``.
 
     Inside the hooks ``self.settings`` (:class:`~taas.core.settings.TrainerSettings`) and
-    ``self.cluster`` (:class:`~taas.core.cluster.ClusterInfo`) are set, and ``self.global_step``
+    ``self.cluster`` (:class:`~taas.core.placement.ClusterInfo`) are set, and ``self.global_step``
     from ``build_model`` on; after a richer-form ``build_model`` so are ``self.train_op``,
     ``self.loss`` and ``self.optimizer``.
     """

@@ -23,9 +23,9 @@ from typing import Any
 import tensorflow as tf
 
 from taas.core import stopping
-from taas.core.cluster import ClusterInfo
 from taas.core.loop import TrainLoop
-from taas.core.progress import nothing_to_train, process_age
+from taas.core.placement import ClusterInfo
+from taas.core.progress_log import nothing_to_train, process_age
 from taas.core.settings import SettingsError, refuse_fit_only
 from taas.keras.checkpoints import CheckpointKeeper
 from taas.keras.evaluator import run_evaluator

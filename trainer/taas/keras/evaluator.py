@@ -6,7 +6,7 @@ optimizer's slots need not exist) and handed to ``evaluate(model, global_step)``
 returns are printed and written as summaries under ``model_dir/eval`` (TensorBoard shows them
 next to the training loss). It exits 0 after evaluating a checkpoint at ``max_steps`` or more.
 No new checkpoint for ``startup_timeout_secs`` raises :class:`PeerUnreachableError` (exit 138,
-retryable; the wait is ``taas.core.checkpoints``, shared with graph mode's evaluator). A trainer
+retryable; the wait is ``taas.core.checkpoint_wait``, shared with graph mode's evaluator). A trainer
 without an ``evaluate`` override exits 0 at once.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from taas.core.checkpoints import new_checkpoints
-from taas.core.progress import checkpoint_step
+from taas.core.checkpoint_wait import new_checkpoints
+from taas.core.progress_log import checkpoint_step
 from taas.core.settings import TrainerSettings
 from taas.keras.hooks import KerasHooks
 from taas.runtime.preflight import require_writable_model_dir

@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable
 from typing import Any
 
-from taas.core.cluster import ClusterInfo
+from taas.core.placement import ClusterInfo
 from taas.core.settings import TrainerSettings
 
 WarmStartFn = Callable[[Any], None]

@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from taas.core.cluster import ClusterInfo
+from taas.core.placement import ClusterInfo
 from taas.core.settings import SettingsError, TrainerSettings, sources
 
 StrategyKind = Literal["default", "mirrored", "multi_worker_mirrored", "parameter_server"]

@@ -3,7 +3,7 @@
     class MyTrainer(taas.KerasTrainer): ...     MyTrainer.main()
 
 The hooks live in :class:`taas.keras.hooks.KerasHooks`; this class adds ``main()``, which hands
-the class to :func:`taas.core.runner.run` with :class:`taas.keras.engine.KerasEngine` as its
+the class to :func:`taas.core.launch.run` with :class:`taas.keras.engine.KerasEngine` as its
 engine, imported (with TensorFlow) only when the runner asks, after the settings are read.
 Importing this module does not import TensorFlow (a test checks it).
 
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from taas.core.checkpoints import AfterFirstCheckpoint, evaluator_waits_first
-from taas.core.cluster import ClusterInfo
+from taas.core.checkpoint_wait import AfterFirstCheckpoint, evaluator_waits_first
 from taas.core.engine import Engine, EngineFactory
-from taas.core.runner import run
+from taas.core.launch import run
+from taas.core.placement import ClusterInfo
 from taas.core.settings import SettingsError, TrainerSettings
 from taas.keras.hooks import KerasHooks, WarmStartFn
 from taas.keras.strategies import plan_strategy
@@ -75,7 +75,7 @@ def keras_engine(trainer_cls: type) -> EngineFactory:
     """The engine of every :class:`KerasTrainer` subclass: :class:`KerasEngine`; a PS or worker
     task of a ParameterServerStrategy job whose program has not imported TensorFlow serves
     without its Python API (:func:`lean_serving`), and its evaluator imports it only once the
-    first checkpoint is there (``taas.core.checkpoints.AfterFirstCheckpoint``)."""
+    first checkpoint is there (``taas.core.checkpoint_wait.AfterFirstCheckpoint``)."""
 
     def make(trainer: Any, settings: TrainerSettings, cluster: ClusterInfo) -> Engine:
         lean = lean_serving(settings, cluster)

@@ -24,8 +24,8 @@ import time
 from typing import Any
 
 from taas.core import stopping
-from taas.core.cluster import TRAINER_TYPES, ClusterInfo
 from taas.core.exit_codes import PeerUnreachableError
+from taas.core.placement import TRAINER_TYPES, ClusterInfo
 
 QUEUE_CAPACITY = 1 << 20
 #: The queue a trainer enqueues its id on when it is done (`taas.runtime.lean_server` too).

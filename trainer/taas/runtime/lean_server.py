@@ -7,11 +7,10 @@
 Which tasks only serve: the PS tasks of a graph-mode job, and the PS and worker tasks of a
 TensorFlow 2 ParameterServerStrategy job (the coordinator sends them functions to run; no
 Python of the program's runs there). They need TensorFlow's C++ runtime and its gRPC server, not
-its Python API, whose import is most of ``import tensorflow`` (about 90% of its CPU time here:
-thousands of modules, Keras 3 and scikit-learn among them). Where every replica starts at once
-on fewer cores than replicas (``taas run``, a small node), the serving tasks' imports took the
-CPU the chief needed: a ParameterServerStrategy job of chief + PS + 2 workers on 2 cores
-reached its first step at 2.3x a bare import.
+its Python API, whose import is most of ``import tensorflow``'s CPU time (thousands of modules,
+Keras 3 and scikit-learn among them). Where every replica starts at once on fewer cores than
+replicas (``taas run``, a small node), the serving tasks' imports took the CPU the chief
+needed (docs/benchmarks.md, Trainer: the start-up before and after).
 
 How: the ``tensorflow`` package is registered without running its ``__init__`` (which imports
 the whole public API), and only what the server and the "done" queue need is imported

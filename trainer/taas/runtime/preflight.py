@@ -5,7 +5,7 @@
 
 Engine-neutral: every engine calls these on the tasks that write, before building anything.
 A local model_dir is checked without TensorFlow.
-(The ``TAAS_*`` and flag spelling checks run earlier, in ``taas.core.runner``.)
+(The ``TAAS_*`` and flag spelling checks run earlier, in ``taas.core.launch``.)
 """
 
 from __future__ import annotations

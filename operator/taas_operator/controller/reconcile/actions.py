@@ -1,7 +1,7 @@
 """Carrying out a Plan's object changes: pods, services, the job's NetworkPolicy and PodGroup,
 the TTL delete.
 
-    actions = Actions(kube, echoes, request, network_policy=True, extra_namespaces=(),
+    actions = Actions(kube, expectations, request, network_policy=True, extra_namespaces=(),
                       progress_namespace="", options=BuildOptions())
     await actions.apply(job, plan, children) -> Applied     # children: what exists, as read
     await actions.delete_job(job, children) -> bool         # ttlSecondsAfterFinished passed
@@ -9,7 +9,7 @@ the TTL delete.
 `apply` deletes `plan.delete_pods`/`delete_services` and creates `plan.create_pods`/
 `create_services` concurrently, and creates the NetworkPolicy `<job>` (or puts its spec back if
 someone changed it) when `network_policy` is on. Every creation expects its ADDED watch event
-(`echoes.expecting_echo`), so the echo of the operator's own write starts no pass. A creation
+(`expectations.expecting_echo`), so the echo of the operator's own write starts no pass. A creation
 that finds the name taken (AlreadyExists) by the job's own object or an earlier TFJob's of the
 same name is not an error: `Applied.name_taken` tells the pass to look at what is there. One
 that finds it held by an object no TFJob of the name controls leaves it alone and reports it
@@ -18,9 +18,9 @@ object the job controls, as read, and conditional on its uid (`owned`). A pod or
 apiserver refuses as invalid (400/422: the CRD keeps pod templates open, so e.g. a
 containerPort of 70000 is only caught here) is reported as `Invalid<Kind>` naming the replica
 type's template; any other failed call as `Failed<Verb><Kind>`.
-Pods are created in slow-start rounds (`engine.batches`).
+Pods are created in slow-start rounds (`planner.batches`).
 
-With gang scheduling on (`options.gang_scheduler`), the job's PodGroup (`engine.desired_pod_group`)
+With gang scheduling on (`options.gang_scheduler`), the job's PodGroup (`planner.desired_pod_group`)
 is made before its pods, and its spec put back when the job's wants change (minAvailable,
 replicas, requests); finished jobs are left as they are (the PodGroup goes with the job). Not
 watched: a pass sends nothing when the PodGroup it last made or checked for this incarnation of
@@ -33,7 +33,7 @@ PodGroup through a second cache that can lag that event, and a gang judged by it
 before its `minAvailable` was lowered) would otherwise wait for the scheduler's 5-minute flush
 of unschedulable pods.
 
-Kueue's pod groups (`options.kueue_pod_groups`, `engine.kueue`): `plan.release_pods` lose
+Kueue's pod groups (`options.kueue_pod_groups`, `planner.kueue`): `plan.release_pods` lose
 Kueue's finalizer and `plan.close_pods` get `kueue.x-k8s.io/retriable-in-group: "false"`, each
 one strategic-merge patch of the pod's metadata (the `patch` verb on pods), alongside the rest.
 """
@@ -58,7 +58,8 @@ from taas_operator.apiserver.errors import (
     PodSecurityRefused,
 )
 from taas_operator.apiserver.verbs import KubeClient
-from taas_operator.controller.reconcile.events import (
+from taas_operator.controller.reconcile.owned import NotOwned, Owned, holder
+from taas_operator.controller.reconcile.recorder import (
     CREATE,
     DELETE,
     UPDATE,
@@ -68,19 +69,18 @@ from taas_operator.controller.reconcile.events import (
     log_api_error,
     noun,
 )
-from taas_operator.controller.reconcile.owned import NotOwned, Owned, holder
 from taas_operator.controller.seen import Seen
 from taas_operator.controller.watch.children import Children
-from taas_operator.controller.watch.echoes import Echoes, expecting_echo
+from taas_operator.controller.watch.expectations import Expectations, expecting_echo
 from taas_operator.controller.watch.jobcache import JobKey
-from taas_operator.engine import (
+from taas_operator.planner import (
     BuildOptions,
     Event,
     Plan,
     desired_network_policy,
     desired_pod_group,
 )
-from taas_operator.engine.batches import SLOW_START
+from taas_operator.planner.batches import SLOW_START
 
 #: Seconds between a PodGroup's spec change and the write that wakes its gang again (above).
 POD_GROUP_NUDGE_SECONDS = 2.0
@@ -134,7 +134,7 @@ class Actions:
     def __init__(
         self,
         kube: KubeClient,
-        echoes: Echoes,
+        expectations: Expectations,
         request: Callable[[JobKey], None],
         *,
         network_policy: bool = True,
@@ -142,7 +142,7 @@ class Actions:
         progress_namespace: str = "",
         options: BuildOptions | None = None,
     ) -> None:
-        self.kube, self.echoes, self.request = kube, echoes, request
+        self.kube, self.expectations, self.request = kube, expectations, request
         self.owned = Owned(kube)
         self.options = options or BuildOptions()
         #: job -> (uid, PodGroup spec) last made or found so (`_sync_pod_group`)
@@ -190,7 +190,7 @@ class Actions:
         )
 
     async def close_groups(self, pods: Sequence[Seen]) -> list[Event]:
-        """Mark pods of a gone run `retriable-in-group: "false"` (`engine.kueue`): those of a
+        """Mark pods of a gone run `retriable-in-group: "false"` (`planner.kueue`): those of a
         deleted job, or of an earlier job of the same name (each checked as controlled by the
         TFJob it was read with); the Warnings of calls that failed."""
         closing = (self._close(pod.owner or "", pod) for pod in pods)
@@ -235,7 +235,7 @@ class Actions:
         key, ref = (job.namespace, job.name), (kind.plural, name)
         write = self.kube.create(kind, job.namespace, manifest)
         try:
-            made = await expecting_echo(self.echoes, self.request, key, ref, "ADDED", write)
+            made = await expecting_echo(self.expectations, self.request, key, ref, "ADDED", write)
         except Invalid as err:
             replica = _REPLICA_KEYS.get(_replica_label(manifest), "<type>")
             return Event(
@@ -308,12 +308,12 @@ class Actions:
         return None
 
     async def _release(self, owner: str, seen: Seen | None) -> _Outcome:
-        """Remove Kueue's finalizer from an ended pod TaaS replaces (`engine.kueue`)."""
+        """Remove Kueue's finalizer from an ended pod TaaS replaces (`planner.kueue`)."""
         removal = {"$deleteFromPrimitiveList/finalizers": [c.KUEUE_FINALIZER]}
         return await self._patch_pod(owner, seen, removal)
 
     async def _close(self, owner: str, seen: Seen | None) -> _Outcome:
-        """Tell Kueue the pod's group will not retry it: the run is over (`engine.kueue`)."""
+        """Tell Kueue the pod's group will not retry it: the run is over (`planner.kueue`)."""
         closed = {"annotations": {c.KUEUE_RETRIABLE_ANNOTATION: "false"}}
         return await self._patch_pod(owner, seen, closed)
 

@@ -18,7 +18,7 @@ the name since it was read is never touched: the call returns False, as for one 
 An object under a name the job needs that no incarnation of the job controls (an
 administrator's NetworkPolicy `default-deny` beside a TFJob `default-deny`, a Service made by
 hand, an orphan) is left alone; `NotOwned` names it and the fix, and the pass fails the job
-with it (`jobpass`). One that an earlier TFJob of the same name controls is on its way out with
+with it (`reconciler`). One that an earlier TFJob of the same name controls is on its way out with
 that job (the garbage collector): the name is waited for.
 """
 

@@ -1,7 +1,7 @@
 """Writing a TFJob's status: checked against the version read, its watch echo expected, what it
 changed counted, what the CRD pruned from it kept.
 
-    writer = StatusWriter(kube, cache, echoes, request, forget)
+    writer = StatusWriter(kube, cache, expectations, request, forget)
     writer.restore(key, body) -> body      # before parsing: recreations a pruning CRD dropped
     writer.hold_until(key, before, after, replicas, now) -> datetime | None  # None: write now
     await writer.write(key, body, status, before) -> dict | None   # the job as stored, or None
@@ -11,14 +11,14 @@ A PUT of the status subresource with the resourceVersion the pass read: any othe
 makes it fail with a Conflict, which means the cache was stale, so the job is read again and
 another pass requested (the plan is made again from the fresh object). A job deleted meanwhile
 (404) is forgotten. Either way `write` returns None and the pass stops there. The MODIFIED
-event the write causes starts no pass, even when it comes before the answer (`Echoes`).
+event the write causes starts no pass, even when it comes before the answer (`Expectations`).
 A write the apiserver accepted is counted (`metrics.status_written`: the conditions that became
 true, the recreations added, against `before`, the status it replaced), and compared with what
-was stored: recreations the installed CRD prunes are kept in memory (`pruning`) and put back by
+was stored: recreations the installed CRD prunes are kept in memory (`recreations`) and put back by
 `restore` before the next pass parses the job.
 
 Write cost (issue 22): in a job of more than `SMALL_JOB` replicas, a change of the replica
-counts alone (pods going Running or ending, nothing else: `engine.counts_only_change`) is held
+counts alone (pods going Running or ending, nothing else: `planner.counts_only_change`) is held
 until the held moves add up to a quarter of the job's replicas, or for at most `COUNTS_HOLD_S`
 after the first one held; the pass asks to run again then. A job of 1,100 replicas whose pods
 start one by one would otherwise write its status on nearly every pass; now a few times. Every
@@ -41,10 +41,10 @@ from taas_operator.api.models import TFJobStatus
 from taas_operator.apiserver.errors import Conflict, NotFound
 from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller import metrics
-from taas_operator.controller.reconcile.pruning import PrunedRecreations
-from taas_operator.controller.watch.echoes import Echoes, expecting_echo
+from taas_operator.controller.reconcile.recreations import PrunedRecreations
+from taas_operator.controller.watch.expectations import Expectations, expecting_echo
 from taas_operator.controller.watch.jobcache import JobCache, JobKey
-from taas_operator.engine import counts_only_change
+from taas_operator.planner import counts_only_change
 
 #: Jobs of at most this many replicas have every change written at once.
 SMALL_JOB = 10
@@ -69,11 +69,11 @@ class StatusWriter:
         self,
         kube: KubeClient,
         cache: JobCache,
-        echoes: Echoes,
+        expectations: Expectations,
         request: Callable[[JobKey], None],
         forget: Callable[[JobKey], None],
     ) -> None:
-        self.kube, self.cache, self.echoes = kube, cache, echoes
+        self.kube, self.cache, self.expectations = kube, cache, expectations
         self.request, self.forget = request, forget
         self.pruned = PrunedRecreations()
         self._held: dict[JobKey, datetime] = {}  # job -> when its first unwritten move was held
@@ -114,7 +114,7 @@ class StatusWriter:
         write = self.kube.replace_job_status(body, status)
         try:
             stored = await expecting_echo(
-                self.echoes, self.request, key, (PLURAL, key[1]), "MODIFIED", write
+                self.expectations, self.request, key, (PLURAL, key[1]), "MODIFIED", write
             )
         except Conflict:
             logger.debug("%s/%s: status conflict, reading the job again", *key)

@@ -1,18 +1,18 @@
-"""The TensorBoard the operator runs for a TFJob that asks for one (`engine.tensorboard`).
+"""The TensorBoard the operator runs for a TFJob that asks for one (`planner.tensorboard`).
 
     boards = TensorBoards(kube, image)
     await boards.sync(job) -> (list[Event], list[NotOwned])  # a pass's TensorBoard work
     boards.forget(key)
 
 A job annotated `taas.dev/tensorboard: "true"` gets the Deployment and Service
-`<job>-tensorboard` (`engine.desired_tensorboard`), owned by the job, so Kubernetes' garbage
+`<job>-tensorboard` (`planner.desired_tensorboard`), owned by the job, so Kubernetes' garbage
 collector removes them with it; they outlive the job's pods (cleanPodPolicy), since a finished
 job is when its summaries are read. Not watched, as the PodGroup is not: a pass sends nothing
 once this incarnation's TensorBoard was made or found (remembered per job and uid), so the cost
 is two POSTs per annotated job (and per operator start). A name still taken by an earlier
 incarnation's TensorBoard (on its way out with that job) is tried again on a later pass; a
 name held by an object no TFJob of the name controls is left alone and reported (`NotOwned`:
-the pass fails the job naming it, `jobpass`). The operator never changes nor deletes a
+the pass fails the job naming it, `reconciler`). The operator never changes nor deletes a
 TensorBoard object (the garbage collector removes them with the job).
 What makes it impossible (the chief's model_dir on no volume another pod can mount, a name too
 long) is a Warning `TensorBoardUnavailable` naming the fix, once per problem; the job runs on.
@@ -31,12 +31,12 @@ from taas_operator.api.models import TFJob
 from taas_operator.api.resources import DEPLOYMENT, SERVICE, Kind
 from taas_operator.apiserver.errors import ApiError
 from taas_operator.apiserver.verbs import KubeClient
-from taas_operator.controller.reconcile.events import log_api_error
 from taas_operator.controller.reconcile.owned import NotOwned, holder
+from taas_operator.controller.reconcile.recorder import log_api_error
 from taas_operator.controller.seen import Seen
 from taas_operator.controller.watch.jobcache import JobKey
-from taas_operator.engine import Event
-from taas_operator.engine.tensorboard import (
+from taas_operator.planner import Event
+from taas_operator.tensorboard.objects import (
     ModelDirError,
     desired_tensorboard,
     tensorboard_command,

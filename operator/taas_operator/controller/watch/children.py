@@ -19,8 +19,8 @@ Why it can be trusted: the watches (`informer`) fill it before any pass may run 
 waits until every watch has listed once), every later event goes through here, deletions
 included, and a watch that had to LIST again reports what vanished meanwhile as deleted. A
 job's own creations are in it once their watch events arrived; a pass that starts while some
-have not (`Echoes.pending`) LISTs instead.
-Entries are small (a pod: the engine's ObservedPod; a service: its name; a policy: its spec) and
+have not (`Expectations.pending`) LISTs instead.
+Entries are small (a pod: the planner's ObservedPod; a service: its name; a policy: its spec) and
 carry the object's uid and its controlling TFJob's uid (`seen.controller_uid`): a job's children
 are the objects that incarnation of the job controls. Another incarnation's, an orphan's and
 one made by hand with the job's labels are left out: a pass never plans to change or delete
@@ -44,7 +44,7 @@ from taas_operator.api.constants import CONTROLLER_NAME, LABEL_JOB_NAME, LABEL_O
 from taas_operator.api.resources import Kind
 from taas_operator.apiserver.verbs import CHILD_KINDS
 from taas_operator.controller.seen import Seen, controller_uid
-from taas_operator.engine import ObservedPod
+from taas_operator.planner import ObservedPod
 
 PODS, SERVICES, POLICIES = "pods", "services", "networkpolicies"
 #: Every child of every job, as a label selector (the child watches' and the audits').

@@ -18,9 +18,9 @@ object can never stop the watch of every other; `synced` is set once the first L
 handed over.
 
 Why not kopf's watches: kopf runs every event through its per-object workers, causes and
-handler machinery, 0.25-0.5 ms of CPU per event, more than everything TaaS itself does with it
-(the operator benchmark's profile); here an event costs its JSON parse and the handler. kopf
-still does peering (see `peering`), the liveness probe and the operator's lifecycle.
+handler machinery, which cost more CPU per event than everything TaaS itself does with it
+(docs/benchmarks.md, "kopf's watches"); here an event costs its JSON parse and the handler.
+kopf still does peering (see `peering`), the liveness probe and the operator's lifecycle.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from taas_operator.api.constants import LABEL_JOB_NAME
 from taas_operator.api.resources import Kind
 from taas_operator.apiserver.listwatch import Retry, list_then_watch
 from taas_operator.apiserver.verbs import KubeClient
-from taas_operator.engine import backoff_delay
+from taas_operator.planner import backoff_delay
 
 logger = logging.getLogger("taas_operator.controller")
 

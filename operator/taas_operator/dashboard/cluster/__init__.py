@@ -1,7 +1,7 @@
 """The dashboard's jobs from a cluster: Kubernetes watches, as one identity, nothing polled.
 
 source.ClusterSource        the Source (dashboard.source) over the modules below
-listwatch                   one list-then-watch loop: 410 re-list, outage back-off
+follow                      the watches kept going: 410 re-list, outage back-off
 joblist                     the jobs list: cluster-wide, or one watch per namespace
 jobwatches                  one job page's TFJob, pods and events, shared and capped
 logs                        followed pod logs, merged with `taas run`'s prefixes

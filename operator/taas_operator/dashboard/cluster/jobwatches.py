@@ -21,7 +21,7 @@ from taas_operator.api.constants import LABEL_JOB_NAME
 from taas_operator.api.resources import EVENT, POD, TFJOB
 from taas_operator.apiserver.session import KubeApi
 from taas_operator.dashboard.board import JobWatch, Key
-from taas_operator.dashboard.cluster.listwatch import REFUSED, list_watch
+from taas_operator.dashboard.cluster.follow import REFUSED, list_watch
 from taas_operator.dashboard.source import ActionError
 
 #: How long a page's first answer waits for the TFJob's first list.

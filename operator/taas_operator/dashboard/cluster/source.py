@@ -4,7 +4,7 @@
     ClusterSource.for_token(base, token) -> (status, user, uid, source)   # a viewer's token
 
 Outages: each watch says on the page what is out of date and since when, and catches up by
-itself (`listwatch`). Bounds: `MAX_JOB_PAGES` jobs watched at once (`jobwatches`), `logs.MAX_PODS`
+itself (`follow`). Bounds: `MAX_JOB_PAGES` jobs watched at once (`jobwatches`), `logs.MAX_PODS`
 pods per log stream, one follow per pod shared by every view of it (`logs`).
 """
 

@@ -11,11 +11,11 @@ Level-triggered: the plan depends only on its inputs (the spec, the status last 
 pods that exist now, the names of the services that exist now, the time), so planning again
 after a crash or a missed event gives the same plan. `services=None` means "services are not
 managed" (the local runner): no service creations or deletions are planned. What a Plan holds
-and how to carry it out: `taas_operator.engine.plan`.
+and how to carry it out: `taas_operator.planner.plan`.
 
-Generic: these are the rules Kubeflow's common job engine applies to every job kind. What only a
-TFJob knows (which replicas decide running and success, the master role, a dynamic worker's
-failure, the cluster spec) comes from `taas_operator.tfjob`.
+These are the rules Kubeflow's common job engine applies to every job kind. What only a TFJob
+knows (which replicas decide running and success, the master role, a dynamic worker's failure,
+the cluster spec) comes from `taas_operator.tfjob`.
 
 Rules (Kubeflow's unless marked TaaS):
 - Created condition on first sight; startTime when first not suspended.
@@ -34,11 +34,11 @@ Rules (Kubeflow's unless marked TaaS):
 - suspend: delete every pod and service, active counts 0, Running False and Suspended True
   (TFJobSuspended). Resume: Suspended False (TFJobResumed), startTime reset, pods recreated.
 - scaling: pods at an index >= replicas (and their services) are deleted, missing ones created.
-  TaaS: in batches (`engine.batches`): a pass builds at most a batch of pods and of services,
+  TaaS: in batches (`planner.batches`): a pass builds at most a batch of pods and of services,
   in index order, and asks to run again at once (`requeue_at`) for the rest.
 - TaaS: with gang scheduling on, pods the scheduler reports Unschedulable set Running False
   (reason WaitingForGang: "waiting for N pods to be scheduled together: <its message>";
-  `engine.gang`), one Warning event.
+  `planner.gang`), one Warning event.
 - TaaS: failure and restart messages name the pod, container and exit code.
 - TaaS: a job that restarts whole (`tfjob.rules.restarts_whole`: the annotation
   `taas.dev/restart-scope: job`): when a replica is to be recreated (a retryable
@@ -84,10 +84,10 @@ from taas_operator.api import FieldError, template_errors
 from taas_operator.api import constants as c
 from taas_operator.api.constants import REASON_NODE_LOST, ReplicaType
 from taas_operator.api.models import ReplicaStatus, TFJob
-from taas_operator.engine import kueue
-from taas_operator.engine.batches import MAX_BATCH, pod_batch
-from taas_operator.engine.conditions import fail_invalid_spec, set_condition
-from taas_operator.engine.failures import (
+from taas_operator.planner import kueue
+from taas_operator.planner.batches import MAX_BATCH, pod_batch
+from taas_operator.planner.conditions import fail_invalid_spec, set_condition
+from taas_operator.planner.failures import (
     count_recreation,
     detail,
     failure_message,
@@ -97,10 +97,10 @@ from taas_operator.engine.failures import (
     waiting_detail,
     waiting_pods,
 )
-from taas_operator.engine.gang import gang_waiting
-from taas_operator.engine.objects import BuildOptions, desired_pod, desired_service
-from taas_operator.engine.observed import ObservedPod
-from taas_operator.engine.plan import Event, EventType, Plan, skip_reason, status_changed
+from taas_operator.planner.gang import gang_waiting
+from taas_operator.planner.objects import BuildOptions, desired_pod, desired_service
+from taas_operator.planner.observed import ObservedPod
+from taas_operator.planner.plan import Event, EventType, Plan, skip_reason, status_changed
 from taas_operator.tfjob import rules
 from taas_operator.tfjob.cluster_spec import ClusterEnv, replica_name
 
@@ -226,13 +226,13 @@ class _Pass:
         return self.finish()
 
     def close_groups(self) -> None:
-        """The run is over: tell Kueue its pod group will not retry (`engine.kueue`)."""
+        """The run is over: tell Kueue its pod group will not retry (`planner.kueue`)."""
         for name in kueue.to_close(self.pods):
             if self.first("close_pods", name):
                 self.plan.close_pods.append(name)
 
     def release(self, pod: ObservedPod) -> None:
-        """Remove Kueue's finalizer from an ended pod TaaS replaces (`engine.kueue`)."""
+        """Remove Kueue's finalizer from an ended pod TaaS replaces (`planner.kueue`)."""
         if pod.kueue_finalizer and self.first("release_pods", pod.name):
             self.plan.release_pods.append(pod.name)
 

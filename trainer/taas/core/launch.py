@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from taas.core import flags, stopping
-from taas.core.cluster import ClusterInfo, resolve_cluster, strip_cluster_flags
 from taas.core.engine import EngineChoice
 from taas.core.exit_codes import ExitCode, classify, loss_not_finite
+from taas.core.placement import ClusterInfo, resolve_cluster, strip_cluster_flags
 from taas.core.settings import TrainerSettings, load_settings
 
 

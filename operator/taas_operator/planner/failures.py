@@ -9,7 +9,7 @@
     unschedulable_detail(job, pods) -> str | None      # "3 of 8 Worker pods unschedulable: ..."
     lost_detail(pod) -> str             # "pod p (Worker 1) on node n, which was deleted ..."
 
-Pure; the lifecycle pass (`taas_operator.engine.lifecycle`) calls them with the pods of the
+Pure; the lifecycle pass (`taas_operator.planner.lifecycle`) calls them with the pods of the
 current slots (`failed`: ended and not to be retried; `retry`: to be deleted and recreated).
 """
 
@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import NamedTuple
 
 from taas_operator.api.models import Recreation, TFJob, TFJobStatus
-from taas_operator.engine.observed import ObservedPod
+from taas_operator.planner.observed import ObservedPod
 
 #: Restart policies whose container restarts count against backoffLimit.
 _COUNTED_POLICIES = ("OnFailure", "Always", "ExitCode")

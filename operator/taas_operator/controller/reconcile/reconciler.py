@@ -1,15 +1,15 @@
-"""One pass over one TFJob: read what exists, ask the engine for a Plan, carry it out.
+"""One pass over one TFJob: read what exists, ask the planner for a Plan, carry it out.
 
-    passes = JobPass(settings, kube, cache, children, echoes, request, forget)
+    passes = Reconciler(settings, kube, cache, children, expectations, request, forget)
     await passes.run(key) -> datetime | None      # when to run again (None: on the next event)
     passes.cost(key) -> float                     # seconds the last pass spent computing
     passes.forget(key)                            # the job is gone: drop what a pass kept
 
-A pass (level-triggered, idempotent; the rules are `taas_operator.engine.lifecycle`'s):
+A pass (level-triggered, idempotent; the rules are `taas_operator.planner.lifecycle`'s):
 1. the TFJob from the cache the watch keeps (`JobCache`; one GET only when it is missing);
-   `engine.skip_reason` (managedBy another controller, or being deleted) -> nothing;
+   `planner.skip_reason` (managedBy another controller, or being deleted) -> nothing;
 2. a spec the models refuse (stored while an older CRD was installed) -> condition Failed with
-   the field and fix and a Warning event `InvalidTFJobSpec`, once (`engine.fail_invalid_spec`);
+   the field and fix and a Warning event `InvalidTFJobSpec`, once (`planner.fail_invalid_spec`);
    never a retry loop. The same for a pod template the apiserver refuses (`actions`), and,
    with reason `ObjectNotOwned`, for a name the job needs held by an object no TFJob of the
    name controls (`owned.NotOwned`: the object is left alone, the message names it and the fix);
@@ -17,10 +17,10 @@ A pass (level-triggered, idempotent; the rules are `taas_operator.engine.lifecyc
    why it can be trusted); LISTed fresh by the job's labels instead while some of the job's own
    creations are not in the watch yet, or when a creation found a name taken that the cache
    did not show. Only objects this incarnation of the job controls are its children;
-4. `engine.plan_job` -> Plan; the status written FIRST (`status.StatusWriter`: a Conflict reads
+4. `planner.plan_job` -> Plan; the status written FIRST (`status.StatusWriter`: a Conflict reads
    the job again and repeats the pass; a change of the replica counts alone may be held a few
    seconds, `StatusWriter.hold_until`), then deletions and creations concurrently
-   (`actions.Actions`), then the pass's events (`events.pass_events`: one Normal event naming
+   (`actions.Actions`), then the pass's events (`recorder.pass_events`: one Normal event naming
    what it did, Warnings apart), then the TTL deletion;
 5. the plan's `requeue_at` (or the end of a held status write, if sooner) is returned, so the
    work queue wakes the job exactly then.
@@ -49,19 +49,19 @@ from taas_operator.api.resources import POD, POLICY, SERVICE, Kind
 from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller import metrics
 from taas_operator.controller.reconcile.actions import Actions
-from taas_operator.controller.reconcile.events import (
+from taas_operator.controller.reconcile.owned import NotOwned
+from taas_operator.controller.reconcile.progress_poller import ProgressPoller
+from taas_operator.controller.reconcile.recorder import (
     EventRecorder,
     pass_events,
     waiting_for_names,
 )
-from taas_operator.controller.reconcile.owned import NotOwned
-from taas_operator.controller.reconcile.progress import ProgressPoller
 from taas_operator.controller.reconcile.status import StatusWriter
 from taas_operator.controller.reconcile.tensorboard import TensorBoards
 from taas_operator.controller.watch.children import ChildCache, Children, children_from
-from taas_operator.controller.watch.echoes import Echoes
+from taas_operator.controller.watch.expectations import Expectations
 from taas_operator.controller.watch.jobcache import JobCache, JobKey
-from taas_operator.engine import (
+from taas_operator.planner import (
     BuildOptions,
     Event,
     fail_invalid_spec,
@@ -70,8 +70,8 @@ from taas_operator.engine import (
     plan_job,
     skip_reason,
 )
-from taas_operator.engine.batches import list_page
-from taas_operator.engine.kueue import to_close
+from taas_operator.planner.batches import list_page
+from taas_operator.planner.kueue import to_close
 from taas_operator.settings import OperatorSettings
 
 logger = logging.getLogger("taas_operator.controller")
@@ -86,7 +86,7 @@ _CHILD_PLURALS = (POD.plural, SERVICE.plural, POLICY.plural)
 _NAMED_OBJECTS = 3
 
 
-class JobPass:
+class Reconciler:
     """Runs passes; keeps what one pass leaves for the next (which jobs must list)."""
 
     def __init__(
@@ -95,11 +95,11 @@ class JobPass:
         kube: KubeClient,
         cache: JobCache,
         children: ChildCache,
-        echoes: Echoes,
+        expectations: Expectations,
         request: Callable[[JobKey], None],
         forget: Callable[[JobKey], None],
     ) -> None:
-        self.kube, self.cache, self.echoes, self.request = kube, cache, echoes, request
+        self.kube, self.cache, self.expectations, self.request = kube, cache, expectations, request
         self.children = children
         self.network_policy = settings.network_policy
         self.options = BuildOptions(
@@ -109,10 +109,10 @@ class JobPass:
             kueue_pod_groups=settings.kueue_pod_groups,
         )
         self.recorder = EventRecorder(kube)
-        self.writer = StatusWriter(kube, cache, echoes, request, forget)
+        self.writer = StatusWriter(kube, cache, expectations, request, forget)
         self.actions = Actions(
             kube,
-            echoes,
+            expectations,
             request,
             network_policy=settings.network_policy,
             extra_namespaces=settings.network_policy_extra_namespaces,
@@ -126,7 +126,7 @@ class JobPass:
         self._costs: dict[JobKey, float] = {}  # seconds the last pass computed (no waiting)
 
     def forget(self, key: JobKey) -> None:
-        """Drop what passes kept about the job (the caller forgets its cache entry and echoes)."""
+        """Drop what passes kept about the job (the caller forgets its cache and expectations)."""
         self._must_list.discard(key)
         self._costs.pop(key, None)
         self.recorder.clear(key)
@@ -171,11 +171,11 @@ class JobPass:
         await self._close_groups(key, uid)
         # The watch cache, unless this job's own writes are not all in it yet, or a creation
         # found a name taken that the cache did not show: then a fresh LIST.
-        fresh = key in self._must_list or self.echoes.pending(key, _CHILD_PLURALS)
+        fresh = key in self._must_list or self.expectations.pending(key, _CHILD_PLURALS)
         listed = await self._list_children(job) if fresh else None
         started = time.perf_counter()
         children = listed if listed is not None else self.children.of(*key, uid)
-        self.echoes.forget(key)
+        self.expectations.forget(key)
         self._must_list.discard(key)
         now = datetime.now(UTC)
         plan = plan_job(job, children.pods, now, services=children.services, options=self.options)
@@ -233,7 +233,7 @@ class JobPass:
 
     async def _close_groups(self, key: JobKey, uid: str) -> None:
         """Kueue pod groups of runs that are gone (a deleted job, an earlier job of the name):
-        marked not retriable, so Kueue ends them and frees their quota (`engine.kueue`)."""
+        marked not retriable, so Kueue ends them and frees their quota (`planner.kueue`)."""
         names = to_close(self.children.others(*key, uid))
         if names:
             logger.info("%s/%s: ending Kueue pod groups of gone runs: %s", *key, names)
@@ -285,7 +285,7 @@ class JobPass:
 
     async def _list_kind(self, job: TFJob, kind: Kind) -> Children:
         """The job's children of one kind, a page at a time, each page kept as small entries
-        before the next is read: a pod of a job of N replicas names N hosts (`engine.batches`)."""
+        before the next is read: a pod of a job of N replicas names N hosts (`planner.batches`)."""
         selector = ",".join(f"{k}={v}" for k, v in sorted(job_selector(job.name).items()))
         replicas = sum(spec.replicas for spec in job.spec.tf_replica_specs.values())
         found = Children()

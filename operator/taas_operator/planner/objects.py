@@ -14,7 +14,7 @@ Pods and headless services are named `<job>-<lowercase type>-<index>` and labell
 Kubeflow's (operator-name, job-name, replica-type, replica-index; job-role=master on the pods
 `taas_operator.tfjob.rules.is_master_role` names), the template's labels and annotations kept. The
 `tensorflow` container gets the port `tfjob-port` (2222) when it has none, the chief's also
-`taas-progress` (the port it serves progress on, `engine.progress.progress_port`; the only port
+`taas-progress` (the port it serves progress on, `planner.progress.progress_port`; the only port
 the operator reads progress from; none with hostNetwork, where the pod's IP is its node's), and
 the cluster env
 (TF_CONFIG when distributed, then PS_HOSTS, WORKER_HOSTS, CHIEF_HOSTS, JOB_NAME, TASK_INDEX) at
@@ -22,7 +22,7 @@ the front of its env list, so the user's own env and `$(VAR)` references in args
 entries of the same names the user set are replaced. The pod's restartPolicy comes from the
 replica's (ExitCode becomes Never). With gang scheduling on (`BuildOptions.gang_scheduler`), pods
 carry the label `scheduling.x-k8s.io/pod-group: <job>` and the gang scheduler's schedulerName
-unless the template names one (as Kubeflow's training-operator does; `engine.gang`).
+unless the template names one (as Kubeflow's training-operator does; `planner.gang`).
 
 `BuildOptions` holds every input that is not in the TFJob, as plain values (the operator fills
 them from its settings): `hosts` picks the addresses in the cluster spec, by default the job's
@@ -57,7 +57,7 @@ from taas_operator.api.constants import (
     ReplicaType,
 )
 from taas_operator.api.models import TFJob
-from taas_operator.engine.progress import chief_slot, progress_port
+from taas_operator.planner.progress import chief_slot, progress_port
 from taas_operator.tfjob.cluster_spec import (
     ClusterEnv,
     HostFn,
@@ -74,11 +74,11 @@ class BuildOptions:
 
     cluster_domain: str = ""
     hosts: HostFn | None = None
-    #: "" (off) or "scheduler-plugins": pods join the job's PodGroup (`engine.gang`) and go to
+    #: "" (off) or "scheduler-plugins": pods join the job's PodGroup (`planner.gang`) and go to
     #: `gang_pod_scheduler` unless their template names a scheduler.
     gang_scheduler: str = ""
     gang_pod_scheduler: str = DEFAULT_GANG_POD_SCHEDULER
-    #: The pods of a TFJob labelled with a Kueue queue form one Kueue pod group (`engine.kueue`).
+    #: The pods of a TFJob labelled with a Kueue queue form one Kueue pod group (`planner.kueue`).
     kueue_pod_groups: bool = False
 
     def host_fn(self, job: TFJob) -> HostFn:
@@ -268,7 +268,7 @@ def desired_network_policy(
     open to everyone (a policy that selects a pod denies all ingress it does not allow, so they
     are listed explicitly); ports no container declares are closed. With `progress_namespace`
     (the operator's own), that namespace is admitted to the chief's progress port (read-only
-    training progress, `engine.progress`), unless a container already declares that port.
+    training progress, `planner.progress`), unless a container already declares that port.
     """
     tf = tf_ports(job)
     peers: list[dict[str, Any]] = [{"podSelector": {"matchLabels": {LABEL_JOB_NAME: job.name}}}]

@@ -48,10 +48,10 @@ from taas_operator.api.constants import (
     TENSORBOARD_PORT,
 )
 from taas_operator.api.models import TFJob
-from taas_operator.engine.progress import chief_slot
+from taas_operator.tfjob.rules import chief_slot
 
 #: The TensorBoard pod's program: its own file's text, so that it needs no TaaS in the image.
-_MAIN_SOURCE = Path(__file__).with_name("tensorboard_main.py").read_text(encoding="utf-8")
+_MAIN_SOURCE = Path(__file__).with_name("pod_program.py").read_text(encoding="utf-8")
 
 #: Flags and env names the trainer reads model_dir from, in its order (`taas.core.settings`).
 MODEL_DIR_FLAGS = ("model_dir", "logdir", "train_dir")
@@ -298,7 +298,7 @@ def desired_tensorboard(job: TFJob, image: str) -> tuple[dict[str, Any], dict[st
         "name": "tensorboard",
         "image": image,
         "imagePullPolicy": "IfNotPresent",
-        # TensorBoard's own main, with one header fixed (see tensorboard_main's docstring).
+        # TensorBoard's own main, with one header fixed (see pod_program's docstring).
         "command": ["python", "-c", _MAIN_SOURCE],
         "args": [
             f"--logdir={model_dir.path}",

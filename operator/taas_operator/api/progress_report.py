@@ -12,7 +12,7 @@ agree on this JSON only, and a test sends one through the other). camelCase, one
 `time` is the chief's clock (Unix seconds) when it made the document. Fields a newer trainer
 adds are ignored; a value that is not finite (NaN, infinity: JSON has neither, but Python's
 json writes them) reads as absent. Bounds are enforced where the status is written
-(`engine.progress`), not here, so an odd report is trimmed rather than refused.
+(`planner.progress`), not here, so an odd report is trimmed rather than refused.
 """
 
 from __future__ import annotations

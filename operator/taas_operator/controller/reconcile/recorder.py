@@ -1,7 +1,7 @@
 """The events the operator records on a TFJob, and how API errors are logged.
 
     Done(verb, kind, name)                  # one object created, deleted or updated
-    pass_events(done, problems, engine_events) -> list[Event]   # what one pass posts
+    pass_events(done, problems, planned) -> list[Event]   # what one pass posts
     failed(verb, kind, name, err) -> Event  # Warning Failed<Verb><Kind>
     recorder = EventRecorder(kube)
     await recorder.post(key, job_body, events)
@@ -35,7 +35,7 @@ from taas_operator.api.resources import POD, POD_GROUP, POLICY, SERVICE, Kind
 from taas_operator.apiserver.errors import ApiError, Forbidden
 from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller.watch.jobcache import JobKey
-from taas_operator.engine import Event
+from taas_operator.planner import Event
 
 logger = logging.getLogger("taas_operator.controller")
 
@@ -137,15 +137,15 @@ def _changes_reason(groups: dict[tuple[Verb, Kind], list[str]]) -> str:
 
 
 def pass_events(
-    done: Sequence[Done], problems: Sequence[Event], engine: Sequence[Event]
+    done: Sequence[Done], problems: Sequence[Event], planned: Sequence[Event]
 ) -> list[Event]:
-    """The events one pass posts: the lifecycle engine's, with every object the pass created,
+    """The events one pass posts: the planner's, with every object the pass created,
     deleted or updated named in the first Normal one (one event for the whole pass: "TFJob x
     is created. Created 3 pods: ... Created 3 services: ... Created policy: x"); without such
-    an engine event, the objects make one event of their own. Warnings (the engine's, and
+    a planner event, the objects make one event of their own. Warnings (the planner's, and
     `problems`: failed or refused API calls) stay one event each."""
     groups = _changes(done)
-    events = list(engine)
+    events = list(planned)
     first = next((i for i, e in enumerate(events) if e.type == "Normal"), None)
     if groups:
         head = events[first].message if first is not None else ""

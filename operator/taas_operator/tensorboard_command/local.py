@@ -5,8 +5,8 @@
     has_summaries(path) -> bool                               an event file within bounds
 
 A job file is read by the one bounded loader (`taas_operator.documents`, the checks of `taas
-validate`); each TFJob's chief model_dir comes from the engine's reading of its chief container
-(`engine.tensorboard.chief_model_dir`, the trainer's own rules). A relative model_dir is taken
+validate`); each TFJob's chief model_dir comes from the planner's reading of its chief container
+(`planner.tensorboard.chief_model_dir`, the trainer's own rules). A relative model_dir is taken
 from the container's workingDir, else the current directory, as `taas run` starts it.
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from taas_operator.documents import InputError, load_tfjobs
-from taas_operator.engine.tensorboard import ModelDirError, chief_model_dir
+from taas_operator.tensorboard.objects import ModelDirError, chief_model_dir
 
 #: Files and directories looked at, at most, for an event file (a model_dir can be huge).
 _SCAN_LIMIT = 20_000

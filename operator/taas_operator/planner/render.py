@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from taas_operator.api import TFJob
-from taas_operator.engine.objects import (
+from taas_operator.planner.objects import (
     BuildOptions,
     desired_network_policy,
     desired_pods,

@@ -1,4 +1,4 @@
-"""What the lifecycle engine returns, and how an executor carries it out.
+"""What the planner returns, and how an executor carries it out.
 
     Plan, Event                                   # pydantic models
     status_changed(old, new) -> bool
@@ -6,7 +6,7 @@
     skip_reason(managed_by, deletion_timestamp) -> str | None
 
 `skip_reason` is the one check of whether a job is left alone: `spec.runPolicy.managedBy` names
-another controller, or the job is being deleted. The engine applies it to every job it plans;
+another controller, or the job is being deleted. the planner applies it to every job it plans;
 the operator applies it to a stored job before parsing it, so that another controller's job (or
 one on its way out) is never rejected for a spec TaaS would refuse.
 
@@ -17,7 +17,7 @@ How to carry out a Plan (the operator and `taas run` alike):
 3. delete `plan.delete_pods` and `plan.delete_services` (names; `plan.force_delete_pods` with
    grace period 0), create `plan.create_pods` and
    `plan.create_services` (manifests; treat AlreadyExists as success), remove Kueue's finalizer
-   from `plan.release_pods` and mark `plan.close_pods` not retriable (`engine.kueue`; both only
+   from `plan.release_pods` and mark `plan.close_pods` not retriable (`planner.kueue`; both only
    ever name pods of a Kueue pod group), concurrently;
 4. emit `plan.events` on the TFJob;
 5. if `plan.delete_job`: delete the TFJob (its TTL has passed);
@@ -56,7 +56,7 @@ class Plan(BaseModel):
     force_delete_pods: list[str] = Field(default_factory=list)
     create_services: list[dict[str, Any]] = Field(default_factory=list)
     delete_services: list[str] = Field(default_factory=list)
-    #: TaaS: pods whose Kueue finalizer to remove: ended, and replaced by TaaS (`engine.kueue`).
+    #: TaaS: pods whose Kueue finalizer to remove: ended, and replaced by TaaS (`planner.kueue`).
     release_pods: list[str] = Field(default_factory=list)
     #: TaaS: pods to mark `kueue.x-k8s.io/retriable-in-group: "false"`: their group's run ended.
     close_pods: list[str] = Field(default_factory=list)

@@ -5,7 +5,7 @@
 The job must exist (else the client's `TFJob "x" not found` with the fix) and ask for a
 TensorBoard with the annotation `taas.dev/tensorboard`: an http(s) URL is printed as it is; no
 annotation gets the `kubectl annotate` command that asks the operator for one. For `"true"`, the
-operator runs `<job>-tensorboard` (`engine.tensorboard`); this waits, at most `timeout` seconds,
+operator runs `<job>-tensorboard` (`planner.tensorboard`); this waits, at most `timeout` seconds,
 until TensorBoard answers through the apiserver, failing early with the operator's own Warning
 (`TensorBoardUnavailable`: the model_dir no pod can mount, say), then serves it on
 `host`:`port` through `proxy.ServiceProxy` until Ctrl-C or SIGTERM; the URL printed holds the
@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING
 from taas_operator.api.constants import REASON_TENSORBOARD_UNAVAILABLE, TENSORBOARD_ANNOTATION
 from taas_operator.api.text import printable
 from taas_operator.client.errors import ClientError
-from taas_operator.engine.tensorboard import (
+from taas_operator.tensorboard.objects import (
     tensorboard_link,
     tensorboard_name,
     tensorboard_request,
 )
-from taas_operator.tensorboard.proxy import ServiceProxy
+from taas_operator.tensorboard_command.proxy import ServiceProxy
 
 if TYPE_CHECKING:
     from taas_operator.client.jobs import TFJobClient

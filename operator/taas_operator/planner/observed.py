@@ -1,4 +1,4 @@
-"""What the lifecycle engine needs to know about one existing pod of a job.
+"""What the planner needs to know about one existing pod of a job.
 
     ObservedPod(name, replica_type, index, phase, uid, exit_code, reason, restart_count, deleting,
                 pod_ip, waiting_reason, waiting_message, termination_message, unschedulable,
@@ -92,7 +92,7 @@ class ObservedPod(BaseModel):
     #: its DELETED event (`controller.watch.children`), so a pass can tell a replica lost with
     #: its node from one merely missing (the pods are gone before a pass may see why).
     gone: bool = False
-    #: Kueue's pod groups (`engine.kueue`): the group the pod belongs to (its label) ...
+    #: Kueue's pod groups (`planner.kueue`): the group the pod belongs to (its label) ...
     kueue_group: str | None = None
     #: ... Kueue's finalizer is on it (Kueue counts how it ends) ...
     kueue_finalizer: bool = False

@@ -1,14 +1,14 @@
-"""Watch events that only echo the operator's own writes (Kubeflow's "expectations").
+"""Expectations (Kubernetes' word): the watch events that only echo the operator's own writes.
 
-    echoes = Echoes()
-    echoes.expect(job, ref, type_="ADDED")     # before writing `ref` = (plural, name) for `job`
-    echoes.created(job, ref, rv) -> bool       # after it: the written resourceVersion, None
+    expected = Expectations()
+    expected.expect(job, ref, type_="ADDED")   # before writing `ref` = (plural, name) for `job`
+    expected.created(job, ref, rv) -> bool     # after it: the written resourceVersion, None
                                                # when it failed or the name was taken;
                                                # True: a watch event seen meanwhile needs a pass
-    echoes.seen(job, ref, type_, rv) -> bool   # a watch event; True: it needs a pass
-    echoes.pending(job, plurals) -> bool       # a write of those kinds not seen in the watch yet
-    echoes.forget(job)                         # a pass of the job starts, or the job is gone
-    await expecting_echo(echoes, request, job, ref, type_, write) -> dict | None
+    expected.seen(job, ref, type_, rv) -> bool # a watch event; True: it needs a pass
+    expected.pending(job, plurals) -> bool     # a write of those kinds not seen in the watch yet
+    expected.forget(job)                       # a pass of the job starts, or the job is gone
+    await expecting_echo(expected, request, job, ref, type_, write) -> dict | None
                                                # expect, await the write, then `created`
 
 A pass that creates objects (or writes the job's status) already knows the result, so the
@@ -33,7 +33,7 @@ Ref = tuple[str, str]
 _PENDING, _EARLY, _AWAIT = "pending", "early", "await"
 
 
-class Echoes:
+class Expectations:
     """Per job, the objects whose creation this process is making or has just made."""
 
     def __init__(self) -> None:
@@ -83,7 +83,7 @@ class Echoes:
 
 
 async def expecting_echo(
-    echoes: Echoes,
+    expectations: Expectations,
     request: Callable[[Any], None],
     job: Hashable,
     ref: Ref,
@@ -92,12 +92,12 @@ async def expecting_echo(
 ) -> dict[str, Any] | None:
     """Await `write` (returning the object as stored, or None), its `type_` watch event expected
     meanwhile; `request(job)` when an event that came during it still needs a pass."""
-    echoes.expect(job, ref, type_)
+    expectations.expect(job, ref, type_)
     written: dict[str, Any] | None = None
     try:
         written = await write
         return written
     finally:
         rv = str(((written or {}).get("metadata") or {}).get("resourceVersion") or "")
-        if echoes.created(job, ref, rv or None):
+        if expectations.created(job, ref, rv or None):
             request(job)

@@ -1,7 +1,7 @@
 """Training progress in a TFJob's status: the chief's report folded into `status.progress` at a
 bounded rate, and the STATE / PROGRESS / ETA columns every table shows. Pure: no I/O.
 
-    chief_slot(job) -> (replica type, index) | None  # the replica whose progress counts
+    chief_slot(job) -> (replica type, index) | None  # the replica whose progress counts (tfjob)
     chief_pod(job, pods) -> ObservedPod | None      # its pod, while it runs
     progress_port(job) -> int                       # the TCP port that chief serves it on
     fold_progress(job, plan, report, now, *, interval, last_update=None)
@@ -13,7 +13,7 @@ bounded rate, and the STATE / PROGRESS / ETA columns every table shows. Pure: no
 Who reports: the trainer library's chief (Chief/Master, else worker 0: the pod labelled
 job-role=master) publishes a `ProgressReport`; how it reaches an executor differs (the operator
 reads GET /progress on the chief's pod IP, `taas run` a file the chief writes; see
-`taas_operator.controller.reconcile.progress` for why the operator pulls), what is done with it
+`controller.reconcile.progress_poller` for why the operator pulls), what is done with it
 is this module, for both. A program that does not use the library publishes nothing: no
 `status.progress`, and nothing else changes.
 
@@ -35,35 +35,22 @@ import math
 from datetime import UTC, datetime, timedelta
 
 from taas_operator.api.constants import (
-    CHIEF_TYPES,
     COND_SUCCEEDED,
     COND_SUSPENDED,
     DEFAULT_CONTAINER_NAME,
     DEFAULT_PROGRESS_PORT,
     PROGRESS_PORT_ENV,
-    REPLICA_TYPES,
-    ReplicaType,
 )
 from taas_operator.api.models import ScalarPoint, TFJob, TFJobProgress, TFJobStatus
-from taas_operator.api.progress import ProgressReport
-from taas_operator.engine.observed import ObservedPod
-from taas_operator.engine.plan import Plan, status_changed
+from taas_operator.api.progress_report import ProgressReport
+from taas_operator.planner.observed import ObservedPod
+from taas_operator.planner.plan import Plan, status_changed
+from taas_operator.tfjob.rules import chief_slot
 
 #: Bounds on what a report may put into the status (the rest is dropped, not refused).
 MAX_SCALARS = 16
 MAX_POINTS = 5
 MAX_SCALAR_NAME = 63
-
-
-def chief_slot(job: TFJob) -> tuple[ReplicaType, int] | None:
-    """(replica type, index) of the pod whose progress counts: the first Chief/Master, else
-    worker 0 (`tfjob.rules.is_master_role`)."""
-    specs = job.spec.tf_replica_specs
-    for rtype in REPLICA_TYPES:
-        if rtype in CHIEF_TYPES and rtype in specs and specs[rtype].replicas > 0:
-            return rtype, 0
-    worker = specs.get("Worker")
-    return ("Worker", 0) if worker is not None and worker.replicas > 0 else None
 
 
 def chief_pod(job: TFJob, pods: list[ObservedPod]) -> ObservedPod | None:

@@ -11,14 +11,14 @@
 The watches are `informer.Informer`s: TFJobs, and the jobs' pods, services and NetworkPolicies
 (selected by the apiserver: `CHILD_SELECTOR`), in every namespace or each watched one. Each
 event only updates a cache (`JobCache`, `ChildCache`) and asks the work queue (`WorkQueue`) for
-a pass of the job (`jobpass.JobPass.run`); the queue coalesces bursts and runs one pass per job
-at a time. No pass starts before every watch has listed once (the caches are complete), nor
+a pass of the job (`reconciler.Reconciler.run`); the queue coalesces bursts and runs one pass per
+job at a time. No pass starts before every watch has listed once (the caches are complete), nor
 while peering says another replica is active (`peering.PeeringGate`). The watch events that
-only echo the operator's own writes start no pass (`echoes.Echoes`): the ADDED events of the
-objects a pass created, the MODIFIED event of its status write, and a TFJob version already
-cached. Every other event does. What a watch lists (at start-up, or again after a lost watch)
-asks for background passes, except a TFJob without status (a new job): a restart among
-thousands of jobs re-checks them all, but serves a new job first.
+only echo the operator's own writes start no pass (`expectations.Expectations`): the ADDED
+events of the objects a pass created, the MODIFIED event of its status write, and a TFJob
+version already cached. Every other event does. What a watch lists (at start-up, or again after
+a lost watch) asks for background passes, except a TFJob without status (a new job): a restart
+among thousands of jobs re-checks them all, but serves a new job first.
 """
 
 from __future__ import annotations
@@ -36,11 +36,11 @@ from taas_operator.apiserver.errors import ApiError
 from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller import metrics
 from taas_operator.controller.memory import release_freed_memory
-from taas_operator.controller.reconcile.jobpass import JobPass
 from taas_operator.controller.reconcile.owned import Owned
+from taas_operator.controller.reconcile.reconciler import Reconciler
 from taas_operator.controller.seen import Seen
 from taas_operator.controller.watch.children import CHILD_SELECTOR, ChildCache
-from taas_operator.controller.watch.echoes import Echoes
+from taas_operator.controller.watch.expectations import Expectations
 from taas_operator.controller.watch.informer import Informer
 from taas_operator.controller.watch.jobcache import JobCache, JobKey, job_key
 from taas_operator.controller.watch.peering import PeeringGate
@@ -51,7 +51,7 @@ logger = logging.getLogger("taas_operator.controller")
 
 
 class Controller:
-    """Holds the watches, the caches, the echoes, the work queue and the passes."""
+    """Holds the watches, the caches, the expectations, the work queue and the passes."""
 
     def __init__(
         self, settings: OperatorSettings, kube: KubeClient, identity: str = "", priority: int = 0
@@ -59,13 +59,19 @@ class Controller:
         self.settings, self.kube = settings, kube
         self.jobs = JobCache()
         self.children = ChildCache()
-        self._echoes = Echoes()
+        self._expectations = Expectations()
         self.queue = WorkQueue(
             self._run_pass, max_running=settings.passes_at_once, cost=self._pass_cost
         )
         self.queue.pause()  # until every watch has listed once (and peering lets us)
-        self.passes = JobPass(
-            settings, kube, self.jobs, self.children, self._echoes, self.queue.request, self._gone
+        self.passes = Reconciler(
+            settings,
+            kube,
+            self.jobs,
+            self.children,
+            self._expectations,
+            self.queue.request,
+            self._gone,
         )
         places = settings.namespaces or [""]
         kinds = [POD, SERVICE, POLICY] if settings.network_policy else [POD, SERVICE]
@@ -113,7 +119,7 @@ class Controller:
         self.jobs.remember(job)
         key = job_key(job)
         rv = str(meta.get("resourceVersion") or "")
-        if self._echoes.seen(key, (PLURAL, key[1]), event_type, rv):
+        if self._expectations.seen(key, (PLURAL, key[1]), event_type, rv):
             # Listed with a status: a job some pass handled before, checked again when
             # nothing else waits. Without a status: a new job.
             self.queue.request(key, background=event_type is None and bool(job.get("status")))
@@ -132,7 +138,7 @@ class Controller:
             self.children.put(plural, body)
         key = (str(meta.get("namespace", "")), str(job_name))
         ref = (plural, str(meta.get("name", "")))
-        if not self._echoes.seen(key, ref, event_type, str(meta.get("resourceVersion", ""))):
+        if not self._expectations.seen(key, ref, event_type, str(meta.get("resourceVersion", ""))):
             logger.debug("%s/%s: echo of our creation of %s %s", *key, *ref)
             return
         self.queue.request(key, background=event_type is None)  # listed: a re-check
@@ -195,7 +201,7 @@ class Controller:
     def _gone(self, key: JobKey) -> None:
         self.jobs.forget(key)
         self.children.forget_job(*key)
-        self._echoes.forget(key)
+        self._expectations.forget(key)
         self.passes.forget(key)
         self.queue.forget(key)
 

@@ -8,7 +8,7 @@
 kube-scheduler and kube-controller-manager are the upstream binaries with their default
 settings (client QPS included) except: no leader election, serving only on 127.0.0.1, and the
 node-failure timings of `Timings`. kwok manages only the nodes labelled
-`kwok.x-k8s.io/node=fake` (nodes.py), plays the Stages of stages.yaml and serves nothing (no
+`kwok.x-k8s.io/node=fake` (node_objects.py), plays the Stages of stages.yaml and serves nothing (no
 --server-address: no logs/exec of fake pods, nothing listening).
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from taas_controlplane.sim.nodes import KWOK_LABEL, KWOK_VALUE
+from taas_controlplane.sim.node_objects import KWOK_LABEL, KWOK_VALUE
 
 
 class Timings(BaseModel):

@@ -9,14 +9,14 @@ How the operator learns a job's progress: it pulls. The trainer library's chief 
 latest `ProgressReport` at `GET http://<chief pod IP>:2223/progress` (`taas.publish`; the port is
 the chief's `TAAS_PROGRESS_PORT` when its template sets one). The operator reads it only from
 the port the chief's pod declares for it (`taas-progress`, which the operator puts on the
-tensorflow container when it creates the pod: `engine.objects`), never from a port the job's
+tensorflow container when it creates the pod: `planner.objects`), never from a port the job's
 spec names later, and never from a chief with hostNetwork (its IP is the node's: a port there
 could be any service of the node). A task per running job reads it
 as soon as the chief runs, again after 1, 2, 4, ... s until the first report arrives (a chief
 imports TensorFlow before it serves), then every `progress_interval` (30 s; after failures 60,
 120, ... at most 5 min) with a 2 s timeout,
 and when a report is newer than the last it asks for a pass, which folds it into the status at
-most once per interval (`engine.progress.fold_progress`: alone, or riding along with a write
+most once per interval (`planner.progress.fold_progress`: alone, or riding along with a write
 the lifecycle makes anyway). A chief that serves nothing (a program without the library, one
 still starting) costs one refused connection per read and no pass, no write, no API call.
 
@@ -43,11 +43,11 @@ Why pull, weighed against the two other ways (Kubeflow Trainer v2 weighed the fi
   HTTP request per running job per interval.
 When the chief ends, its server is gone: the library writes its last report to the container's
 termination message (`terminationMessagePath`), the kubelet puts it in the pod's status, and the
-pass that sees the pod end folds it (`engine.final_report`), so a finished job keeps its final
+pass that sees the pod end folds it (`planner.final_report`), so a finished job keeps its final
 step, loss and 100% (or where it stopped) with no read at all.
 `taas run` cannot connect into its jobs' private network namespaces, so there the chief writes
 the same document to a file the runner reads (`taas_operator.local.job_run`); the fold and the
-columns are the same code (`engine.progress`).
+columns are the same code (`planner.progress`).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ from taas_operator.api.constants import COND_SUSPENDED, PROGRESS_PATH
 from taas_operator.api.models import TFJob
 from taas_operator.controller import metrics
 from taas_operator.controller.watch.jobcache import JobKey
-from taas_operator.engine import (
+from taas_operator.planner import (
     ObservedPod,
     Plan,
     chief_pod,

@@ -62,8 +62,8 @@ from taas_operator.api.constants import (
     REASON_WAITING_FOR_ADMISSION,
 )
 from taas_operator.api.models import TFJob
-from taas_operator.engine.gang import total_replicas
-from taas_operator.engine.observed import ObservedPod
+from taas_operator.planner.gang import total_replicas
+from taas_operator.planner.observed import ObservedPod
 
 _KUEUE_WAITS = (REASON_WAITING_FOR_ADMISSION, REASON_EVICTED_BY_KUEUE)
 #: A label value: at most 63 characters; 54 of the job's name, a dash and 8 hex digits.

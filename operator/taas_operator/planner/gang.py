@@ -31,8 +31,8 @@ from typing import Any
 from taas_operator.api.constants import GANG_SCHEDULER_PLUGINS, POD_GROUP_API_VERSION
 from taas_operator.api.models import TFJob
 from taas_operator.api.quantity import parse_quantity
-from taas_operator.engine.objects import BuildOptions, job_selector, owner_reference
-from taas_operator.engine.observed import ObservedPod
+from taas_operator.planner.objects import BuildOptions, job_selector, owner_reference
+from taas_operator.planner.observed import ObservedPod
 
 
 def total_replicas(job: TFJob) -> int:

@@ -7,10 +7,9 @@ Every replica of every job runs at once, so the whole run is weighed against the
 scheduler weighs a pod's requests against a node:
 - memory: each replica's `resources.requests.memory` (else `limits.memory`) of its `tensorflow`
   container, else `REPLICA_MEMORY`, summed, against MemAvailable from /proc/meminfo.
-  `REPLICA_MEMORY` was measured on the 2-core machine this was written on: the MNIST example
-  (1 PS + 2 workers, TensorFlow 2 CPU) peaked at 620-650 MiB RSS per replica (shared libraries
-  counted in each) and 420-485 MiB PSS (shared libraries split three ways), so 512 MiB is the
-  cost of one more replica.
+  `REPLICA_MEMORY` is what one more replica of the MNIST example (1 PS + 2 workers,
+  TensorFlow 2 CPU) peaked at, rounded up, counting the shared libraries split among the
+  replicas (PSS), not once in each (RSS).
 - CPU: the `resources.requests.cpu` (else `limits.cpu`) summed, against the CPUs this process
   may run on: more is a warning (the replicas share the CPUs, slower but correct); and the
   number of processes: more than `PROCESSES_PER_CPU_LIMIT` per CPU is a problem (dozens of

@@ -42,8 +42,17 @@ def _raise_terminated(signum: int, frame: object) -> NoReturn:
 
 
 def _local(args: argparse.Namespace) -> int:
-    from taas_operator.tensorboard.local import has_summaries, local_logdirs, logdir_args, missing
-    from taas_operator.tensorboard.process import TensorBoardError, serve, tensorboard_installed
+    from taas_operator.tensorboard_command.local import (
+        has_summaries,
+        local_logdirs,
+        logdir_args,
+        missing,
+    )
+    from taas_operator.tensorboard_command.process import (
+        TensorBoardError,
+        serve,
+        tensorboard_installed,
+    )
 
     logdirs = local_logdirs(args.target, args.namespace)
     absent = missing(logdirs)
@@ -93,7 +102,7 @@ def _local(args: argparse.Namespace) -> int:
 def _cluster(args: argparse.Namespace) -> int:
     from taas_operator.apiserver.errors import ApiError, ConfigError
     from taas_operator.client.jobs import TFJobClient
-    from taas_operator.tensorboard.cluster import serve_cluster_job
+    from taas_operator.tensorboard_command.cluster_job import serve_cluster_job
 
     try:
         client = TFJobClient(args.kubeconfig, args.context, args.namespace)

@@ -1,8 +1,10 @@
-"""The generic job engine: desired objects and the lifecycle, both pure (no I/O).
+"""The TFJob planner: desired objects and the lifecycle, both pure (no I/O).
 
-Generic as Kubeflow's common engine is: conditions, restart policies, backoffLimit, deadlines,
-cleanup, TTL, suspend and scaling hold for any job kind; what only a TFJob knows (which replicas
-decide running and success, the master role, the cluster spec) comes from `taas_operator.tfjob`.
+`plan_job` is what the operator's pass and `taas run` share: (job, observed pods, now) -> Plan.
+The lifecycle rules are Kubeflow's common ones (conditions, restart policies, backoffLimit,
+deadlines, cleanup, TTL, suspend, scaling); what only a TFJob knows (which replicas decide
+running and success, the master role, the cluster spec) comes from `taas_operator.tfjob`, which
+this package imports: it plans TFJobs, not any job kind (no seam like Kueue's `GenericJob`).
 Every input is an argument: the operator's settings reach it as plain `BuildOptions`.
 
 Public surface:
@@ -23,11 +25,11 @@ Public surface:
     format_eta                                                            (progress.py)
 """
 
-from taas_operator.engine.backoff import backoff_delay
-from taas_operator.engine.conditions import fail_invalid_spec, fail_job, set_condition
-from taas_operator.engine.gang import desired_pod_group, gang_waiting, min_member
-from taas_operator.engine.lifecycle import plan_job
-from taas_operator.engine.objects import (
+from taas_operator.planner.backoff import backoff_delay
+from taas_operator.planner.conditions import fail_invalid_spec, fail_job, set_condition
+from taas_operator.planner.gang import desired_pod_group, gang_waiting, min_member
+from taas_operator.planner.lifecycle import plan_job
+from taas_operator.planner.objects import (
     BuildOptions,
     desired_network_policy,
     desired_pod,
@@ -38,15 +40,15 @@ from taas_operator.engine.objects import (
     owner_reference,
     replica_labels,
 )
-from taas_operator.engine.observed import ObservedPod
-from taas_operator.engine.plan import (
+from taas_operator.planner.observed import ObservedPod
+from taas_operator.planner.plan import (
     Event,
     Plan,
     counts_only_change,
     skip_reason,
     status_changed,
 )
-from taas_operator.engine.progress import (
+from taas_operator.planner.progress import (
     chief_pod,
     chief_slot,
     final_report,
