@@ -27,6 +27,7 @@ SAME_PART: dict[str, tuple[frozenset[str], str]] = {
             "errors.py",
             (
                 "taas_operator/api/errors.py",
+                "taas_operator/apiserver/errors.py",
                 "taas_operator/client/errors.py",
                 "taas_operator/documents/errors.py",
             ),
@@ -40,11 +41,6 @@ SAME_PART: dict[str, tuple[frozenset[str], str]] = {
                 "taas/core/flags.py",
             ),
             "a program's command-line flags",
-        ),
-        (
-            "kube.py",
-            ("taas_operator/client/kube.py", "taas_operator/controller/apiserver/kube.py"),
-            "a Kubernetes API client (to become one package: issue 30's first point)",
         ),
         (
             "logs.py",

@@ -121,5 +121,5 @@ def test_nothing_but_the_package_opens_an_http_client() -> None:
             opened.append(relative)
         if re.search(r"^\s*(import|from) (kubernetes|urllib3|requests)\b", text, re.M):
             imported.append(relative)
-    assert opened == ["controller/reconcile/progress.py"]
+    assert opened == ["controller/reconcile/progress_poller.py"]
     assert imported == ["apiserver/credentials.py"]

@@ -10,7 +10,7 @@ imports the official `kubernetes` package (import-linter contracts; tests/core/t
                  ~/.kube/config, the pod's service account)
     listwatch    the one list-then-watch loop (410 re-list, back-off, bookmarks)
     verbs        the operator's verbs (KubeClient) on its event loop
-    session      a person's async requests and streams (KubeApi: the dashboard's)
+    kubeapi      a person's async requests and streams (KubeApi: the dashboard's)
     blocking     the same for blocking callers (Connection: the TFJob client, the CLI), on a
                  private event loop in a thread
 

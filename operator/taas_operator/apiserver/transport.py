@@ -1,5 +1,5 @@
 """HTTP to the apiserver on the caller's event loop (aiohttp, the client kopf uses too): what
-every request of the package (`verbs`, `session`, `blocking`, `listwatch`'s callers) goes out on.
+every request of the package (`verbs`, `kubeapi`, `blocking`, `listwatch`'s callers) goes out on.
 
     transport = Transport(credentials.load(...).endpoint, concurrency=16, streams=0)
     await transport.call(method, path, query=None, body=None, content_type=...) -> (status, data)

@@ -24,8 +24,8 @@ from taas_operator.apiserver.errors import (
     Unreachable,
     refused,
 )
+from taas_operator.apiserver.kubeapi import KubeApi
 from taas_operator.apiserver.listwatch import Retry, list_then_watch
-from taas_operator.apiserver.session import KubeApi
 
 RETRY_START, RETRY_MAX = 1.0, 10.0
 #: Failures closer than this (a list, then its watch failing again) are one run: "since" stays.

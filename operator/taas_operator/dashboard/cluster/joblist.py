@@ -13,7 +13,7 @@ from typing import Any
 
 from taas_operator.api.resources import TFJOB
 from taas_operator.apiserver.errors import Unreachable
-from taas_operator.apiserver.session import KubeApi
+from taas_operator.apiserver.kubeapi import KubeApi
 from taas_operator.dashboard.board import JobsBoard, Key, key_of
 from taas_operator.dashboard.cluster.follow import (
     REFUSED,

@@ -19,7 +19,7 @@ from typing import Any
 
 from taas_operator.api.constants import LABEL_JOB_NAME
 from taas_operator.api.resources import EVENT, POD, TFJOB
-from taas_operator.apiserver.session import KubeApi
+from taas_operator.apiserver.kubeapi import KubeApi
 from taas_operator.dashboard.board import JobWatch, Key
 from taas_operator.dashboard.cluster.follow import REFUSED, list_watch
 from taas_operator.dashboard.source import ActionError

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from taas_operator.api.constants import DEFAULT_CONTAINER_NAME, LABEL_JOB_NAME
 from taas_operator.api.resources import POD
 from taas_operator.apiserver.errors import ApiError, Unreachable
-from taas_operator.apiserver.session import KubeApi
+from taas_operator.apiserver.kubeapi import KubeApi
 from taas_operator.dashboard.cluster.follow import REFUSED, list_all
 from taas_operator.dashboard.source import ActionError, LogLine, short_name
 from taas_operator.dashboard.streams import LogBuffer

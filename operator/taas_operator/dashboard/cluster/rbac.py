@@ -18,7 +18,7 @@ from typing import Any
 from taas_operator.api.constants import GROUP, PLURAL
 from taas_operator.apiserver import errors
 from taas_operator.apiserver.errors import Unreachable
-from taas_operator.apiserver.session import KubeApi
+from taas_operator.apiserver.kubeapi import KubeApi
 from taas_operator.dashboard.source import ActionError, Permission
 
 REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"

@@ -17,7 +17,7 @@ from typing import Any
 
 from taas_operator.apiserver.blocking import Connection
 from taas_operator.apiserver.errors import ConfigError
-from taas_operator.apiserver.session import KubeApi
+from taas_operator.apiserver.kubeapi import KubeApi
 from taas_operator.client.jobs import TFJobClient
 from taas_operator.dashboard.board import JobWatch
 from taas_operator.dashboard.cluster import rbac
