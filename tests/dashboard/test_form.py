@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
-from dashboard_harness import EDIT_RULES, VIEW_RULES, Answer, call, dashboard, grant
+from dashboard_harness import EDIT_RULES, FORM_RULES, VIEW_RULES, Answer, call, dashboard, grant
 from operator_harness import Api, wait_for
 
 from taas_controlplane.launcher import ControlPlane
@@ -21,11 +21,6 @@ from taas_operator.client.programs import Program, dump_yaml, program_job
 from taas_operator.dashboard.form import FORM_NAMES
 
 pytestmark = pytest.mark.controlplane
-#: The form's program makes a ConfigMap too: the editor's rights and those.
-FORM_RULES = [
-    *EDIT_RULES,
-    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get"]},
-]
 PROGRAM = "import os\nprint('hello from', os.environ['TF_CONFIG'])\n"
 FIELDS: dict[str, Any] = {
     "name": "",
@@ -171,7 +166,16 @@ def test_each_bad_field_is_named(control_plane: ControlPlane, admin: Api, namesp
                 named = [p["message"] for p in answer.json["problems"] if p["field"] == field]
                 assert named and message in named[0], (change, answer.json)
                 assert message in answer.json["error"]
-    assert admin.tfjob(namespace, "bad") is None and admin.tfjob(namespace, "c") is None
+        # An empty program: the form as it opens previews, but is not sent.
+        empty = {**FIELDS, "name": "empty", "program": " \n"}
+        assert _post(url, "preview", namespace, empty).status == 200
+        refused = _post(url, "form", namespace, empty)
+        assert refused.status == 422
+        assert refused.json["problems"] == [
+            {"field": "program", "message": "Program: empty; fix: paste it, or upload its .py file"}
+        ]
+    for name in ("bad", "c", "empty"):
+        assert admin.tfjob(namespace, name) is None
 
 
 def test_guarded_as_the_yaml_submit(

@@ -1,6 +1,7 @@
 """The Submit form's fields as the TFJob they make (and the ConfigMap of a program). Pure.
 
-    made = made_of(body, namespace)    # FormJob: tfjob, program (ProgramManifests) | None, yaml
+    made = made_of(body, namespace, sending)   # FormJob: tfjob, program (ProgramManifests) | None,
+                                               # yaml; sending: an empty program is refused too
     # FormInvalid: problems [(field, message)], each message naming the form's label and the fix
 
 The form is `taas submit PROGRAM.py`'s flags on a page (Caicloud's TaaS page had the same
@@ -112,8 +113,9 @@ class FormInvalid(Exception):
         return {"error": str(self), "problems": listed}
 
 
-def made_of(body: bytes | str, namespace: str) -> FormJob:
-    """The job the form's JSON `body` makes in `namespace` (FormInvalid: every problem)."""
+def made_of(body: bytes | str, namespace: str, sending: bool = False) -> FormJob:
+    """The job the form's JSON `body` makes in `namespace` (FormInvalid: every problem). An
+    empty program previews (the form as it opens) but is not sent (`sending`)."""
     try:
         fields = FormFields.model_validate_json(body)
     except ValidationError as err:
@@ -129,6 +131,8 @@ def made_of(body: bytes | str, namespace: str) -> FormJob:
             program = given_program(fields.file_name.strip(), fields.program, FORM_NAMES)
         except InvalidOptions as err:
             problems += [("file_name" if "file name" in m else f, m) for f, m in err.problems]
+        if sending and not fields.program.strip():
+            problems.append(("program", "Program: empty; fix: paste it, or upload its .py file"))
     if problems:
         raise FormInvalid(problems)
     try:

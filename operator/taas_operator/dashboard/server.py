@@ -399,21 +399,23 @@ async def submit(request: web.Request) -> web.Response:
     return await _act(create)
 
 
-async def _form_job(request: web.Request) -> tuple[Source, form.FormJob | web.Response]:
+async def _form_job(
+    request: web.Request, sending: bool
+) -> tuple[Source, form.FormJob | web.Response]:
     """The Submit form's job (dashboard.form), past the YAML submit's checks; or its 422."""
     source, _, where = await _may_create(
         request, "the form (a program this large: build an image, docs/your-code.md)"
     )
     body = await request.read()
     try:
-        return source, await asyncio.to_thread(form.made_of, body, where)
+        return source, await asyncio.to_thread(form.made_of, body, where, sending)
     except form.FormInvalid as exc:
         return source, _json(exc.answer(), 422)
 
 
 async def preview_form(request: web.Request) -> web.Response:
     """The YAML the Submit form's fields make, or each field's problem; nothing is sent."""
-    _, made = await _form_job(request)
+    _, made = await _form_job(request, sending=False)
     if isinstance(made, web.Response):
         return made
     return _json({"namespace": made.tfjob["metadata"]["namespace"], "yaml": made.yaml})
@@ -421,7 +423,7 @@ async def preview_form(request: web.Request) -> web.Response:
 
 async def submit_form(request: web.Request) -> web.Response:
     """The Submit form's TFJob created, then a program's ConfigMap (owned by the TFJob)."""
-    source, made = await _form_job(request)
+    source, made = await _form_job(request, sending=True)
     if isinstance(made, web.Response):
         return made
     tfjob, program = made.tfjob, made.program
