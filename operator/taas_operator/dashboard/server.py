@@ -35,10 +35,9 @@ viewer admitted by the gate (`dashboard.access`: a per-run token, or each viewer
 Kubernetes token), the action header on writes. Namespaces and names in a path are checked as
 Kubernetes names before anything else is done for them. A submitted YAML or form (its preview
 too) is read only after the read-only and permission checks, and parsed off the event loop (the
-bounded loader; the form's capped fields). Live
-streams are capped per viewer and in all (`dashboard.streams`), a job page's watches are shared
-and capped by the source, and a log follows through a buffer that drops the oldest lines for a
-slow reader and says so.
+bounded loader; the form's capped fields). Live streams are capped per viewer and in all
+(`dashboard.streams`), a job page's watches are shared and capped by the source, and a log
+follows through a buffer that drops the oldest lines for a slow reader and says so.
 """
 
 from __future__ import annotations
@@ -78,6 +77,9 @@ LOG_BATCH_SECONDS = 0.1
 #: Log lines held for one slow reader before the oldest are dropped (and the page told).
 LOG_BUFFER_LINES = 2000
 MAX_SUBMIT_BYTES = 1 << 20
+FORM_TOO_LARGE = (
+    "the form is larger than 1 MiB; fix: a program that large goes in an image (docs/your-code.md)"
+)
 #: Live streams (SSE) one viewer may hold open, and the server in all.
 STREAMS_PER_VIEWER, STREAMS_TOTAL = 16, 64
 
@@ -357,10 +359,10 @@ async def delete(request: web.Request) -> web.Response:
     return await _act(lambda: _source(request).delete(ns, name))
 
 
-async def _may_create(request: web.Request, what: str) -> tuple[Source, str | None, str]:
+async def _may_create(request: web.Request, too_large: str) -> tuple[Source, str | None, str]:
     """The source, the ?namespace= given (checked) and where the TFJob goes, once the
-    dashboard is writable, RBAC lets the viewer create TFJobs there and the body (`what`) is
-    small enough; else a Refusal, before the body is read."""
+    dashboard is writable, RBAC lets the viewer create TFJobs there and the body is at most
+    MAX_SUBMIT_BYTES (else 413 `too_large`); else a Refusal, before the body is read."""
     _writable(request)
     source = _source(request)
     namespace = request.query.get("namespace") or None
@@ -374,13 +376,13 @@ async def _may_create(request: web.Request, what: str) -> tuple[Source, str | No
     if not allowed.allowed:
         raise Refusal(403, allowed.reason)
     if request.content_length and request.content_length > MAX_SUBMIT_BYTES:
-        raise Refusal(413, f"{what} is larger than 1 MiB")
+        raise Refusal(413, too_large)
     return source, namespace, where
 
 
 async def submit(request: web.Request) -> web.Response:
     """A TFJob from YAML: refused when read-only or not allowed before the body is even read."""
-    source, namespace, _ = await _may_create(request, "the YAML")
+    source, namespace, _ = await _may_create(request, "the YAML is larger than 1 MiB")
     text = await request.text()
     try:
         jobs = await asyncio.to_thread(parse_tfjobs, text, "the YAML", namespace)
@@ -403,9 +405,7 @@ async def _form_job(
     request: web.Request, sending: bool
 ) -> tuple[Source, form.FormJob | web.Response]:
     """The Submit form's job (dashboard.form), past the YAML submit's checks; or its 422."""
-    source, _, where = await _may_create(
-        request, "the form (a program this large: build an image, docs/your-code.md)"
-    )
+    source, _, where = await _may_create(request, FORM_TOO_LARGE)
     body = await request.read()
     try:
         return source, await asyncio.to_thread(form.made_of, body, where, sending)
