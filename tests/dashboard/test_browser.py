@@ -384,6 +384,22 @@ def test_submit_form_previews_checks_and_creates(
         assert held is not None and held["data"] == {"digits_train.py": program.read_text()}
         assert held["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
 
+        # A command of the image: no program, so the name must be given.
+        page.goto(signed(url))
+        page.locator("#submit-open").click()
+        page.check('#form-pane input[name="runs"][value="command"]')
+        expect(page.locator("#f-program")).to_be_hidden()
+        page.fill("#f-command", "python examples/linear_regression/linear_regression.py")
+        name = page.locator('#form-pane [data-field="name"] .field-error')
+        expect(name).to_have_text("Name: needed for a command; fix: e.g. train")
+        page.fill("#f-name", "linreg")
+        expect(name).to_have_count(0)
+        expect(preview).to_contain_text("- examples/linear_regression/linear_regression.py")
+        expect(preview).not_to_contain_text("kind: ConfigMap")
+        page.locator("#submit-send").click()
+        expect(page.locator("#job-name")).to_have_text("linreg")
+        assert admin.tfjob(namespace, "linreg") is not None
+
         # The YAML tab: the pasted manifest, checked as taas validate checks it.
         page.goto(signed(url))
         page.locator("#submit-open").click()
