@@ -19,6 +19,7 @@ from taas_operator.client.programoptions import (
     CLI_NAMES,
     DEFAULT_IMAGE,
     PYTHON_NAMES,
+    InvalidOptions,
     ProgramOptions,
     python_options,
 )
@@ -26,7 +27,9 @@ from taas_operator.client.programs import (
     MAX_CONFIG_MAP_BYTES,
     PROGRAM_DIR,
     Program,
+    command_job,
     dump_yaml,
+    given_program,
     owned_config_map,
     program_job,
     read_program,
@@ -420,3 +423,56 @@ def test_arguments_after_the_separator_belong_to_the_program(
     tfjob = next(yaml.safe_load_all(capsys.readouterr().out))
     assert tfjob["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] == 1
     assert _container(tfjob, "Worker")["command"][2:] == ["--workers", "7"]
+
+
+# -- a program's text given as it is, a command (the dashboard's form) --------------------------
+FORM = {**CLI_NAMES, "program": "Program", "name": "Name", "command": "Command"}
+
+
+def test_a_given_program_is_checked_as_a_file_is() -> None:
+    room = MAX_CONFIG_MAP_BYTES - len("big.py")
+    assert given_program("big.py", "#" * room, FORM).text == "#" * room
+    with pytest.raises(InvalidOptions, match="larger than a ConfigMap holds") as caught:
+        given_program("big.py", "é" * (room // 2 + 1), FORM)  # two bytes each in UTF-8
+    assert [option for option, _ in caught.value.problems] == ["program"]
+    for name, message in [("train.txt", r"not a Python program"), ("a b.py", "ConfigMap key")]:
+        with pytest.raises(InvalidOptions, match=f"Program '{name}'.*{message}"):
+            given_program(name, "", FORM)
+
+
+def test_a_command_of_the_image_is_the_same_job_without_a_config_map() -> None:
+    options = ProgramOptions(name="linreg", workers=2, ps=1, env={"A": "1"}, cpu="1")
+    tfjob, job = command_job(["python", "run.py", "--x"], options, FORM, "ns")
+    made = program_job(PROGRAM, options, FORM, "ns").tfjob
+    for rtype in ("PS", "Worker"):
+        container, program = _container(tfjob, rtype), _container(made, rtype)
+        assert container["command"] == ["python", "run.py", "--x"]
+        assert "volumeMounts" not in container
+        assert {k: v for k, v in program.items() if k not in ("command", "volumeMounts")} == {
+            k: v for k, v in container.items() if k != "command"
+        }
+        assert "volumes" not in tfjob["spec"]["tfReplicaSpecs"][rtype]["template"]["spec"]
+    assert job.name == "linreg" and job.namespace == "ns"
+
+
+def test_a_command_needs_a_name_and_words() -> None:
+    with pytest.raises(InvalidOptions) as caught:
+        command_job([], ProgramOptions(workers=-1), FORM)
+    assert [option for option, _ in caught.value.problems] == ["workers"]  # the options first
+    with pytest.raises(InvalidOptions) as caught:
+        command_job([], ProgramOptions(), FORM)
+    assert caught.value.problems == [
+        ("command", "Command: empty; fix: the command every replica runs"),
+        ("name", "Name: needed for a command; fix: e.g. train"),
+    ]
+
+
+def test_each_option_problem_says_its_option() -> None:
+    with pytest.raises(InvalidOptions) as caught:
+        program_job(PROGRAM, ProgramOptions(workers=-1, memory="512m", env={"TF_CONFIG": "x"}))
+    assert [option for option, _ in caught.value.problems] == ["workers", "memory", "env"]
+    assert str(caught.value).startswith("--workers -1: must be a whole number")
+    with pytest.raises(InvalidOptions) as caught:
+        program_job(PROGRAM, ProgramOptions(name="Bad_Name"), FORM)
+    [(option, message)] = caught.value.problems
+    assert option == "name" and message.endswith("fix: a Name such as train")

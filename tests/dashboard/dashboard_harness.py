@@ -184,6 +184,12 @@ EDIT_RULES = [
     },
 ]
 
+#: The Submit form's program makes a ConfigMap too: the editor's rights and those.
+FORM_RULES = [
+    *EDIT_RULES,
+    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get"]},
+]
+
 
 def grant(plane: Any, namespace: str, user: str, rules: list[dict[str, Any]]) -> str:
     """A Role with `rules` bound to `user` in `namespace`; the user's kubeconfig."""

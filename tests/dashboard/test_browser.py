@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dashboard_harness import EDIT_RULES, VIEW_RULES, dashboard, grant, signed
+from dashboard_harness import EDIT_RULES, FORM_RULES, VIEW_RULES, dashboard, grant, signed
 from kubelet_player import KubeletPlayer
 from operator_harness import Api, OperatorProcess, tfjob, wait_for
 
@@ -316,6 +316,99 @@ def test_local_run_page_streams_logs(page: Any, artifacts: Path, tmp_path: Path)
     finally:
         stop(proc, grace=5)
     assert "TFJob local-demo Succeeded" in log.read_text()
+
+
+def test_submit_form_previews_checks_and_creates(
+    control_plane: ControlPlane,
+    admin: Api,
+    namespace: str,
+    page: Any,
+    artifacts: Path,
+    tmp_path: Path,
+) -> None:
+    """Submit's form: fields typed, a program uploaded, the YAML it makes shown as they change, a
+    bad field's message under it, then the TFJob and the program's ConfigMap on the apiserver;
+    the pasted YAML still works in its tab."""
+    expect = _expect()
+    program = tmp_path / "digits_train.py"
+    program.write_text("import taas\nprint('training digits')\n")
+    editor = grant(control_plane, namespace, "former", FORM_RULES)
+    with dashboard(editor, [namespace]) as url:
+        page.goto(signed(url))
+        page.locator("#submit-open").click()
+        expect(page.locator("#form-pane")).to_be_visible()
+        preview = page.locator("#form-yaml")
+        expect(preview).to_contain_text("name: train")  # the defaults: train.py, 1 worker
+        page.fill("#f-workers", "2")
+        page.fill("#f-ps", "1")
+        page.fill("#f-gpus", "1")
+        page.fill("#f-memory", "512m")
+        memory = page.locator('#form-pane [data-field="memory"]')
+        expect(memory.locator(".field-error")).to_contain_text(
+            "Memory '512m': is less than 1Mi ('m' means thousandths of a byte); fix: write "
+            "mebibytes as Mi"
+        )
+        expect(memory).to_have_attribute("data-invalid", "1")
+        expect(page.locator("#preview-note")).to_contain_text("fix the fields marked")
+        page.screenshot(path=str(artifacts / "dashboard-submit-form-error.png"))
+        page.fill("#f-memory", "1Gi")
+        expect(memory.locator(".field-error")).to_have_count(0)
+        page.set_input_files("#f-upload", str(program))
+        expect(page.locator("#f-file-name")).to_have_value("digits_train.py")
+        page.fill("#f-env", "TF_MAX_STEPS=400")
+        page.fill("#f-args", "--max_steps=400")
+        for text in (
+            "name: digits-train",
+            f"namespace: {namespace}",
+            "replicas: 2",
+            "nvidia.com/gpu: 1",
+            "memory: 1Gi",
+            "- /opt/taas/program/digits_train.py",
+            "kind: ConfigMap",
+            "print('training digits')",
+            "TF_MAX_STEPS",
+        ):
+            expect(preview).to_contain_text(text)
+        page.screenshot(path=str(artifacts / "dashboard-submit-form.png"))
+        page.locator("#submit-send").click()
+        expect(page.locator("#job-name")).to_have_text("digits-train")
+        job = admin.tfjob(namespace, "digits-train")
+        assert job is not None
+        specs = job["spec"]["tfReplicaSpecs"]
+        assert (specs["PS"]["replicas"], specs["Worker"]["replicas"]) == (1, 2)
+        container = specs["Worker"]["template"]["spec"]["containers"][0]
+        assert container["command"][-1] == "--max_steps=400"
+        assert container["resources"]["limits"] == {"memory": "1Gi", "nvidia.com/gpu": 1}
+        assert container["env"] == [{"name": "TF_MAX_STEPS", "value": "400"}]
+        held = admin.find(f"/api/v1/namespaces/{namespace}/configmaps/digits-train-program")
+        assert held is not None and held["data"] == {"digits_train.py": program.read_text()}
+        assert held["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
+
+        # A command of the image: no program, so the name must be given.
+        page.goto(signed(url))
+        page.locator("#submit-open").click()
+        page.check('#form-pane input[name="runs"][value="command"]')
+        expect(page.locator("#f-program")).to_be_hidden()
+        page.fill("#f-command", "python examples/linear_regression/linear_regression.py")
+        name = page.locator('#form-pane [data-field="name"] .field-error')
+        expect(name).to_have_text("Name: needed for a command; fix: e.g. train")
+        page.fill("#f-name", "linreg")
+        expect(name).to_have_count(0)
+        expect(preview).to_contain_text("- examples/linear_regression/linear_regression.py")
+        expect(preview).not_to_contain_text("kind: ConfigMap")
+        page.locator("#submit-send").click()
+        expect(page.locator("#job-name")).to_have_text("linreg")
+        assert admin.tfjob(namespace, "linreg") is not None
+
+        # The YAML tab: the pasted manifest, checked as taas validate checks it.
+        page.goto(signed(url))
+        page.locator("#submit-open").click()
+        page.locator("#tab-yaml").click()
+        expect(page.locator("#form-pane")).to_be_hidden()
+        page.fill("#submit-yaml", json.dumps(tfjob("pasted", {"Worker": {"replicas": 1}})))
+        page.locator("#submit-send").click()
+        expect(page.locator("#job-name")).to_have_text("pasted")
+    assert admin.tfjob(namespace, "pasted") is not None
 
 
 XSS = '<img src=x onerror="window.__pwned=1">\x1b[2J<script>window.__pwned=2</script>'

@@ -4,6 +4,7 @@ checked before anything is made or sent.
     ProgramOptions(workers=2, ps=1, gpus_per_worker=1, env={"TF_MAX_STEPS": "400"})
     python_options(name, num_workers, ...) -> ProgramOptions   # Kubeflow SDK-style arguments
     check_options(options, names)                               # Invalid: every problem, named
+    option_problems(options, names) -> [(option, message)]      # the same, each with its option
 
 `names` says how the caller knows each option: `CLI_NAMES` (`--workers`) or `PYTHON_NAMES`
 (`num_workers`), so a message names what the user typed and the fix. Replica counts are
@@ -116,25 +117,45 @@ def _text(value: Any) -> Any:
     return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
 
 
+class InvalidOptions(Invalid):
+    """Problems of named options: `problems` holds (option, message), the option a key of
+    `CLI_NAMES` ("workers"); the text is every message, joined."""
+
+    def __init__(self, problems: Sequence[tuple[str, str]]) -> None:
+        super().__init__("; ".join(message for _, message in problems))
+        self.problems = list(problems)
+
+
 def check_options(options: ProgramOptions, names: Mapping[str, str]) -> None:
-    problems = [
-        *_count(options.workers, names["workers"], 0),
-        *_count(options.ps, names["ps"], 0),
-        *_count(options.gpus_per_worker, names["gpus_per_worker"], 0, MAX_GPUS),
-        *_image(options.image, names["image"]),
-        *_quantity(options.cpu, names["cpu"], "a CPU amount, e.g. 500m or 2"),
-        *_memory(options.memory, names["memory"]),
-        *_env(options.env, names["env"]),
-    ]
+    """InvalidOptions naming every problem of `options`, if any."""
+    problems = option_problems(options, names)
+    if problems:
+        raise InvalidOptions(problems)
+
+
+def option_problems(options: ProgramOptions, names: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Each problem of `options` as (option, message naming it as `names` says)."""
+    found = {
+        "workers": _count(options.workers, names["workers"], 0),
+        "ps": _count(options.ps, names["ps"], 0),
+        "gpus_per_worker": _count(options.gpus_per_worker, names["gpus_per_worker"], 0, MAX_GPUS),
+        "image": _image(options.image, names["image"]),
+        "cpu": _quantity(options.cpu, names["cpu"], "a CPU amount, e.g. 500m or 2"),
+        "memory": _memory(options.memory, names["memory"]),
+        "env": _env(options.env, names["env"]),
+    }
     if not isinstance(options.chief, bool):
-        problems.append(f"{names['chief']}: must be 0 or 1 (one chief at most)")
+        found["chief"] = [f"{names['chief']}: must be 0 or 1 (one chief at most)"]
+    problems = [(option, message) for option, messages in found.items() for message in messages]
     if not problems and options.workers + int(options.chief) < 1:
         problems.append(
-            f"{names['workers']}: no replica would train (0 workers and no chief); fix: "
-            f"{names['workers']} 1 or more"
+            (
+                "workers",
+                f"{names['workers']}: no replica would train (0 workers and no chief); fix: "
+                f"{names['workers']} 1 or more",
+            )
         )
-    if problems:
-        raise Invalid("; ".join(problems))
+    return problems
 
 
 def _count(value: Any, name: str, low: int, high: int = MAX_REPLICAS) -> list[str]:

@@ -2,9 +2,11 @@
 
     options = ProgramOptions(workers=2, ps=1, gpus_per_worker=1)   # client.programoptions
     program = read_program("train.py", CLI_NAMES)        # bounded, UTF-8; Invalid names the fix
+    program = given_program("train.py", text, names)     # the same checks for a text given
     made = program_job(program, options, CLI_NAMES, namespace=None)
     made.tfjob, made.config_map                           # manifests; the TFJob checked as
                                                           # `taas validate` checks a file
+    command_job(["python", "x.py"], options, names, ns)   # a command of the image: no ConfigMap
     owned_config_map(made.config_map, created_job)        # + the ownerReference to its uid
     local_job(path, program, options) -> TFJob            # `taas run`: the file where it is
 
@@ -16,10 +18,14 @@ replica is recreated, a program error fails the job), cleanPodPolicy Running. `c
 `memory` are each replica's requests and limits; `gpus_per_worker` is the `nvidia.com/gpu` limit
 of each Worker and the Chief (a PS holds variables on its CPU).
 
+A command instead of a program (the dashboard's form) makes the same TFJob, each replica running
+the command in the image (`options.args` unused), with no ConfigMap and no volume.
+
 Bad input is one `Invalid` naming the option as its caller knows it (`CLI_NAMES`: `--workers`;
-`PYTHON_NAMES`: `num_workers`) and the fix, before anything is sent: the options
-(client.programoptions), a program past what a ConfigMap holds (1 MiB: build an image,
-docs/deploy.md), a file name that cannot be a ConfigMap key or give a TFJob name.
+`PYTHON_NAMES`: `num_workers`; the form's labels) and the fix, before anything is sent: the
+options (client.programoptions), a program past what a ConfigMap holds (1 MiB: build an image,
+docs/deploy.md), a file name that cannot be a ConfigMap key or give a TFJob name. Those are an
+`InvalidOptions`, whose `problems` say which option each is about (the form marks its fields).
 
 Why the TFJob first and the ConfigMap after (client.jobs.create_program): the ConfigMap's
 ownerReference needs the TFJob's uid, which exists only once the TFJob does, and a pod started
@@ -31,7 +37,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -41,7 +47,12 @@ import yaml
 from taas_operator.api import TFJob
 from taas_operator.api.constants import API_VERSION, DEFAULT_CONTAINER_NAME, KIND, LABEL_JOB_NAME
 from taas_operator.apiserver.errors import Invalid
-from taas_operator.client.programoptions import CLI_NAMES, ProgramOptions, check_options
+from taas_operator.client.programoptions import (
+    CLI_NAMES,
+    InvalidOptions,
+    ProgramOptions,
+    check_options,
+)
 from taas_operator.documents import InputError, parse_tfjobs
 
 PROGRAM_DIR: Final = "/opt/taas/program"
@@ -77,13 +88,7 @@ def read_program(path: str | os.PathLike[str], names: Mapping[str, str] = CLI_NA
     for a ConfigMap (never reads more than that, plus one byte)."""
     file = Path(path)
     what = f"{names['program']} {str(path)!r}"
-    if file.suffix != ".py":
-        raise Invalid(f"{what} is not a Python program (.py); fix: give the program's .py file")
-    if not _CONFIG_MAP_KEY.match(file.name) or len(file.name) > 253:
-        raise Invalid(
-            f"{what}: its file name cannot be a ConfigMap key (letters, digits, '-', '_' and "
-            f"'.' only); fix: rename the file, e.g. {_key_like(file.name)!r}"
-        )
+    _check_file_name(file.name, what)
     room = MAX_CONFIG_MAP_BYTES - len(file.name)
     try:
         with file.open("rb") as stream:
@@ -95,16 +100,43 @@ def read_program(path: str | os.PathLike[str], names: Mapping[str, str] = CLI_NA
     except OSError as err:
         raise Invalid(f"{what} cannot be read: {err.strerror or err}") from None
     if len(data) > room:
-        raise Invalid(
-            f"{what} is larger than a ConfigMap holds ({MAX_CONFIG_MAP_BYTES} bytes, 1 MiB, with "
-            f"its file name); fix: {IMAGE_FIX}"
-        )
+        raise Invalid(_too_large(what))
     try:
         return Program(file.name, data.decode("utf-8"))
     except UnicodeDecodeError as err:
         raise Invalid(
             f"{what} is not UTF-8 text ({err.reason} at byte {err.start}); fix: save it as UTF-8"
         ) from None
+
+
+def given_program(file_name: str, text: str, names: Mapping[str, str] = CLI_NAMES) -> Program:
+    """A program's text given as it is (pasted, uploaded), checked as `read_program` checks a
+    file; InvalidOptions on the option "program"."""
+    what = f"{names['program']} {file_name!r}"
+    try:
+        _check_file_name(file_name, what)
+        if len(file_name) + len(text.encode("utf-8", "surrogatepass")) > MAX_CONFIG_MAP_BYTES:
+            raise Invalid(_too_large(what))
+    except Invalid as err:
+        raise InvalidOptions([("program", str(err))]) from None
+    return Program(file_name, text)
+
+
+def _check_file_name(file_name: str, what: str) -> None:
+    if not file_name.endswith(".py"):
+        raise Invalid(f"{what} is not a Python program (.py); fix: give the program's .py file")
+    if not _CONFIG_MAP_KEY.match(file_name) or len(file_name) > 253:
+        raise Invalid(
+            f"{what}: its file name cannot be a ConfigMap key (letters, digits, '-', '_' and "
+            f"'.' only); fix: rename the file, e.g. {_key_like(file_name)!r}"
+        )
+
+
+def _too_large(what: str) -> str:
+    return (
+        f"{what} is larger than a ConfigMap holds ({MAX_CONFIG_MAP_BYTES} bytes, 1 MiB, with "
+        f"its file name); fix: {IMAGE_FIX}"
+    )
 
 
 def program_job(
@@ -117,7 +149,8 @@ def program_job(
     and the ConfigMap holding the program. `namespace` None: the manifests name none."""
     check_options(options, names)
     name = options.name or job_name(program.file_name)
-    tfjob = _tfjob(name, namespace, f"{PROGRAM_DIR}/{program.file_name}", options)
+    runs = ["python", f"{PROGRAM_DIR}/{program.file_name}", *options.args]
+    tfjob = _tfjob(name, namespace, runs, options, mounted=True)
     job = _validated(tfjob, options, names, program.file_name)
     meta: dict[str, Any] = {"name": config_map_name(name), "labels": {LABEL_JOB_NAME: name}}
     if namespace:
@@ -131,6 +164,32 @@ def program_job(
     return ProgramManifests(tfjob, config_map, job)
 
 
+def command_job(
+    command: Sequence[str],
+    options: ProgramOptions,
+    names: Mapping[str, str] = CLI_NAMES,
+    namespace: str | None = None,
+) -> tuple[dict[str, Any], TFJob]:
+    """The TFJob whose replicas run `command` (a command line of the image, e.g. `python
+    examples/mnist/mnist.py`), checked as `program_job`'s; its manifest and model. `options.name`
+    is needed (no file to name the job after)."""
+    check_options(options, names)
+    problems = []
+    if not command:
+        problems.append(
+            (
+                "command",
+                f"{names.get('command', 'command')}: empty; fix: the command every replica runs",
+            )
+        )
+    if not options.name:
+        problems.append(("name", f"{names['name']}: needed for a command; fix: e.g. train"))
+    if problems:
+        raise InvalidOptions(problems)
+    tfjob = _tfjob(str(options.name), namespace, list(command), options, mounted=False)
+    return tfjob, _validated(tfjob, options, names, "")
+
+
 def local_job(
     path: str | os.PathLike[str],
     program: Program,
@@ -142,8 +201,9 @@ def local_job(
     (`path`), no ConfigMap and no volume."""
     check_options(options, names)
     name = options.name or job_name(program.file_name)
-    local = str(Path(path).resolve())
-    return _validated(_tfjob(name, namespace, local, options), options, names, program.file_name)
+    runs = ["python", str(Path(path).resolve()), *options.args]
+    tfjob = _tfjob(name, namespace, runs, options, mounted=False)
+    return _validated(tfjob, options, names, program.file_name)
 
 
 def owned_config_map(config_map: dict[str, Any], job: TFJob) -> dict[str, Any]:
@@ -179,21 +239,27 @@ _Dumper.add_representer(str, _block)
 
 def dump_yaml(manifests: ProgramManifests) -> str:
     """Both manifests as `kubectl create --dry-run=client -o yaml` prints several objects."""
+    return dump_manifests(manifests.tfjob, manifests.config_map)
+
+
+def dump_manifests(*manifests: dict[str, Any]) -> str:
+    """Manifests as YAML documents, multi-line strings as `|` blocks."""
     return "---\n".join(
-        yaml.dump(m, Dumper=_Dumper, sort_keys=False, allow_unicode=True)
-        for m in (manifests.tfjob, manifests.config_map)
+        yaml.dump(m, Dumper=_Dumper, sort_keys=False, allow_unicode=True) for m in manifests
     )
 
 
 # -- the TFJob -----------------------------------------------------------------------------------
-def _tfjob(name: str, namespace: str | None, runs: str, options: ProgramOptions) -> dict[str, Any]:
-    """The TFJob whose replicas run `python <runs>`: the mounted file, or a local one."""
+def _tfjob(
+    name: str, namespace: str | None, command: list[str], options: ProgramOptions, mounted: bool
+) -> dict[str, Any]:
+    """The TFJob whose replicas run `command`; `mounted`: with the program's ConfigMap."""
     replicas = {"Chief": int(options.chief), "PS": options.ps, "Worker": options.workers}
     specs = {
         rtype: {
             "replicas": count,
             "restartPolicy": "ExitCode",
-            "template": _template(name, runs, options, gpus=rtype != "PS"),
+            "template": _template(name, command, options, rtype != "PS", mounted),
         }
         for rtype, count in replicas.items()
         if count
@@ -209,12 +275,13 @@ def _tfjob(name: str, namespace: str | None, runs: str, options: ProgramOptions)
     }
 
 
-def _template(name: str, runs: str, options: ProgramOptions, gpus: bool) -> dict[str, Any]:
-    mounted = runs.startswith(f"{PROGRAM_DIR}/")
+def _template(
+    name: str, command: list[str], options: ProgramOptions, gpus: bool, mounted: bool
+) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": DEFAULT_CONTAINER_NAME,
         "image": options.image,
-        "command": ["python", runs, *options.args],
+        "command": list(command),
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "capabilities": {"drop": ["ALL"]},
@@ -264,8 +331,14 @@ def _validated(
         given = f"{names['name']} {options.name!r}" if options.name else made
         reason = line.removeprefix("* metadata.name:").split("; fix:")[0].strip()
         flag = names["name"]
-        example = f"{flag} NAME, e.g. {flag} train" if flag.startswith("-") else f'{flag}="train"'
-        raise Invalid(f"{given} cannot name the TFJob: {reason}; fix: {example}")
+        example = (
+            f"{flag} NAME, e.g. {flag} train"
+            if flag.startswith("-")
+            else f'{flag}="train"'
+            if flag.isidentifier() and flag.islower()
+            else f"a {flag} such as train"
+        )
+        raise InvalidOptions([("name", f"{given} cannot name the TFJob: {reason}; fix: {example}")])
     raise Invalid(text)
 
 

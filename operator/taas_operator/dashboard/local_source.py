@@ -23,11 +23,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from taas_operator.api import TFJob, format_time
+from taas_operator.client.programs import ProgramManifests
 from taas_operator.dashboard.board import JobWatch, Key
 from taas_operator.dashboard.source import (
     ActionError,
@@ -249,6 +250,11 @@ class LocalSource(Source):
 
     async def create(self, manifest: dict[str, Any]) -> tuple[str, str]:
         raise ActionError(405, f"{_READ_ONLY}; submit new jobs with taas run or to a cluster")
+
+    async def create_program(
+        self, made: ProgramManifests, names: Mapping[str, str]
+    ) -> tuple[str, str]:
+        return await self.create(made.tfjob)
 
     def info(self) -> dict[str, Any]:
         return {

@@ -21,6 +21,8 @@ Routes (every JSON body is a `dashboard.views` or `dashboard.source` model):
     POST   /api/jobs/{ns}/{name}/suspend|resume    spec.runPolicy.suspend
     DELETE /api/jobs/{ns}/{name}
     POST   /api/jobs?namespace=NS                  a TFJob from YAML, checked as `taas validate`
+    POST   /api/jobs/preview?namespace=NS          the YAML the Submit form makes (form.py)
+    POST   /api/jobs/form?namespace=NS             the same, created (and a program's ConfigMap)
 
 Why aiohttp: it is already installed (kopf is built on it), so the dashboard adds no web
 framework; it serves static files, streams responses (server-sent events) and has a test client.
@@ -31,11 +33,11 @@ POSTs), EventSource reconnects by itself after an outage, and SSE passes through
 Safety (`dashboard.guard` says the order): Host and Origin checked whatever the bind, a
 viewer admitted by the gate (`dashboard.access`: a per-run token, or each viewer's own
 Kubernetes token), the action header on writes. Namespaces and names in a path are checked as
-Kubernetes names before anything else is done for them. A submitted YAML is read only after the
-read-only and permission checks, and parsed off the event loop by the bounded loader. Live
-streams are capped per viewer and in all (`dashboard.streams`), a job page's watches are shared
-and capped by the source, and a log follows through a buffer that drops the oldest lines for a
-slow reader and says so.
+Kubernetes names before anything else is done for them. A submitted YAML or form (its preview
+too) is read only after the read-only and permission checks, and parsed off the event loop (the
+bounded loader; the form's capped fields). Live streams are capped per viewer and in all
+(`dashboard.streams`), a job page's watches are shared and capped by the source, and a log
+follows through a buffer that drops the oldest lines for a slow reader and says so.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from aiohttp import web
 from pydantic import BaseModel
 
 from taas_operator.api.names import InvalidName, check_name, check_namespace
+from taas_operator.dashboard import form
 from taas_operator.dashboard.access import Gate, Refusal, ViewerGate, replaced, session_cookie
 from taas_operator.dashboard.guard import (
     ALLOWED_HOSTS,
@@ -74,6 +77,9 @@ LOG_BATCH_SECONDS = 0.1
 #: Log lines held for one slow reader before the oldest are dropped (and the page told).
 LOG_BUFFER_LINES = 2000
 MAX_SUBMIT_BYTES = 1 << 20
+FORM_TOO_LARGE = (
+    "the form is larger than 1 MiB; fix: a program that large goes in an image (docs/your-code.md)"
+)
 #: Live streams (SSE) one viewer may hold open, and the server in all.
 STREAMS_PER_VIEWER, STREAMS_TOTAL = 16, 64
 
@@ -353,8 +359,10 @@ async def delete(request: web.Request) -> web.Response:
     return await _act(lambda: _source(request).delete(ns, name))
 
 
-async def submit(request: web.Request) -> web.Response:
-    """A TFJob from YAML: refused when read-only or not allowed before the body is even read."""
+async def _may_create(request: web.Request, too_large: str) -> tuple[Source, str | None, str]:
+    """The source, the ?namespace= given (checked) and where the TFJob goes, once the
+    dashboard is writable, RBAC lets the viewer create TFJobs there and the body is at most
+    MAX_SUBMIT_BYTES (else 413 `too_large`); else a Refusal, before the body is read."""
     _writable(request)
     source = _source(request)
     namespace = request.query.get("namespace") or None
@@ -362,13 +370,19 @@ async def submit(request: web.Request) -> web.Response:
         try:
             check_namespace(namespace, "namespace (the ?namespace= of the request)")
         except InvalidName as exc:
-            return error(400, str(exc))
+            raise Refusal(400, str(exc)) from None
     where = namespace or str(source.info().get("defaultNamespace") or "default")
     allowed = (await source.permissions(where)).create
     if not allowed.allowed:
-        return error(403, allowed.reason)
+        raise Refusal(403, allowed.reason)
     if request.content_length and request.content_length > MAX_SUBMIT_BYTES:
-        return error(413, "the YAML is larger than 1 MiB")
+        raise Refusal(413, too_large)
+    return source, namespace, where
+
+
+async def submit(request: web.Request) -> web.Response:
+    """A TFJob from YAML: refused when read-only or not allowed before the body is even read."""
+    source, namespace, _ = await _may_create(request, "the YAML is larger than 1 MiB")
     text = await request.text()
     try:
         jobs = await asyncio.to_thread(parse_tfjobs, text, "the YAML", namespace)
@@ -382,6 +396,43 @@ async def submit(request: web.Request) -> web.Response:
 
     async def create() -> dict[str, str]:
         ns, name = await source.create(manifest)
+        return {"namespace": ns, "name": name}
+
+    return await _act(create)
+
+
+async def _form_job(
+    request: web.Request, sending: bool
+) -> tuple[Source, form.FormJob | web.Response]:
+    """The Submit form's job (dashboard.form), past the YAML submit's checks; or its 422."""
+    source, _, where = await _may_create(request, FORM_TOO_LARGE)
+    body = await request.read()
+    try:
+        return source, await asyncio.to_thread(form.made_of, body, where, sending)
+    except form.FormInvalid as exc:
+        return source, _json(exc.answer(), 422)
+
+
+async def preview_form(request: web.Request) -> web.Response:
+    """The YAML the Submit form's fields make, or each field's problem; nothing is sent."""
+    _, made = await _form_job(request, sending=False)
+    if isinstance(made, web.Response):
+        return made
+    return _json({"namespace": made.tfjob["metadata"]["namespace"], "yaml": made.yaml})
+
+
+async def submit_form(request: web.Request) -> web.Response:
+    """The Submit form's TFJob created, then a program's ConfigMap (owned by the TFJob)."""
+    source, made = await _form_job(request, sending=True)
+    if isinstance(made, web.Response):
+        return made
+    tfjob, program = made.tfjob, made.program
+
+    async def create() -> dict[str, str]:
+        if program is None:
+            ns, name = await source.create(tfjob)
+        else:
+            ns, name = await source.create_program(program, form.FORM_NAMES)
         return {"namespace": ns, "name": name}
 
     return await _act(create)
@@ -414,6 +465,8 @@ def make_app(gate: Gate, settings: ServerSettings) -> web.Application:
     app.router.add_delete("/api/session", sign_out)
     app.router.add_get("/api/jobs", jobs)
     app.router.add_post("/api/jobs", submit)
+    app.router.add_post("/api/jobs/preview", preview_form)
+    app.router.add_post("/api/jobs/form", submit_form)
     app.router.add_get("/api/jobs/stream", jobs_stream)
     app.router.add_get("/api/jobs/{ns}/{name}", job)
     app.router.add_delete("/api/jobs/{ns}/{name}", delete)

@@ -11,6 +11,8 @@
         await .permissions(ns) -> Permissions        # what this user may do there
         await .set_suspend(ns, name, bool)  await .delete(ns, name)
         await .create(manifest) -> (namespace, name)
+        await .create_program(made, names) -> (namespace, name)   # a TFJob and its program's
+                                                                  # ConfigMap (client.programs)
         .info() -> dict                              # for the page's header
 
 A refused or failed action raises `ActionError` with the HTTP status the page gets and a message
@@ -20,11 +22,12 @@ that says what happened in the apiserver's (or the runner's) own words.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
+from taas_operator.client.programs import ProgramManifests
 from taas_operator.dashboard.board import JobsBoard, JobWatch
 
 
@@ -112,6 +115,13 @@ class Source(ABC):
     @abstractmethod
     async def create(self, manifest: dict[str, Any]) -> tuple[str, str]:
         """Create a validated TFJob; its (namespace, name)."""
+
+    @abstractmethod
+    async def create_program(
+        self, made: ProgramManifests, names: Mapping[str, str]
+    ) -> tuple[str, str]:
+        """Create a program's TFJob, then its ConfigMap owned by it; the TFJob's (namespace,
+        name). `names`: how the caller labels the options (an AlreadyExists names the name's)."""
 
     @abstractmethod
     def info(self) -> dict[str, Any]:

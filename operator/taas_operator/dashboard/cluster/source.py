@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from taas_operator.apiserver.blocking import Connection
 from taas_operator.apiserver.errors import ConfigError
 from taas_operator.apiserver.kubeapi import KubeApi
 from taas_operator.client.jobs import TFJobClient
+from taas_operator.client.programs import ProgramManifests
 from taas_operator.dashboard.board import JobWatch
 from taas_operator.dashboard.cluster import rbac
 from taas_operator.dashboard.cluster.joblist import JobList
@@ -117,6 +118,12 @@ class ClusterSource(Source):
         namespace = str(manifest["metadata"].get("namespace") or self.api.namespace)
         made = await rbac.act(lambda: self.client.create(manifest, namespace))
         return made.namespace, made.name
+
+    async def create_program(
+        self, made: ProgramManifests, names: Mapping[str, str]
+    ) -> tuple[str, str]:
+        job = await rbac.act(lambda: self.client.create_program(made, names))
+        return job.namespace, job.name
 
     def info(self) -> dict[str, Any]:
         context = f" · context {self.api.context_name}" if self.api.context_name else ""

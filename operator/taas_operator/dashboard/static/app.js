@@ -579,22 +579,135 @@ function openLogs() {
   stream.addEventListener("end", () => { $("log-note").textContent = "end of logs"; stream.close(); });
 }
 
-/* ---------- submit ---------- */
+/* ---------- submit: a form (the TFJob it makes shown as fields change) or pasted YAML ----------
+   The form's fields go to the server as they are typed; it builds the TFJob (and a program's
+   ConfigMap) as `taas submit train.py` does and checks it as `taas validate` does, answering
+   {yaml} or 422 {problems: [{field, message}]}, each shown under its field. */
+const FORM_FIELDS = ["name", "workers", "ps", "gpus_per_worker", "image", "cpu", "memory", "env",
+  "file_name", "args", "program", "command"];
+const MAX_PROGRAM_BYTES = 1024 * 1024;
+const submitState = { mode: "form", timer: null, seq: 0 };
+
+function namespaceQuery() {
+  const ns = $("submit-namespace").value.trim();
+  return ns ? `?namespace=${encodeURIComponent(ns)}` : "";
+}
+
+function formRuns() { return document.querySelector('#form-pane input[name="runs"]:checked').value; }
+
+function formBody() {
+  const body = { chief: $("f-chief").checked, runs: formRuns() };
+  for (const key of FORM_FIELDS) body[key] = document.querySelector(`#form-pane [name="${key}"]`).value;
+  return JSON.stringify(body);
+}
+
+async function sendForm(path) {
+  const response = await fetch(`${path}${namespaceQuery()}`, { method: "POST",
+    headers: { ...ACTION_HEADERS, "Content-Type": "application/json" }, body: formBody() });
+  const data = await response.json().catch(() => ({}));
+  return { ok: response.ok, data, problems: data.problems ||
+    (response.ok ? [] : [{ field: "", message: data.error || `HTTP ${response.status}` }]) };
+}
+
+/* Each problem under its field; the rest (and a repeat of all) in the box below the form. */
+function showProblems(problems) {
+  for (const field of document.querySelectorAll("#form-pane [data-field]")) {
+    delete field.dataset.invalid;
+    for (const old of field.querySelectorAll(".field-error")) old.remove();
+  }
+  const general = [];
+  for (const problem of problems) {
+    const field = problem.field &&
+      document.querySelector(`#form-pane [data-field="${CSS.escape(problem.field)}"]`);
+    if (field) {
+      field.dataset.invalid = "1";
+      field.append(el("small", { class: "field-error", text: problem.message }));
+    } else general.push(problem.message);
+  }
+  const errors = $("submit-errors");
+  errors.hidden = !general.length;
+  errors.textContent = general.join("\n");
+}
+
+function schedulePreview() {
+  clearTimeout(submitState.timer);
+  submitState.timer = setTimeout(previewForm, 300);
+}
+
+async function previewForm() {
+  const seq = ++submitState.seq;
+  let answer;
+  try { answer = await sendForm("/api/jobs/preview"); }
+  catch (err) { answer = { ok: false, data: {}, problems: [{ field: "", message: err.message }] }; }
+  if (seq !== submitState.seq) return;  // a later preview is on its way
+  showProblems(answer.problems);
+  const box = $("form-yaml");
+  if (answer.ok) {
+    box.textContent = answer.data.yaml;
+    box.dataset.stale = "";
+    $("preview-note").textContent = `(namespace ${answer.data.namespace})`;
+  } else {
+    box.dataset.stale = "1";
+    $("preview-note").textContent = box.textContent ? "(the last valid one: fix the fields marked)" : "";
+  }
+  document.body.dataset.previewed = String(seq);
+}
+
+function showSubmitMode(mode) {
+  submitState.mode = mode;
+  $("tab-form").setAttribute("aria-selected", String(mode === "form"));
+  $("tab-yaml").setAttribute("aria-selected", String(mode === "yaml"));
+  $("form-pane").hidden = mode !== "form";
+  $("yaml-pane").hidden = mode !== "yaml";
+  showProblems([]);
+  if (mode === "form") previewForm();
+}
+
+function showRuns() {
+  const program = formRuns() === "program";
+  $("runs-program").hidden = !program;
+  $("runs-command").hidden = program;
+  $("f-name").placeholder = program ? "from the file name" : "needed for a command";
+}
+
+async function uploadProgram() {
+  const file = $("f-upload").files[0];
+  if (!file) return;
+  if (file.size > MAX_PROGRAM_BYTES) {
+    showProblems([{ field: "program", message: `Program ${JSON.stringify(file.name)} is larger than ` +
+      "a ConfigMap holds (1 MiB); fix: build an image FROM the trainer image with your code copied in" }]);
+    return;
+  }
+  $("f-program").value = await file.text();
+  $("f-file-name").value = file.name;
+  schedulePreview();
+}
+
 async function submitJob(event) {
   event.preventDefault();
-  if (event.submitter && event.submitter.value === "cancel") { $("submit-dialog").close(); return; }
-  const errors = $("submit-errors");
-  errors.hidden = true;
-  const ns = $("submit-namespace").value.trim();
-  try {
-    const made = await act("POST", `/api/jobs${ns ? "?namespace=" + encodeURIComponent(ns) : ""}`,
-      $("submit-yaml").value, "application/yaml");
-    $("submit-dialog").close();
-    location.hash = `#/job/${encodeURIComponent(made.namespace)}/${encodeURIComponent(made.name)}`;
-  } catch (err) {
-    errors.hidden = false;
-    errors.textContent = err.message;
+  let made;
+  if (submitState.mode === "form") {
+    clearTimeout(submitState.timer);
+    submitState.seq += 1;  // a preview still on its way is not shown over the answer
+    const answer = await sendForm("/api/jobs/form").catch((err) =>
+      ({ ok: false, problems: [{ field: "", message: err.message }] }));
+    if (!answer.ok) { showProblems(answer.problems); return; }
+    made = answer.data;
+  } else {
+    try {
+      made = await act("POST", `/api/jobs${namespaceQuery()}`, $("submit-yaml").value, "application/yaml");
+    } catch (err) {
+      showProblems([{ field: "", message: err.message }]);
+      return;
+    }
   }
+  $("submit-dialog").close();
+  location.hash = `#/job/${encodeURIComponent(made.namespace)}/${encodeURIComponent(made.name)}`;
+}
+
+function openSubmit() {
+  showSubmitMode(submitState.mode);
+  $("submit-dialog").showModal();
 }
 
 /* ---------- routing ---------- */
@@ -651,8 +764,17 @@ async function start() {
   $("confirm-no").addEventListener("click", () => { $("confirm-delete").hidden = true; });
   $("confirm-yes").addEventListener("click", () => { $("confirm-delete").hidden = true; doAction("delete"); });
   $("log-replica").addEventListener("change", openLogs);
-  $("submit-open").addEventListener("click", () => { $("submit-errors").hidden = true; $("submit-dialog").showModal(); });
+  $("submit-open").addEventListener("click", openSubmit);
   $("submit-form").addEventListener("submit", submitJob);
+  $("submit-cancel").addEventListener("click", () => $("submit-dialog").close());
+  $("tab-form").addEventListener("click", () => showSubmitMode("form"));
+  $("tab-yaml").addEventListener("click", () => showSubmitMode("yaml"));
+  $("form-pane").addEventListener("input", (event) => {
+    if (event.target.name === "runs") showRuns();
+    if (event.target.id !== "f-upload") schedulePreview();
+  });
+  $("f-upload").addEventListener("change", uploadProgram);
+  $("submit-namespace").addEventListener("input", () => { if (submitState.mode === "form") schedulePreview(); });
   window.addEventListener("hashchange", route);
   setInterval(tick, 5000);
   openList();
