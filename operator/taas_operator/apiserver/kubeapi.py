@@ -92,8 +92,10 @@ class KubeApi:
     ) -> tuple[int, Any]:
         """One call; (status, decoded JSON or text). Raises Unreachable."""
         try:
-            call = self.transport.call(method, path, params, body, content_type)
-            return await asyncio.wait_for(call, REQUEST_SECONDS)
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for can swallow a cancellation
+            # that meets the answer (bpo-42130), and a cancelled caller then runs on.
+            async with asyncio.timeout(REQUEST_SECONDS):
+                return await self.transport.call(method, path, params, body, content_type)
         except _UNREACHABLE as exc:
             raise Unreachable(reason(exc)) from None
 

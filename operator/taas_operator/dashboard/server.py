@@ -158,7 +158,8 @@ async def jobs_stream(request: web.Request) -> web.StreamResponse:
             await stream.open()
             while not replaced(viewer, source):
                 try:
-                    update = await asyncio.wait_for(sub.next(), HEARTBEAT_SECONDS)
+                    async with asyncio.timeout(HEARTBEAT_SECONDS):
+                        update = await sub.next()
                 except TimeoutError:
                     await stream.ping()
                     continue
@@ -209,7 +210,8 @@ async def job_stream(request: web.Request) -> web.StreamResponse:
             await stream.open()
             while not replaced(viewer, source):
                 try:
-                    await asyncio.wait_for(wake.wait(), HEARTBEAT_SECONDS)
+                    async with asyncio.timeout(HEARTBEAT_SECONDS):
+                        await wake.wait()
                 except TimeoutError:
                     await stream.ping()
                     continue
@@ -272,7 +274,8 @@ async def _send_logs(
     replaced); a note where lines were dropped."""
     while not ended():
         try:
-            first = await asyncio.wait_for(buffer.get(), HEARTBEAT_SECONDS)
+            async with asyncio.timeout(HEARTBEAT_SECONDS):
+                first = await buffer.get()
         except TimeoutError:
             await stream.ping()
             continue

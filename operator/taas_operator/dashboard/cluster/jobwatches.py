@@ -51,7 +51,8 @@ class JobWatches:
             watch.users += 1
             try:  # a page cancelled during the first look releases the watch it started
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(loaded.wait(), FIRST_LOOK_SECONDS)
+                    async with asyncio.timeout(FIRST_LOOK_SECONDS):
+                        await loaded.wait()
             except BaseException:
                 await self.release(watch)
                 raise
