@@ -13,8 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from crds import install_crd
-from operator_harness import Api, OperatorProcess, StartOperator, launch_operator
 
 from taas_controlplane.launcher import ControlPlane
 from taas_controlplane.scheduling.coscheduling import (
@@ -22,6 +20,8 @@ from taas_controlplane.scheduling.coscheduling import (
     crd_files,
     scheduler_plugins_source,
 )
+from tests.crds import install_crd
+from tests.operator.operator_harness import Api, OperatorProcess, StartOperator, launch_operator
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
 

@@ -9,8 +9,6 @@ import asyncio
 from typing import Any
 
 import pytest
-from operator_harness import PODS as PODS_PATH
-from operator_harness import Api, new_namespace
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.api.resources import POD as KIND_POD
@@ -26,6 +24,8 @@ from taas_operator.controller.watch.children import (
 from taas_operator.controller.watch.echoes import Echoes
 from taas_operator.controller.watch.informer import Informer
 from taas_operator.engine import replica_labels
+from tests.operator.operator_harness import PODS as PODS_PATH
+from tests.operator.operator_harness import Api, new_namespace
 
 NS, JOB, UID = "team", "job", "uid-1"
 _POD_SPEC = {"containers": [{"name": "tensorflow", "image": "example.com/trainer:1"}]}

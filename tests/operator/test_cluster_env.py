@@ -10,7 +10,15 @@ import json
 from typing import Any
 
 import pytest
-from operator_harness import Api, StartOperator, env_of, new_namespace, tfjob, wait_for
+
+from tests.operator.operator_harness import (
+    Api,
+    StartOperator,
+    env_of,
+    new_namespace,
+    tfjob,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(120)]
 

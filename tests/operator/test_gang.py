@@ -13,11 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crds import install_crd
-from operator_harness import PODS, Api, StartOperator, new_namespace, tfjob, unique, wait_for
 
 from taas_controlplane.binaries import KUEUE_VERSION, module_source
 from taas_controlplane.launcher import ControlPlane
+from tests.crds import install_crd
+from tests.operator.operator_harness import (
+    PODS,
+    Api,
+    StartOperator,
+    new_namespace,
+    tfjob,
+    unique,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
 

@@ -14,7 +14,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from operator_harness import (
+
+from tests.operator.operator_harness import (
     PODS,
     TFJOBS,
     Api,

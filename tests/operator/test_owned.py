@@ -20,7 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from operator_harness import (
+
+from taas_controlplane.launcher import ControlPlane
+from taas_operator.api.resources import POD_GROUP, Kind
+from taas_operator.controller.apiserver.kube import POD, POLICY, SERVICE, KubeClient
+from taas_operator.controller.apiserver.seen import Seen
+from taas_operator.controller.reconcile.owned import NotOwned, Owned
+from tests.operator.operator_harness import (
     PODS,
     POLICIES,
     SERVICES,
@@ -31,12 +37,6 @@ from operator_harness import (
     unique,
     wait_for,
 )
-
-from taas_controlplane.launcher import ControlPlane
-from taas_operator.api.resources import POD_GROUP, Kind
-from taas_operator.controller.apiserver.kube import POD, POLICY, SERVICE, KubeClient
-from taas_operator.controller.apiserver.seen import Seen
-from taas_operator.controller.reconcile.owned import NotOwned, Owned
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 

@@ -11,7 +11,10 @@ kubelet runs: the test writes pod status through the pods/status subresource.
 from __future__ import annotations
 
 import pytest
-from operator_harness import (
+
+from taas_operator.controller.watch.echoes import Echoes
+from taas_operator.engine import replica_labels
+from tests.operator.operator_harness import (
     PODS,
     Api,
     StartOperator,
@@ -22,9 +25,6 @@ from operator_harness import (
     unique,
     wait_for,
 )
-
-from taas_operator.controller.watch.echoes import Echoes
-from taas_operator.engine import replica_labels
 
 POD = ("pods", "job-worker-0")
 

@@ -14,7 +14,11 @@ import time
 from typing import Any
 
 import pytest
-from operator_harness import (
+
+from taas.core.publish import SCALARS, Publisher, document
+from taas_controlplane.launcher import ControlPlane
+from taas_operator.processes import free_ports
+from tests.operator.operator_harness import (
     Api,
     StartOperator,
     condition,
@@ -23,10 +27,6 @@ from operator_harness import (
     unique,
     wait_for,
 )
-
-from taas.core.publish import SCALARS, Publisher, document
-from taas_controlplane.launcher import ControlPlane
-from taas_operator.processes import free_ports
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 INTERVAL = 2

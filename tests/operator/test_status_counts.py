@@ -11,11 +11,18 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import pytest
-from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, wait_for
 
 from taas_operator.api import TFJobStatus
 from taas_operator.controller.reconcile.status import COUNTS_HOLD_S, StatusWriter
 from taas_operator.engine import counts_only_change
+from tests.operator.operator_harness import (
+    Api,
+    StartOperator,
+    new_namespace,
+    tfjob,
+    unique,
+    wait_for,
+)
 
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 KEY = ("ns", "job")

@@ -22,11 +22,18 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, wait_for
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.client.kube import Connection
 from taas_operator.tensorboard.proxy import ServiceProxy
+from tests.operator.operator_harness import (
+    Api,
+    StartOperator,
+    new_namespace,
+    tfjob,
+    unique,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 

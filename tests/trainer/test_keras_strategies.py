@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from trainer_harness import run_program
 
 from taas.core.cluster import resolve_cluster
 from taas.core.settings import SettingsError, TrainerSettings
 from taas.keras.strategies import plan_strategy
+from tests.trainer.trainer_harness import run_program
 
 
 def _cluster(jobs: dict[str, int], kind: str, index: int):

@@ -15,7 +15,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from trainer_harness import LocalCluster, run_program
 
 from taas.core.progress import ProgressReporter
 from taas.core.publish import (
@@ -29,6 +28,7 @@ from taas.core.settings import TrainerSettings
 from taas_operator.api import ProgressReport
 from taas_operator.api.constants import DEFAULT_PROGRESS_PORT, PROGRESS_PATH
 from taas_operator.processes import free_ports
+from tests.trainer.trainer_harness import LocalCluster, run_program
 
 REPORTING = ["tests/trainer/programs/reporting_regression.py"]
 
