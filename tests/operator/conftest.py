@@ -5,6 +5,10 @@ RBAC. Not running: kubelet, scheduler, garbage collector. Tests write pod status
 (pods/status subresource) and never rely on owner references cascading.
 Each module starts its own operator(s) watching namespaces made for it, so jobs left behind by
 other test modules (no namespace controller deletes them) are never touched.
+
+The fast tier's fixtures (`fake_admin`, `start_fake_operator`): the same vocabulary on the
+in-memory apiserver (`tests.harness.fakeapi`), one per test, with the operator's Controller in
+this process (`fake_operator`); for the reconcile logic, not for what the apiserver decides.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from taas_controlplane.scheduling.coscheduling import (
     scheduler_plugins_source,
 )
 from tests.crds import install_crd
+from tests.harness.fakeapi import Store
+from tests.operator.fake_operator import FakeApi, InProcessOperator
 from tests.operator.operator_harness import Api, OperatorProcess, StartOperator, launch_operator
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
@@ -77,3 +83,32 @@ def start_operator(
     yield start
     for proc in started:
         proc.stop()
+
+
+@pytest.fixture
+def fake_store() -> Store:
+    """An empty in-memory apiserver (its own per test)."""
+    return Store()
+
+
+@pytest.fixture
+def fake_admin(fake_store: Store) -> Api:
+    """`admin`'s vocabulary on the in-memory apiserver."""
+    return FakeApi(fake_store)
+
+
+@pytest.fixture
+def start_fake_operator(fake_store: Store) -> Iterator[StartOperator]:
+    """`start_fake_operator(ns, ..., args=[...])` -> a started `InProcessOperator` on the
+    in-memory apiserver (`start_operator`'s flags; stopped when the test ends)."""
+    started: list[InProcessOperator] = []
+
+    def start(*namespaces: str, args: tuple[str, ...] = ()) -> InProcessOperator:
+        flags = [f"--namespace={ns}" for ns in namespaces] or ["--all-namespaces"]
+        operator = InProcessOperator(fake_store, [*flags, *args]).start()
+        started.append(operator)
+        return operator
+
+    yield start  # type: ignore[misc]
+    for operator in started:
+        operator.stop()
