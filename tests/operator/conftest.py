@@ -25,8 +25,7 @@ from taas_controlplane.scheduling.coscheduling import (
     scheduler_plugins_source,
 )
 from tests.crds import install_crd
-from tests.harness.fakeapi import Store
-from tests.operator.fake_operator import FakeApi, InProcessOperator
+from tests.operator.fake_operator import FakeCluster
 from tests.operator.operator_harness import Api, OperatorProcess, StartOperator, launch_operator
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
@@ -86,29 +85,21 @@ def start_operator(
 
 
 @pytest.fixture
-def fake_store() -> Store:
-    """An empty in-memory apiserver (its own per test)."""
-    return Store()
+def fake_cluster() -> Iterator[FakeCluster]:
+    """An empty in-memory apiserver of its own per test; its operators stopped at the end."""
+    cluster = FakeCluster()
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture
-def fake_admin(fake_store: Store) -> Api:
+def fake_admin(fake_cluster: FakeCluster) -> Api:
     """`admin`'s vocabulary on the in-memory apiserver."""
-    return FakeApi(fake_store)
+    return fake_cluster.admin
 
 
 @pytest.fixture
-def start_fake_operator(fake_store: Store) -> Iterator[StartOperator]:
+def start_fake_operator(fake_cluster: FakeCluster) -> StartOperator:
     """`start_fake_operator(ns, ..., args=[...])` -> a started `InProcessOperator` on the
-    in-memory apiserver (`start_operator`'s flags; stopped when the test ends)."""
-    started: list[InProcessOperator] = []
-
-    def start(*namespaces: str, args: tuple[str, ...] = ()) -> InProcessOperator:
-        flags = [f"--namespace={ns}" for ns in namespaces] or ["--all-namespaces"]
-        operator = InProcessOperator(fake_store, [*flags, *args]).start()
-        started.append(operator)
-        return operator
-
-    yield start  # type: ignore[misc]
-    for operator in started:
-        operator.stop()
+    in-memory apiserver (`start_operator`'s flags)."""
+    return fake_cluster.start_operator  # type: ignore[return-value]

@@ -138,3 +138,23 @@ class InProcessOperator:
 
     def stop(self) -> None:
         self.kill(clean=True)
+
+
+class FakeCluster:
+    """An in-memory apiserver, its admin, and the operators started on it (`start_operator`'s
+    vocabulary: namespaces, then the flags)."""
+
+    def __init__(self, store: Store | None = None) -> None:
+        self.store = store or Store()
+        self.admin = FakeApi(self.store)
+        self.operators: list[InProcessOperator] = []
+
+    def start_operator(self, *namespaces: str, args: tuple[str, ...] = ()) -> InProcessOperator:
+        flags = [f"--namespace={ns}" for ns in namespaces] or ["--all-namespaces"]
+        operator = InProcessOperator(self.store, [*flags, *args]).start()
+        self.operators.append(operator)
+        return operator
+
+    def stop(self) -> None:
+        for operator in self.operators:
+            operator.stop()

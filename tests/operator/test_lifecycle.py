@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.harness.fakeapi import Store
-from tests.operator.fake_operator import FakeApi, InProcessOperator
+from tests.operator.fake_operator import FakeCluster
 from tests.operator.operator_harness import (
     PODS,
     TFJOBS,
@@ -35,22 +34,23 @@ pytestmark = [pytest.mark.fast, pytest.mark.timeout(120)]
 
 
 @pytest.fixture(scope="module")
-def store() -> Store:
-    return Store()
+def cluster() -> Iterator[FakeCluster]:
+    cluster = FakeCluster()
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture(scope="module")
-def admin(store: Store) -> Api:
+def admin(cluster: FakeCluster) -> Api:
     """This module's admin: on the in-memory apiserver."""
-    return FakeApi(store)
+    return cluster.admin
 
 
 @pytest.fixture(scope="module")
-def ns(admin: Api, store: Store) -> Iterator[str]:
-    name = new_namespace(admin, "life")
-    operator = InProcessOperator(store, [f"--namespace={name}"]).start()
-    yield name
-    operator.stop()
+def ns(cluster: FakeCluster) -> str:
+    name = new_namespace(cluster.admin, "life")
+    cluster.start_operator(name)
+    return name
 
 
 def _start(admin: Api, ns: str, manifest: dict[str, Any], pods: int) -> dict[str, dict]:

@@ -167,6 +167,11 @@ class Store:
         if method == "PUT":
             return 200, self._update(where, body, patched=False)
         if method == "PATCH":
+            if resource.custom and "strategic-merge-patch" in content_type:
+                raise Failure(415, "UnsupportedMediaType", f"the body of the request was in an "
+                              f"unknown format - accepted media types include: "
+                              "application/json-patch+json, application/merge-patch+json, "
+                              "application/apply-patch+yaml")  # fmt: skip
             try:
                 patched = apply_patch(self._current(where), body, content_type)
             except PatchError as err:
