@@ -168,8 +168,8 @@ class Store:
             return 200, self._update(where, body, patched=False)
         if method == "PATCH":
             if resource.custom and "strategic-merge-patch" in content_type:
-                raise Failure(415, "UnsupportedMediaType", f"the body of the request was in an "
-                              f"unknown format - accepted media types include: "
+                raise Failure(415, "UnsupportedMediaType", "the body of the request was in an "
+                              "unknown format - accepted media types include: "
                               "application/json-patch+json, application/merge-patch+json, "
                               "application/apply-patch+yaml")  # fmt: skip
             try:
@@ -307,15 +307,22 @@ class Store:
             new["status"] = {"phase": "Terminating"}
             new["metadata"].setdefault("deletionTimestamp", _now())
             return self._commit(resource, key, current, new) if new != current else current
-        if stored.get("finalizers") or _kubelet_must_stop(resource, current, grace):
+        if resource.plural == "pods":  # graceful: deletionTimestamp first, then gone at 0
+            if stored.get("deletionTimestamp") and grace != 0:
+                return copied(current)
+            period = _pod_grace(current, grace)
+            new = copied(current)
+            new["metadata"].setdefault("deletionTimestamp", _now())
+            new["metadata"]["deletionGracePeriodSeconds"] = period
+            marked = self._commit(resource, key, current, new) if new != current else current
+            if period > 0 or stored.get("finalizers"):
+                return marked
+            return self._commit(resource, key, self._objects[key], None)
+        if stored.get("finalizers"):
             if stored.get("deletionTimestamp"):
                 return copied(current)
             new = copied(current)
-            new["metadata"]["deletionTimestamp"] = _now()
-            spec_grace = (current.get("spec") or {}).get("terminationGracePeriodSeconds", 30)
-            new["metadata"]["deletionGracePeriodSeconds"] = (
-                grace if grace is not None else (spec_grace if resource.plural == "pods" else 0)
-            )
+            new["metadata"].update(deletionTimestamp=_now(), deletionGracePeriodSeconds=0)
             return self._commit(resource, key, current, new)
         return self._commit(resource, key, current, None)
 
@@ -467,9 +474,12 @@ def _grace(query: dict[str, str]) -> Obj:
     return {"gracePeriodSeconds": int(grace)} if grace is not None else {}
 
 
-def _kubelet_must_stop(resource: Resource, pod: Obj, grace: int | None) -> bool:
-    """A running pod bound to a node waits for its kubelet, unless deleted with grace 0."""
-    if resource.plural != "pods" or grace == 0:
-        return False
+def _pod_grace(pod: Obj, grace: int | None) -> int:
+    """A pod's grace period: 0 when no kubelet runs it (not bound to a node, or ended), else
+    the one asked for, else its spec's."""
     bound = bool((pod.get("spec") or {}).get("nodeName"))
-    return bound and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+    if not bound or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return 0
+    if grace is not None:
+        return grace
+    return int((pod.get("spec") or {}).get("terminationGracePeriodSeconds", 30))
