@@ -40,6 +40,8 @@ from taas_controlplane.__main__ import build_parser as controlplane_parser
 from taas_operator.cli import build_parser as taas_parser
 from tests.docs.markdown_blocks import PAGES, REPO, Block, all_blocks, anchors, read
 
+pytestmark = pytest.mark.fast
+
 SHELL = {"bash", "sh", "shell"}
 # Top-level entries of the repository whose paths the docs name (not .venv, caches, builds).
 TOP = {p.name for p in REPO.iterdir() if not p.name.startswith(".")} | {".ci"}

@@ -10,9 +10,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import kubernetes.client
+import pytest
 
 from taas_operator.controller.apiserver.kube import KubeClient
 from taas_operator.controller.watch.peering import PeeringGate, own_identity
+
+pytestmark = pytest.mark.fast
 
 ME = "me@host"
 
