@@ -5,8 +5,8 @@ exist under the job's names are found, not recreated, and objects deleted while 
 down are found gone.
 
 The Echoes state machine is tested on its own (pure); the rest on the in-memory apiserver (the
-fast tier: `tests.harness.fakeapi`, the Controller in-process). No
-kubelet runs: the test writes pod status through the pods/status subresource.
+fast tier: `tests.harness.fakeapi`, the Controller in-process). No kubelet runs: the test writes
+pod status through the pods/status subresource.
 """
 
 from __future__ import annotations
