@@ -25,6 +25,7 @@ from taas_controlplane.scheduling.coscheduling import (
     scheduler_plugins_source,
 )
 from tests.crds import install_crd
+from tests.harness.fakeapi import Store
 from tests.operator.fake_operator import FakeCluster
 from tests.operator.operator_harness import Api, OperatorProcess, StartOperator, launch_operator
 
@@ -82,6 +83,15 @@ def start_operator(
     yield start
     for proc in started:
         proc.stop()
+
+
+@pytest.fixture(scope="module")
+def module_fake_cluster() -> Iterator[FakeCluster]:
+    """An in-memory apiserver (scheduler-plugins' PodGroups served) for a whole module, which
+    overrides `admin` and `start_operator` with its `admin` and `start_operator`."""
+    cluster = FakeCluster(Store(pod_groups=True))
+    yield cluster
+    cluster.stop()
 
 
 @pytest.fixture

@@ -1,5 +1,6 @@
-"""The pods and services the running operator creates on the real apiserver: TF_CONFIG and the
-classic env of every pod (exact strings and parsed back), labels, owner references, ports.
+"""The pods and services the running operator creates (on the in-memory apiserver: the fast
+tier): TF_CONFIG and the classic env of every pod (exact strings and parsed back), labels,
+owner references, ports.
 
 No kubelet runs, so the pods stay Pending; nothing here needs them to run.
 """
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.operator.fake_operator import FakeCluster
 from tests.operator.operator_harness import (
     Api,
     StartOperator,
@@ -20,7 +22,19 @@ from tests.operator.operator_harness import (
     wait_for,
 )
 
-pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.fast, pytest.mark.timeout(120)]
+
+
+@pytest.fixture(scope="module")
+def admin(module_fake_cluster: FakeCluster) -> Api:
+    """This module's admin: on the in-memory apiserver."""
+    return module_fake_cluster.admin
+
+
+@pytest.fixture(scope="module")
+def start_operator(module_fake_cluster: FakeCluster) -> StartOperator:
+    """This module's operators: in-process, on the in-memory apiserver."""
+    return module_fake_cluster.start_operator  # type: ignore[return-value]
 
 
 @pytest.fixture(scope="module")

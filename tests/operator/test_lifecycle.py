@@ -11,7 +11,6 @@ apiserver itself refuses: test_lifecycle_apiserver.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,6 +21,7 @@ from tests.operator.operator_harness import (
     PODS,
     TFJOBS,
     Api,
+    StartOperator,
     condition,
     named_in_event,
     new_namespace,
@@ -34,22 +34,21 @@ pytestmark = [pytest.mark.fast, pytest.mark.timeout(120)]
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[FakeCluster]:
-    cluster = FakeCluster()
-    yield cluster
-    cluster.stop()
-
-
-@pytest.fixture(scope="module")
-def admin(cluster: FakeCluster) -> Api:
+def admin(module_fake_cluster: FakeCluster) -> Api:
     """This module's admin: on the in-memory apiserver."""
-    return cluster.admin
+    return module_fake_cluster.admin
 
 
 @pytest.fixture(scope="module")
-def ns(cluster: FakeCluster) -> str:
-    name = new_namespace(cluster.admin, "life")
-    cluster.start_operator(name)
+def start_operator(module_fake_cluster: FakeCluster) -> StartOperator:
+    """This module's operators: in-process, on the in-memory apiserver."""
+    return module_fake_cluster.start_operator  # type: ignore[return-value]
+
+
+@pytest.fixture(scope="module")
+def ns(admin: Api, start_operator: StartOperator) -> str:
+    name = new_namespace(admin, "life")
+    start_operator(name)
     return name
 
 

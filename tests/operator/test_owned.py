@@ -15,12 +15,10 @@ Controller in-process). No garbage collector and no kubelet run here.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.harness.fakeapi import Store
 from tests.operator.fake_operator import FakeCluster
 from tests.operator.operator_harness import (
     PODS,
@@ -44,21 +42,15 @@ _POD_SPEC = {"containers": [{"name": "tensorflow", "image": "example.com/trainer
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[FakeCluster]:
-    cluster = FakeCluster(Store(pod_groups=True))
-    yield cluster
-    cluster.stop()
-
-
-@pytest.fixture(scope="module")
-def admin(cluster: FakeCluster) -> Api:
+def admin(module_fake_cluster: FakeCluster) -> Api:
     """This module's admin: on the in-memory apiserver."""
-    return cluster.admin
+    return module_fake_cluster.admin
 
 
 @pytest.fixture(scope="module")
-def start_operator(cluster: FakeCluster) -> StartOperator:
-    return cluster.start_operator  # type: ignore[return-value]
+def start_operator(module_fake_cluster: FakeCluster) -> StartOperator:
+    """This module's operators: in-process, on the in-memory apiserver."""
+    return module_fake_cluster.start_operator  # type: ignore[return-value]
 
 
 @pytest.fixture(scope="module")
