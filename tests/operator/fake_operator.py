@@ -34,6 +34,9 @@ from tests.harness.fakeapi import FakeTransport, Store
 from tests.operator.operator_harness import Api, ApiStatusError
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(name)s] %(message)s"
+#: Held while the in-process operators' handlers and the package's log level change.
+_LEVELS = threading.Lock()
+_BEFORE = [logging.NOTSET]  # the package's level before the first of them started
 
 
 class FakeApi(Api):
@@ -101,15 +104,20 @@ class InProcessOperator:
     def _run(self) -> None:
         self._handler = _ThreadLog(threading.get_ident(), self.settings.log_level)
         package = logging.getLogger("taas_operator")
-        package.addHandler(self._handler)
-        if package.getEffectiveLevel() > self._handler.level:
-            package.setLevel(self._handler.level)
+        with _LEVELS:
+            if not any(isinstance(h, _ThreadLog) for h in package.handlers):
+                _BEFORE[:] = [package.level]
+            package.addHandler(self._handler)
+            package.setLevel(min(h.level for h in package.handlers if isinstance(h, _ThreadLog)))
         try:
             asyncio.run(self._main())
         except BaseException as err:  # shown by alive() and the next start()/stop()
             self.error = err
         finally:
-            package.removeHandler(self._handler)
+            with _LEVELS:  # the level the operators still running need, else as it was
+                package.removeHandler(self._handler)
+                levels = [h.level for h in package.handlers if isinstance(h, _ThreadLog)]
+                package.setLevel(min(levels) if levels else _BEFORE[0])
             self._started.set()
 
     async def _main(self) -> None:
