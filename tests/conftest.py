@@ -9,10 +9,31 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from taas_controlplane.launcher import ControlPlane
+
+HERE = Path(__file__).resolve().parent
+#: Folders whose every test is pure (no apiserver, no process of TaaS's, no TensorFlow): all in
+#: the fast tier (`-m fast`) but for their long `slow` versions. Elsewhere tests are marked one
+#: by one.
+FAST_FOLDERS = (HERE / "core", HERE / "documents")
+#: What the fast tier never holds.
+HEAVY = ("controlplane", "tensorflow", "slow", "node", "sim", "own_cluster", "nodes3")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests of FAST_FOLDERS `fast` (before `-m` selects); refuse a test marked both
+    `fast` and one of HEAVY (a fast module's test that needs more is marked one by one)."""
+    for item in items:
+        if item.path.parent in FAST_FOLDERS and not item.get_closest_marker("slow"):
+            item.add_marker(pytest.mark.fast)
+        heavy = [name for name in HEAVY if item.get_closest_marker(name)]
+        if heavy and item.get_closest_marker("fast"):
+            raise pytest.UsageError(f"{item.nodeid} is marked fast and {', '.join(heavy)}")
 
 
 @pytest.fixture(scope="session")

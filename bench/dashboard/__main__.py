@@ -26,17 +26,13 @@ from typing import Any
 
 import yaml
 
+from taas_controlplane.launcher import ControlPlane
+from taas_operator.processes import spawn, stop
+from tests.crds import install_crd
+from tests.dashboard.dashboard_harness import launch_chromium
+from tests.operator.operator_harness import Api, tfjob, wait_for
+
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "tests"))
-sys.path.insert(0, str(REPO / "tests" / "dashboard"))
-sys.path.insert(0, str(REPO / "tests" / "operator"))
-
-from crds import install_crd  # noqa: E402
-from dashboard_harness import launch_chromium  # noqa: E402
-from operator_harness import Api, tfjob, wait_for  # noqa: E402
-
-from taas_controlplane.launcher import ControlPlane  # noqa: E402
-from taas_operator.processes import spawn, stop  # noqa: E402
 
 CRD = REPO / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
 

@@ -14,8 +14,8 @@ import copy
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from api.cases import BAD, DIST_MNIST, KUBEFLOW_GUIDE, good
 from taas_operator.api import messages
+from tests.api.cases import BAD, DIST_MNIST, KUBEFLOW_GUIDE, good
 
 WORKER = "spec.tfReplicaSpecs.Worker"
 TEMPLATE = f"{WORKER}.template"

@@ -18,12 +18,12 @@ from typing import Any, NamedTuple
 
 import pytest
 import yaml
-from crds import install_crd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from api.agreement import CASES, FULL_TEMPLATE, Case, nodes
 from taas_operator.cli import main
+from tests.api.agreement import CASES, FULL_TEMPLATE, Case, nodes
+from tests.crds import install_crd
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(600)]
 

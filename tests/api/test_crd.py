@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 import yaml
-from crds import install_crd
 
-from api.cases import BAD, DIST_MNIST, KUBEFLOW_GUIDE, good
 from taas_controlplane.crd.generate import INPUT, fetch_input
 from taas_operator.api import ProgressReport, TFJobValidationError, parse_tfjob
 from taas_operator.planner import ObservedPod, fold_progress, plan_job
+from tests.api.cases import BAD, DIST_MNIST, KUBEFLOW_GUIDE, good
+from tests.crds import install_crd
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 import yaml
-from crds import install_crd
+
+from tests.crds import install_crd
 
 pytestmark = pytest.mark.controlplane
 

@@ -13,13 +13,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from api.agreement import nodes
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from taas_operator.api import template_errors
 from taas_operator.api.constants import COND_FAILED, REASON_INVALID_SPEC
 from taas_operator.planner import plan_job
+from tests.api.agreement import nodes
 
 from .helpers import job
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from api.cases import BAD, good
 
 from taas_operator.api import TFJobValidationError, messages, parse_tfjob
+from tests.api.cases import BAD, good
 
 
 @pytest.mark.parametrize(("rule", "obj", "path", "message"), BAD, ids=[b[0] for b in BAD])

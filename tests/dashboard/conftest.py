@@ -10,20 +10,16 @@ Screenshots are saved under $TAAS_ARTIFACTS (default: <tmp>/taas-artifacts), pri
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "operator"))
-
-from crds import install_crd
-from dashboard_harness import artifacts_dir, launch_chromium
-from operator_harness import Api, OperatorProcess, launch_operator
-
 from taas_controlplane.launcher import ControlPlane
+from tests.crds import install_crd
+from tests.dashboard.dashboard_harness import artifacts_dir, launch_chromium
+from tests.operator.operator_harness import Api, OperatorProcess, launch_operator
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
 

@@ -20,7 +20,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from dashboard_harness import (
+
+from taas_controlplane.launcher import ControlPlane
+from taas_operator.dashboard.server import STREAMS_PER_VIEWER
+from tests.dashboard.dashboard_harness import (
     EDIT_RULES,
     VIEW_RULES,
     auth,
@@ -31,10 +34,7 @@ from dashboard_harness import (
     sse_events,
     viewer_dashboard,
 )
-from operator_harness import Api, tfjob, wait_for
-
-from taas_controlplane.launcher import ControlPlane
-from taas_operator.dashboard.server import STREAMS_PER_VIEWER
+from tests.operator.operator_harness import Api, tfjob, wait_for
 
 pytestmark = pytest.mark.controlplane
 

@@ -4,7 +4,11 @@ only its own problem."""
 
 from __future__ import annotations
 
+import pytest
+
 from taas_operator.dashboard.board import JobWatch
+
+pytestmark = pytest.mark.fast
 
 
 def test_the_tfjob_problem_is_named_before_the_pods_problem_whatever_the_order() -> None:

@@ -18,12 +18,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dashboard_harness import EDIT_RULES, FORM_RULES, VIEW_RULES, dashboard, grant, signed
-from kubelet_player import KubeletPlayer
-from operator_harness import Api, OperatorProcess, tfjob, wait_for
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.processes import spawn, stop
+from tests.dashboard.dashboard_harness import (
+    EDIT_RULES,
+    FORM_RULES,
+    VIEW_RULES,
+    dashboard,
+    grant,
+    signed,
+)
+from tests.operator.kubelet_player import KubeletPlayer
+from tests.operator.operator_harness import Api, OperatorProcess, tfjob, wait_for
 
 pytestmark = pytest.mark.controlplane
 TFJOBS = "/apis/kubeflow.org/v1/namespaces/{ns}/tfjobs"
@@ -223,7 +230,7 @@ def test_missing_job_and_refused_namespace(
 
 def test_outage_is_said_and_recovered(page: Any, tmp_path: Path) -> None:
     """Own control plane: this test stops its apiserver."""
-    from crds import install_crd
+    from tests.crds import install_crd
 
     expect = _expect()
     with ControlPlane() as plane:

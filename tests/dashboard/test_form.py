@@ -12,13 +12,21 @@ from typing import Any
 
 import pytest
 import yaml
-from dashboard_harness import EDIT_RULES, FORM_RULES, VIEW_RULES, Answer, call, dashboard, grant
-from operator_harness import Api, wait_for
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.client.programoptions import ProgramOptions
 from taas_operator.client.programs import Program, dump_yaml, program_job
 from taas_operator.dashboard.form import FORM_NAMES
+from tests.dashboard.dashboard_harness import (
+    EDIT_RULES,
+    FORM_RULES,
+    VIEW_RULES,
+    Answer,
+    call,
+    dashboard,
+    grant,
+)
+from tests.operator.operator_harness import Api, wait_for
 
 pytestmark = pytest.mark.controlplane
 PROGRAM = "import os\nprint('hello from', os.environ['TF_CONFIG'])\n"

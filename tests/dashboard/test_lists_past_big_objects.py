@@ -15,10 +15,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
-from dashboard_harness import call, dashboard, grant
-from operator_harness import Api, new_namespace, tfjob
 
 from taas_controlplane.launcher import ControlPlane
+from tests.dashboard.dashboard_harness import call, dashboard, grant
+from tests.operator.operator_harness import Api, new_namespace, tfjob
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(120)]
 

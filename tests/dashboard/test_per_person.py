@@ -27,9 +27,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from dashboard_harness import TOKENS, auth, call, dashboard, signed, viewer_dashboard
-from kubelet_player import KubeletPlayer
-from operator_harness import PODS, Api, tfjob, wait_for
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.api.constants import LABEL_JOB_NAME
@@ -42,6 +39,16 @@ from taas_operator.dashboard.access import (
 from taas_operator.dashboard.cluster.source import MAX_JOB_PAGES
 from taas_operator.dashboard.server import STREAMS_PER_VIEWER
 from taas_operator.processes import spawn, stop
+from tests.dashboard.dashboard_harness import (
+    TOKENS,
+    auth,
+    call,
+    dashboard,
+    signed,
+    viewer_dashboard,
+)
+from tests.operator.kubelet_player import KubeletPlayer
+from tests.operator.operator_harness import PODS, Api, tfjob, wait_for
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
 

@@ -14,10 +14,17 @@ import uuid
 from typing import Any
 
 import pytest
-from dashboard_harness import EDIT_RULES, VIEW_RULES, call, dashboard, grant, sse_events
-from operator_harness import Api, tfjob, wait_for
 
 from taas_controlplane.launcher import ControlPlane
+from tests.dashboard.dashboard_harness import (
+    EDIT_RULES,
+    VIEW_RULES,
+    call,
+    dashboard,
+    grant,
+    sse_events,
+)
+from tests.operator.operator_harness import Api, tfjob, wait_for
 
 pytestmark = pytest.mark.controlplane
 

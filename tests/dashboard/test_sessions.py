@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from taas_operator.dashboard.access import Attempts, RecentlyRefused
 from taas_operator.runtoken import Sessions
+
+pytestmark = pytest.mark.fast
 
 
 def test_sessions_end_unused_too_old_or_past_the_limit() -> None:

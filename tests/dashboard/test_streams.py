@@ -11,6 +11,8 @@ from taas_operator.dashboard.access import Refusal, Viewer
 from taas_operator.dashboard.local_source import LocalSource
 from taas_operator.dashboard.streams import LogBuffer, StreamSlots
 
+pytestmark = pytest.mark.fast
+
 
 def test_a_slow_reader_costs_at_most_the_buffer() -> None:
     buffer: LogBuffer[int] = LogBuffer(100)

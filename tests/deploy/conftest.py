@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 import yaml
-from rendered import Docs
-from sync_chart import render
 
 from taas_controlplane.binaries import ensure
+from tests.deploy.rendered import Docs
+from tests.deploy.sync_chart import render
 
 
 @pytest.fixture(scope="session")

@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 import yaml
-from rendered import (
+
+from taas_operator.settings import OperatorSettings
+from tests.deploy.rendered import (
     CLUSTER_RULES,
     PEERING_VERBS,
     WORKLOAD_RULES,
@@ -27,7 +29,7 @@ from rendered import (
     rules,
     user_roles,
 )
-from sync_chart import (
+from tests.deploy.sync_chart import (
     CHART,
     CRD_COPY,
     CRD_SOURCE,
@@ -36,8 +38,6 @@ from sync_chart import (
     expected_install_yaml,
     render,
 )
-
-from taas_operator.settings import OperatorSettings
 
 pytestmark = pytest.mark.timeout(180)
 

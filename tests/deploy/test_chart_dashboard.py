@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from rendered import Docs, of_kind
+
+from tests.deploy.rendered import Docs, of_kind
 
 pytestmark = pytest.mark.timeout(180)
 Render = Callable[..., Docs]
@@ -81,7 +82,7 @@ def test_namespaces_give_flags_and_allow_from_a_policy(render_docs: Render) -> N
 
 
 def test_schema_refuses_a_misspelt_dashboard_value(render_docs: Render) -> None:
-    from sync_chart import RenderError
+    from tests.deploy.sync_chart import RenderError
 
     with pytest.raises(RenderError, match="readonly"):
         render_docs("dashboard.readonly=true")

@@ -26,14 +26,14 @@ from typing import Any
 
 import pytest
 import yaml
-from crds import wait_established
 from kubernetes import client, config
-from rendered import CLUSTER_RULES, WORKLOAD_RULES, Docs, Rule, of_kind
-from sync_chart import CHART, CRD_SOURCE, INSTALL_YAML, NAMESPACE
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.api import parse_tfjob
 from taas_operator.planner import BuildOptions, desired_pods
+from tests.crds import wait_established
+from tests.deploy.rendered import CLUSTER_RULES, WORKLOAD_RULES, Docs, Rule, of_kind
+from tests.deploy.sync_chart import CHART, CRD_SOURCE, INSTALL_YAML, NAMESPACE
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
 

@@ -35,10 +35,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from markdown_blocks import PAGES, REPO, Block, all_blocks, anchors, read
 
 from taas_controlplane.__main__ import build_parser as controlplane_parser
 from taas_operator.cli import build_parser as taas_parser
+from tests.docs.markdown_blocks import PAGES, REPO, Block, all_blocks, anchors, read
+
+pytestmark = pytest.mark.fast
 
 SHELL = {"bash", "sh", "shell"}
 # Top-level entries of the repository whose paths the docs name (not .venv, caches, builds).

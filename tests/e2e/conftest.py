@@ -22,11 +22,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from node_helpers import OPERATOR_NS, RELEASE, SESSION_VALUES, helm, install_chart
 
 from taas_controlplane.cluster import Cluster, ClusterError
 from taas_controlplane.images import ensure_image
 from taas_controlplane.oci import toolbox_archive
+from tests.e2e.node_helpers import OPERATOR_NS, RELEASE, SESSION_VALUES, helm, install_chart
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

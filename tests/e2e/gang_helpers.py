@@ -19,11 +19,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from node_helpers import SESSION_VALUES, get_json, install_chart, wait_for
-
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.oci import TOOLBOX_IMAGE
 from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
+from tests.e2e.node_helpers import SESSION_VALUES, get_json, install_chart, wait_for
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"

@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 import yaml
-from node_helpers import (
+
+from taas_controlplane.cluster import Cluster
+from tests.e2e.node_helpers import (
     REPO,
     condition,
     exec_in,
@@ -28,8 +30,6 @@ from node_helpers import (
     wait_for,
     web_server,
 )
-
-from taas_controlplane.cluster import Cluster
 
 pytestmark = [pytest.mark.node, pytest.mark.nodes3]
 

@@ -5,9 +5,9 @@ deadline or the backoff limit ends the job; nothing hangs."""
 from __future__ import annotations
 
 import pytest
-from node_helpers import condition, get_json, toolbox_tfjob, wait_finished, wait_for
 
 from taas_controlplane.cluster import Cluster
+from tests.e2e.node_helpers import condition, get_json, toolbox_tfjob, wait_finished, wait_for
 
 pytestmark = [pytest.mark.node]
 

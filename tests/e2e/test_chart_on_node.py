@@ -8,7 +8,9 @@ import re
 import uuid
 
 import pytest
-from node_helpers import (
+
+from taas_controlplane.cluster import Cluster
+from tests.e2e.node_helpers import (
     OPERATOR_NS,
     RELEASE,
     condition,
@@ -20,8 +22,6 @@ from node_helpers import (
     wait_finished,
     wait_for,
 )
-
-from taas_controlplane.cluster import Cluster
 
 pytestmark = [pytest.mark.node, pytest.mark.chart_lifecycle]
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from node_helpers import condition, get_json, toolbox_tfjob, wait_finished, wait_for
 
 from taas_controlplane.cluster import Cluster
+from tests.e2e.node_helpers import condition, get_json, toolbox_tfjob, wait_finished, wait_for
 
 pytestmark = [pytest.mark.node]
 

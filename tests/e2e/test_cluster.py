@@ -14,11 +14,11 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from node_helpers import exec_in, get_json, wait_for, web_server
 
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.oci import TOOLBOX_IMAGE, toolbox_archive, write_archive
 from taas_controlplane.runlock import clean_stale_run
+from tests.e2e.node_helpers import exec_in, get_json, wait_for, web_server
 
 pytestmark = pytest.mark.node
 

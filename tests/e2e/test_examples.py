@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from node_helpers import REPO, condition, get_json, wait_finished, wait_for
 
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.images import ensure_image
 from taas_controlplane.oci import derived_archive
+from tests.e2e.node_helpers import REPO, condition, get_json, wait_finished, wait_for
 
 pytestmark = [pytest.mark.node, pytest.mark.tensorflow, pytest.mark.slow]
 

@@ -22,7 +22,11 @@ from typing import Any
 
 import pytest
 import yaml
-from gang_helpers import (
+
+from taas_controlplane.cluster import Cluster
+from taas_controlplane.oci import TOOLBOX_IMAGE
+from taas_controlplane.scheduling import SchedulingStack
+from tests.e2e.gang_helpers import (
     PRIORITY_LABEL,
     QUEUE_LABEL,
     barrier_job,
@@ -35,12 +39,8 @@ from gang_helpers import (
     scheduling_on,
     workload_of,
 )
-from node_helpers import REPO, get_json, wait_finished, wait_for
-from sdk_venv import sdk_python
-
-from taas_controlplane.cluster import Cluster
-from taas_controlplane.oci import TOOLBOX_IMAGE
-from taas_controlplane.scheduling import SchedulingStack
+from tests.e2e.node_helpers import REPO, get_json, wait_finished, wait_for
+from tests.e2e.sdk_venv import sdk_python
 
 pytestmark = [pytest.mark.node]
 GATE = "taas.dev/e2e-order"

@@ -4,10 +4,10 @@ and ipsets): a pod outside the job cannot reach a replica's TF port; the job's o
 from __future__ import annotations
 
 import pytest
-from node_helpers import exec_in, get_json, toolbox_tfjob, wait_for
 
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.oci import TOOLBOX_IMAGE
+from tests.e2e.node_helpers import exec_in, get_json, toolbox_tfjob, wait_for
 
 pytestmark = [pytest.mark.node]
 

@@ -4,7 +4,9 @@ the job up from the cluster's state; the job completes and no replica pod is eve
 from __future__ import annotations
 
 import pytest
-from node_helpers import (
+
+from taas_controlplane.cluster import Cluster
+from tests.e2e.node_helpers import (
     OPERATOR_NS,
     condition,
     get_json,
@@ -12,8 +14,6 @@ from node_helpers import (
     toolbox_tfjob,
     wait_for,
 )
-
-from taas_controlplane.cluster import Cluster
 
 pytestmark = [pytest.mark.node]
 

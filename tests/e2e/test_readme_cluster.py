@@ -22,10 +22,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from node_helpers import OPERATOR_NS, RELEASE, REPO, helm
 
 from taas_controlplane.binaries import cache_root
 from taas_controlplane.cluster import Cluster
+from tests.e2e.node_helpers import OPERATOR_NS, RELEASE, REPO, helm
 
 pytestmark = [
     pytest.mark.node,

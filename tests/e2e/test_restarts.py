@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from node_helpers import REPO, condition, get_json, toolbox_tfjob, wait_finished, wait_for
 
 from taas_controlplane.cluster import Cluster
+from tests.e2e.node_helpers import REPO, condition, get_json, toolbox_tfjob, wait_finished, wait_for
 
 pytestmark = [pytest.mark.node]
 

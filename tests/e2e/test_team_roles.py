@@ -9,9 +9,9 @@ import json
 import uuid
 
 import pytest
-from node_helpers import toolbox_tfjob, wait_for
 
 from taas_controlplane.cluster import Cluster
+from tests.e2e.node_helpers import toolbox_tfjob, wait_for
 
 pytestmark = [pytest.mark.node]
 

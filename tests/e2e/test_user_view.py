@@ -34,10 +34,10 @@ from typing import Any
 
 import pytest
 import yaml
-from node_helpers import REPO, condition, get_json, wait_finished, wait_for
 
 from taas_controlplane.cluster import Cluster
 from taas_operator.processes import spawn, stop
+from tests.e2e.node_helpers import REPO, condition, get_json, wait_finished, wait_for
 
 pytestmark = [pytest.mark.node, pytest.mark.tensorflow]
 

@@ -8,24 +8,20 @@ tests write their phases through the pods/status subresource, as a kubelet would
 Sizes: the default run is CI-sized. The long versions (`slow` marker: 200 jobs, 500 malformed
 TFJobs) are deselected unless asked for: `python -m pytest tests/faults -m slow`,
 `TAAS_FAULTS_LONG=1`, or the test id named on the command line. The operator harness comes
-from bench/operator (repository root on the path).
+from bench/operator (`bench.operator.controllers`; the repository root is on pytest's
+pythonpath).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from bench.operator.controllers import (  # noqa: E402
+from bench.operator.controllers import (
     CONTROLLER_GROUPS,
     CONTROLLER_USER,
     TAAS_CRD,
@@ -33,8 +29,8 @@ from bench.operator.controllers import (  # noqa: E402
     apply_crd,
     wait_alive,
 )
-from bench.operator.controllers import CONTROLLERS as _CONTROLLERS  # noqa: E402
-from taas_controlplane.launcher import ControlPlane  # noqa: E402
+from bench.operator.controllers import CONTROLLERS as _CONTROLLERS
+from taas_controlplane.launcher import ControlPlane
 
 HERE = Path(__file__).resolve().parent
 

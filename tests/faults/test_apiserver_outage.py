@@ -8,7 +8,9 @@ from __future__ import annotations
 import time
 
 import pytest
-from fault_helpers import (
+
+from bench.operator.observer import Observer
+from tests.faults.fault_helpers import (
     admin_api,
     condition_true,
     create_namespace,
@@ -17,8 +19,6 @@ from fault_helpers import (
     list_tfjobs,
     wait_until,
 )
-
-from bench.operator.observer import Observer
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(900)]
 

@@ -9,14 +9,20 @@ import itertools
 from typing import Any
 
 import pytest
-from fault_helpers import admin_api, condition_true, create_namespace, list_tfjobs, wait_until
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubernetes import client
-from malformed import malformed_tfjobs, pod_level_mutations, valid_tfjob
 
 from bench.operator.observer import Observer
 from bench.operator.workloads import tfjob_manifest
+from tests.faults.fault_helpers import (
+    admin_api,
+    condition_true,
+    create_namespace,
+    list_tfjobs,
+    wait_until,
+)
+from tests.faults.malformed import malformed_tfjobs, pod_level_mutations, valid_tfjob
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(1800)]
 

@@ -13,9 +13,15 @@ import time
 from collections.abc import Callable
 
 import pytest
-from fault_helpers import admin_api, create_namespace, create_tfjobs, drive_to_success, job_states
 
 from bench.operator.observer import Observer
+from tests.faults.fault_helpers import (
+    admin_api,
+    create_namespace,
+    create_tfjobs,
+    drive_to_success,
+    job_states,
+)
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(900)]
 

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_harness import (
+
+from tests.local.local_harness import (
     TAAS,
     condition,
     final_status,

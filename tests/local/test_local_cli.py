@@ -10,7 +10,8 @@ import subprocess
 
 import pytest
 import yaml
-from local_harness import REPO, TAAS, one_error, replica, run_taas, tfjob, write
+
+from tests.local.local_harness import REPO, TAAS, one_error, replica, run_taas, tfjob, write
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -10,9 +10,9 @@ import os
 import subprocess
 
 import pytest
-from local_harness import REPO, TAAS, replica, tfjob, write
 
 from taas_operator.local.environment import EnvPolicy, base_env
+from tests.local.local_harness import REPO, TAAS, replica, tfjob, write
 
 pytestmark = pytest.mark.timeout(120)
 

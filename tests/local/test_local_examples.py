@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from local_harness import REPO, condition, final_status, fresh_copy, run_taas
+
+from tests.local.local_harness import REPO, condition, final_status, fresh_copy, run_taas
 
 pytestmark = [pytest.mark.tensorflow, pytest.mark.timeout(240)]
 

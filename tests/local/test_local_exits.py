@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
-from local_harness import replica, run_taas, tfjob, write
 
 from taas_operator.documents import parse_tfjobs
 from taas_operator.local.display import RunDisplay
 from taas_operator.local.job_run import JobRun
+from tests.local.local_harness import replica, run_taas, tfjob, write
 
 
 def _settled(run: JobRun, timeout: float = 30.0) -> None:

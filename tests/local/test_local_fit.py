@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from local_harness import replica, tfjob
 
 from taas_operator.api import parse_tfjob
 from taas_operator.local.capacity import MIB, REPLICA_MEMORY, Machine, check_fit, quantity
 from taas_operator.local.unapplied import unapplied
+from tests.local.local_harness import replica, tfjob
 
 GIB = 1024 * MIB
 

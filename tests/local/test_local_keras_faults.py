@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from local_harness import Runner, condition, final_status, fresh_copy, replica_pid
+
+from tests.local.local_harness import Runner, condition, final_status, fresh_copy, replica_pid
 
 pytestmark = [pytest.mark.tensorflow, pytest.mark.slow, pytest.mark.timeout(400)]
 

@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from local_harness import (
+
+from tests.local.local_harness import (
     condition,
     final_status,
     kill_marked,

@@ -12,7 +12,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from local_harness import (
+
+from tests.local.local_harness import (
     Runner,
     condition,
     final_status,

@@ -31,7 +31,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from local_harness import (
+
+import taas_operator
+from tests.local.local_harness import (
     TAAS,
     Runner,
     condition,
@@ -46,8 +48,6 @@ from local_harness import (
     token,
     write,
 )
-
-import taas_operator
 
 pytestmark = pytest.mark.timeout(120)
 

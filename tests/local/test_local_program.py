@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from local_harness import final_status, one_error, run_taas, tfjob, write
+
+from tests.local.local_harness import final_status, one_error, run_taas, tfjob, write
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 
 import pytest
-from local_harness import final_status, replica, run_taas, tfjob, write
+
+from tests.local.local_harness import final_status, replica, run_taas, tfjob, write
 
 pytestmark = pytest.mark.timeout(240)
 

@@ -9,7 +9,17 @@ import os
 import signal
 
 import pytest
-from local_harness import Runner, kill_marked, pids_with, replica, tfjob, token, wait_gone, write
+
+from tests.local.local_harness import (
+    Runner,
+    kill_marked,
+    pids_with,
+    replica,
+    tfjob,
+    token,
+    wait_gone,
+    write,
+)
 
 pytestmark = pytest.mark.timeout(60)
 

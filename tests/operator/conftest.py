@@ -5,6 +5,10 @@ RBAC. Not running: kubelet, scheduler, garbage collector. Tests write pod status
 (pods/status subresource) and never rely on owner references cascading.
 Each module starts its own operator(s) watching namespaces made for it, so jobs left behind by
 other test modules (no namespace controller deletes them) are never touched.
+
+The fast tier's fixtures (`fake_admin`, `start_fake_operator`): the same vocabulary on the
+in-memory apiserver (`tests.harness.fakeapi`), one per test, with the operator's Controller in
+this process (`fake_operator`); for the reconcile logic, not for what the apiserver decides.
 """
 
 from __future__ import annotations
@@ -13,8 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from crds import install_crd
-from operator_harness import Api, OperatorProcess, StartOperator, launch_operator
 
 from taas_controlplane.launcher import ControlPlane
 from taas_controlplane.scheduling.coscheduling import (
@@ -22,6 +24,10 @@ from taas_controlplane.scheduling.coscheduling import (
     crd_files,
     scheduler_plugins_source,
 )
+from tests.crds import install_crd
+from tests.harness.fakeapi import Store
+from tests.operator.fake_operator import FakeCluster
+from tests.operator.operator_harness import Api, OperatorProcess, StartOperator, launch_operator
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
 
@@ -77,3 +83,33 @@ def start_operator(
     yield start
     for proc in started:
         proc.stop()
+
+
+@pytest.fixture(scope="module")
+def module_fake_cluster() -> Iterator[FakeCluster]:
+    """An in-memory apiserver (scheduler-plugins' PodGroups served) for a whole module, which
+    overrides `admin` and `start_operator` with its `admin` and `start_operator`."""
+    cluster = FakeCluster(Store(pod_groups=True))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def fake_cluster() -> Iterator[FakeCluster]:
+    """An empty in-memory apiserver of its own per test; its operators stopped at the end."""
+    cluster = FakeCluster()
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def fake_admin(fake_cluster: FakeCluster) -> Api:
+    """`admin`'s vocabulary on the in-memory apiserver."""
+    return fake_cluster.admin
+
+
+@pytest.fixture
+def start_fake_operator(fake_cluster: FakeCluster) -> StartOperator:
+    """`start_fake_operator(ns, ..., args=[...])` -> a started `InProcessOperator` on the
+    in-memory apiserver (`start_operator`'s flags)."""
+    return fake_cluster.start_operator  # type: ignore[return-value]

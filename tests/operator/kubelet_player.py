@@ -26,9 +26,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from operator_harness import PODS, Api
-
 from taas_controlplane.pki import CertificateAuthority
+from tests.operator.operator_harness import PODS, Api
 
 
 class KubeletPlayer:

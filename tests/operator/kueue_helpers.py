@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from operator_harness import Api, unique
+from tests.operator.operator_harness import Api, unique
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

@@ -195,6 +195,13 @@ def condition(job: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
     return None
 
 
+def unchanged(api: Api, path: str, before: dict[str, Any]) -> None:
+    """The object at `path` is still `before`: the same uid, never written since."""
+    after = api.get(path)
+    assert after["metadata"]["uid"] == before["metadata"]["uid"]
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+
+
 def named_in_event(message: str, verb: str = "Created", noun: str = "pod") -> list[str]:
     """The names of the objects of one kind an event says a pass created (or deleted: `verb`
     "Deleted"): its parts "Created pod: a" or "Created 3 pods: a, b, c" (a long list ends with

@@ -17,10 +17,17 @@ import json
 import time
 
 import pytest
-from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, wait_for
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.client import TFJobClient
+from tests.operator.operator_harness import (
+    Api,
+    StartOperator,
+    new_namespace,
+    tfjob,
+    unique,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
 

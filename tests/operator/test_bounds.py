@@ -24,12 +24,19 @@ from typing import Any
 
 import pytest
 import yaml
-from operator_harness import Api, StartOperator, condition, new_namespace, tfjob, wait_for
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.api import messages
 from taas_operator.api.quantity import parse_quantity
 from taas_operator.processes import stop
+from tests.operator.operator_harness import (
+    Api,
+    StartOperator,
+    condition,
+    new_namespace,
+    tfjob,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
 

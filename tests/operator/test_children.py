@@ -1,7 +1,8 @@
 """The child cache a pass plans from: it follows watch events, leaves out another
 incarnation's objects and never takes an older version for a newer one; the watch that fills it
-reports what vanished while it was not watching (on the real apiserver); and the echoes tell a
-pass when its own creations are not in the watch yet (then it LISTs)."""
+reports what vanished while it was not watching (on the in-memory apiserver); and the echoes
+tell a pass when its own creations are not in the watch yet (then it LISTs). All in the fast
+tier."""
 
 from __future__ import annotations
 
@@ -9,12 +10,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from operator_harness import PODS as PODS_PATH
-from operator_harness import Api, new_namespace
 
-from taas_controlplane.launcher import ControlPlane
 from taas_operator.api.resources import POD as KIND_POD
-from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller.seen import Seen
 from taas_operator.controller.watch.children import (
     CHILD_SELECTOR,
@@ -26,6 +23,11 @@ from taas_operator.controller.watch.children import (
 from taas_operator.controller.watch.expectations import Expectations
 from taas_operator.controller.watch.informer import Informer
 from taas_operator.planner import replica_labels
+from tests.operator.fake_operator import FakeCluster, fake_kube
+from tests.operator.operator_harness import PODS as PODS_PATH
+from tests.operator.operator_harness import new_namespace
+
+pytestmark = pytest.mark.fast
 
 NS, JOB, UID = "team", "job", "uid-1"
 _POD_SPEC = {"containers": [{"name": "tensorflow", "image": "example.com/trainer:1"}]}
@@ -114,14 +116,12 @@ def test_pending_echoes_of_children_make_a_pass_list() -> None:
     assert expectations.pending(job, (PODS, SERVICES)) is False
 
 
-@pytest.mark.controlplane
 @pytest.mark.timeout(120)
-def test_a_watch_that_lists_again_reports_what_vanished(
-    admin: Api, control_plane: ControlPlane
-) -> None:
+def test_a_watch_that_lists_again_reports_what_vanished(fake_cluster: FakeCluster) -> None:
     """The informer LISTs in pages, then watches; when it must LIST again (its watch lost its
     place), an object deleted meanwhile, which no watch event reported, is handed over as
     DELETED: the child cache never keeps a ghost."""
+    admin = fake_cluster.admin
     ns = new_namespace(admin, "inform")
     for i in range(5):
         meta = {
@@ -133,7 +133,7 @@ def test_a_watch_that_lists_again_reports_what_vanished(
     seen: list[tuple[str | None, str]] = []
 
     async def scenario() -> list[str]:
-        kube = KubeClient.load(control_plane.kubeconfig)
+        kube = fake_kube(fake_cluster.store, 16)
         cache = ChildCache()
 
         def handle(event_type: str | None, body: Any) -> None:

@@ -20,8 +20,6 @@ from typing import Any
 
 import pytest
 import yaml
-from kubelet_player import KubeletPlayer
-from operator_harness import Api, StartOperator, condition, new_namespace, tfjob, unique, wait_for
 
 from taas.core.publish import Publisher, document
 from taas_controlplane.launcher import ControlPlane
@@ -38,6 +36,16 @@ from taas_operator.client import (
     WaitTimeout,
 )
 from taas_operator.processes import free_ports
+from tests.operator.kubelet_player import KubeletPlayer
+from tests.operator.operator_harness import (
+    Api,
+    StartOperator,
+    condition,
+    new_namespace,
+    tfjob,
+    unique,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 TAAS = [sys.executable, "-m", "taas_operator.cli"]

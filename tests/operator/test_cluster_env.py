@@ -1,5 +1,6 @@
-"""The pods and services the running operator creates on the real apiserver: TF_CONFIG and the
-classic env of every pod (exact strings and parsed back), labels, owner references, ports.
+"""The pods and services the running operator creates (on the in-memory apiserver: the fast
+tier): TF_CONFIG and the classic env of every pod (exact strings and parsed back), labels,
+owner references, ports.
 
 No kubelet runs, so the pods stay Pending; nothing here needs them to run.
 """
@@ -10,9 +11,30 @@ import json
 from typing import Any
 
 import pytest
-from operator_harness import Api, StartOperator, env_of, new_namespace, tfjob, wait_for
 
-pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(120)]
+from tests.operator.fake_operator import FakeCluster
+from tests.operator.operator_harness import (
+    Api,
+    StartOperator,
+    env_of,
+    new_namespace,
+    tfjob,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.fast, pytest.mark.timeout(120)]
+
+
+@pytest.fixture(scope="module")
+def admin(module_fake_cluster: FakeCluster) -> Api:
+    """This module's admin: on the in-memory apiserver."""
+    return module_fake_cluster.admin
+
+
+@pytest.fixture(scope="module")
+def start_operator(module_fake_cluster: FakeCluster) -> StartOperator:
+    """This module's operators: in-process, on the in-memory apiserver."""
+    return module_fake_cluster.start_operator  # type: ignore[return-value]
 
 
 @pytest.fixture(scope="module")

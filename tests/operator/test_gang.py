@@ -1,25 +1,39 @@
 """Issue 23, operator side: `--gang-scheduler-name=scheduler-plugins` honours Kubeflow's
 `runPolicy.schedulingPolicy` with scheduler-plugins' PodGroup (coscheduling).
 
-Real: kube-apiserver + etcd, the operator process, scheduler-plugins' own PodGroup CRD (from its
-Go module, `manifests/coscheduling/crd.yaml`, the version TaaS builds). No scheduler and no
+The operator's side (the PodGroup it makes and keeps, the pods' labels and scheduler, the waiting
+gang's condition) runs on the in-memory apiserver with PodGroups served (fast); what the CRDs
+decide (scheduler-plugins' own PodGroup CRD from its Go module, `manifests/coscheduling/crd.yaml`,
+the version TaaS builds; Kueue's CRDs; the TFJob CRD's bound) on the real one, with the
+operator process. No scheduler and no
 garbage collector run here: the tests write the scheduler's PodScheduled condition themselves,
 and check the PodGroup's controller ownerReference (what makes the GC delete it with the job).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from crds import install_crd
-from operator_harness import PODS, Api, StartOperator, new_namespace, tfjob, unique, wait_for
 
 from taas_controlplane.binaries import KUEUE_VERSION, module_source
 from taas_controlplane.launcher import ControlPlane
+from tests.crds import install_crd
+from tests.harness.fakeapi import Store
+from tests.operator.fake_operator import FakeCluster
+from tests.operator.operator_harness import (
+    PODS,
+    Api,
+    StartOperator,
+    new_namespace,
+    tfjob,
+    unique,
+    wait_for,
+)
 
-pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
+pytestmark = pytest.mark.timeout(150)
 
 PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
@@ -34,15 +48,22 @@ def _resources(cpu: str, gpu: int) -> dict[str, Any]:
     return {"requests": {"cpu": cpu, "nvidia.com/gpu": gpu}, "limits": {"nvidia.com/gpu": gpu}}
 
 
-def test_each_tfjob_gets_its_pod_group(
-    admin: Api, start_operator: StartOperator, podgroup_crd: Path
-) -> None:
-    ns = new_namespace(admin, "gang")
-    start_operator(ns, args=GANG)
+@pytest.fixture
+def fake_cluster() -> Iterator[FakeCluster]:
+    """The in-memory apiserver with scheduler-plugins' PodGroups served (its CRD installed)."""
+    cluster = FakeCluster(Store(pod_groups=True))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.mark.fast
+def test_each_tfjob_gets_its_pod_group(fake_admin: Api, start_fake_operator: StartOperator) -> None:
+    ns = new_namespace(fake_admin, "gang")
+    start_fake_operator(ns, args=GANG)
     name = unique("gang")
     container = {"name": "tensorflow", "image": "example.com/t:1", "resources": _resources("2", 1)}
     policy = {"minAvailable": 3, "scheduleTimeoutSeconds": 90, "queue": "team-a"}
-    admin.create_tfjob(
+    fake_admin.create_tfjob(
         ns,
         tfjob(
             name,
@@ -50,8 +71,8 @@ def test_each_tfjob_gets_its_pod_group(
             runPolicy={"schedulingPolicy": policy},
         ),
     )
-    group = wait_for(lambda: _group(admin, ns, name), "the PodGroup")
-    job = admin.tfjob(ns, name)
+    group = wait_for(lambda: _group(fake_admin, ns, name), "the PodGroup")
+    job = fake_admin.tfjob(ns, name)
     assert job is not None
     # minAvailable 3 of 4 pods: PS-0 (no requests) and two workers, in replica type order.
     assert group["spec"] == {
@@ -68,32 +89,42 @@ def test_each_tfjob_gets_its_pod_group(
         "controller": True,
         "blockOwnerDeletion": True,
     }
-    pods = wait_for(lambda: len(admin.pods(ns, name)) == 4 and admin.pods(ns, name), "4 pods")
+    pods = wait_for(
+        lambda: len(fake_admin.pods(ns, name)) == 4 and fake_admin.pods(ns, name), "4 pods"
+    )
     for pod in pods.values():
         assert pod["metadata"]["labels"][GROUP_LABEL] == name
         assert pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
 
     # The job grows: the PodGroup follows (its spec is put back to what the job wants).
-    admin.patch_tfjob(ns, name, {"spec": {"runPolicy": {"schedulingPolicy": {"minAvailable": 4}}}})
+    fake_admin.patch_tfjob(
+        ns, name, {"spec": {"runPolicy": {"schedulingPolicy": {"minAvailable": 4}}}}
+    )
     wait_for(
-        lambda: (_group(admin, ns, name) or {}).get("spec", {}).get("minMember") == 4,
+        lambda: (_group(fake_admin, ns, name) or {}).get("spec", {}).get("minMember") == 4,
         "minMember 4",
     )
-    assert _group(admin, ns, name)["spec"]["minResources"] == {"cpu": "6", "nvidia.com/gpu": "3"}
+    assert _group(fake_admin, ns, name)["spec"]["minResources"] == {
+        "cpu": "6",
+        "nvidia.com/gpu": "3",
+    }
 
 
+@pytest.mark.fast
 def test_waiting_gang_is_said_in_status_and_events(
-    admin: Api, start_operator: StartOperator, podgroup_crd: Path
+    fake_admin: Api, start_fake_operator: StartOperator
 ) -> None:
-    ns = new_namespace(admin, "gangw")
-    start_operator(ns, args=(*GANG, "--gang-pod-scheduler-name=coscheduler"))
+    ns = new_namespace(fake_admin, "gangw")
+    start_fake_operator(ns, args=(*GANG, "--gang-pod-scheduler-name=coscheduler"))
     name = unique("gangw")
-    admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 2}}))
-    pods = wait_for(lambda: len(admin.pods(ns, name)) == 2 and admin.pods(ns, name), "2 pods")
+    fake_admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 2}}))
+    pods = wait_for(
+        lambda: len(fake_admin.pods(ns, name)) == 2 and fake_admin.pods(ns, name), "2 pods"
+    )
     assert {p["spec"]["schedulerName"] for p in pods.values()} == {"coscheduler"}
     said = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
     for pod in pods:  # what the scheduler writes when it cannot place the pod
-        admin.merge_patch(
+        fake_admin.merge_patch(
             f"{PODS.format(ns=ns)}/{pod}/status",
             {
                 "status": {
@@ -111,7 +142,7 @@ def test_waiting_gang_is_said_in_status_and_events(
         )
 
     def running_false() -> dict[str, Any] | None:
-        job = admin.tfjob(ns, name) or {}
+        job = fake_admin.tfjob(ns, name) or {}
         for cond in (job.get("status") or {}).get("conditions") or []:
             if cond["type"] == "Running" and cond["status"] == "False":
                 return dict(cond)
@@ -122,32 +153,34 @@ def test_waiting_gang_is_said_in_status_and_events(
     message = f"TFJob {ns}/{name} is waiting for 2 pods to be scheduled together: {said}."
     assert cond["message"] == message
     events = wait_for(
-        lambda: [e for e in admin.events(ns, name) if e["reason"] == "WaitingForGang"],
+        lambda: [e for e in fake_admin.events(ns, name) if e["reason"] == "WaitingForGang"],
         "the WaitingForGang event",
     )
     assert [(e["type"], e["message"]) for e in events] == [("Warning", message)]
 
 
-def test_off_without_the_flag(
-    admin: Api, start_operator: StartOperator, podgroup_crd: Path
-) -> None:
-    ns = new_namespace(admin, "nogang")
-    start_operator(ns)
+@pytest.mark.fast
+def test_off_without_the_flag(fake_admin: Api, start_fake_operator: StartOperator) -> None:
+    ns = new_namespace(fake_admin, "nogang")
+    start_fake_operator(ns)
     name = unique("nogang")
-    admin.create_tfjob(
+    fake_admin.create_tfjob(
         ns,
         tfjob(
             name, {"Worker": {"replicas": 2}}, runPolicy={"schedulingPolicy": {"minAvailable": 2}}
         ),
     )
-    pods = wait_for(lambda: len(admin.pods(ns, name)) == 2 and admin.pods(ns, name), "2 pods")
-    wait_for(lambda: len(admin.services(ns, name)) == 2, "services (the pass is done)")
-    assert _group(admin, ns, name) is None
+    pods = wait_for(
+        lambda: len(fake_admin.pods(ns, name)) == 2 and fake_admin.pods(ns, name), "2 pods"
+    )
+    wait_for(lambda: len(fake_admin.services(ns, name)) == 2, "services (the pass is done)")
+    assert _group(fake_admin, ns, name) is None
     for pod in pods.values():
         assert GROUP_LABEL not in pod["metadata"]["labels"]
         assert pod["spec"]["schedulerName"] == "default-scheduler"
 
 
+@pytest.mark.controlplane
 def test_min_available_above_the_replicas_is_refused_by_the_crd(
     admin: Api, control_plane: ControlPlane
 ) -> None:
@@ -161,6 +194,7 @@ def test_min_available_above_the_replicas_is_refused_by_the_crd(
     assert "fix: lower minAvailable" in str(err.value)
 
 
+@pytest.mark.controlplane
 def test_kueue_examples_are_accepted_by_kueues_own_crds(
     control_plane: ControlPlane, tfjob_crd: Path
 ) -> None:
@@ -191,6 +225,7 @@ def test_kueue_examples_are_accepted_by_kueues_own_crds(
     ]
 
 
+@pytest.mark.controlplane
 def test_missing_pod_group_crd_is_a_warning_naming_the_fix(
     admin: Api, control_plane: ControlPlane, start_operator: StartOperator, podgroup_crd: Path
 ) -> None:

@@ -14,11 +14,18 @@ import sys
 import urllib.request
 
 import pytest
-from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, wait_for
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.api.text import printable
 from taas_operator.processes import free_ports
+from tests.operator.operator_harness import (
+    Api,
+    StartOperator,
+    new_namespace,
+    tfjob,
+    unique,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 TAAS = [sys.executable, "-m", "taas_operator.cli"]

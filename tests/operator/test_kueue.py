@@ -16,11 +16,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kueue_helpers import KUEUE, PRIORITY_LABEL, QUEUE_LABEL, kueue_object, queues
-from operator_harness import Api, StartOperator, condition, new_namespace, tfjob, unique, wait_for
 
 from taas_controlplane.launcher import ControlPlane
 from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
+from tests.operator.kueue_helpers import KUEUE, PRIORITY_LABEL, QUEUE_LABEL, kueue_object, queues
+from tests.operator.operator_harness import (
+    Api,
+    StartOperator,
+    condition,
+    new_namespace,
+    tfjob,
+    unique,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
 

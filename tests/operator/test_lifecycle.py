@@ -1,10 +1,11 @@
-"""Every success / failure / restart rule, driven through the running operator on the real
-apiserver: conditions, replicaStatuses, start/completion times, events, cleanPodPolicy,
-restart policies, backoffLimit, activeDeadlineSeconds (on time), TTL, suspend/resume, scaling,
-managedBy.
+"""Every success / failure / restart rule, driven through the running operator on the
+in-memory apiserver (the fast tier: `tests.harness.fakeapi`, the Controller in-process):
+conditions, replicaStatuses, start/completion times, events, cleanPodPolicy, restart policies,
+backoffLimit, activeDeadlineSeconds (on time), TTL, suspend/resume, scaling, managedBy.
 
 No kubelet runs: the tests play its part by writing pod status through the pods/status
-subresource (`Api.set_pod_phase`). One operator watches this module's namespace.
+subresource (`Api.set_pod_phase`). One operator watches this module's namespace. A pod the
+apiserver itself refuses: test_lifecycle_apiserver.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from operator_harness import (
+
+from tests.operator.fake_operator import FakeCluster
+from tests.operator.operator_harness import (
     PODS,
     TFJOBS,
     Api,
@@ -27,7 +30,19 @@ from operator_harness import (
     wait_for,
 )
 
-pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(120)]
+pytestmark = [pytest.mark.fast, pytest.mark.timeout(120)]
+
+
+@pytest.fixture(scope="module")
+def admin(module_fake_cluster: FakeCluster) -> Api:
+    """This module's admin: on the in-memory apiserver."""
+    return module_fake_cluster.admin
+
+
+@pytest.fixture(scope="module")
+def start_operator(module_fake_cluster: FakeCluster) -> StartOperator:
+    """This module's operators: in-process, on the in-memory apiserver."""
+    return module_fake_cluster.start_operator  # type: ignore[return-value]
 
 
 @pytest.fixture(scope="module")
@@ -362,25 +377,3 @@ def test_managed_by_other_controller_is_left_alone(admin: Api, ns: str) -> None:
     assert not admin.pods(ns, name)
     assert not admin.services(ns, name)
     assert not admin.events(ns, name)
-
-
-def test_pod_template_the_apiserver_refuses_fails_the_job_once(admin: Api, ns: str) -> None:
-    """The CRD keeps pod templates open, so a containerPort out of range reaches the operator;
-    the apiserver refuses the pod (422) and the job ends Failed naming replica and field,
-    instead of retrying forever."""
-    name = unique("badpod")
-    container = {
-        "name": "tensorflow",
-        "image": "example.com/trainer:1",
-        "ports": [{"name": "tfjob-port", "containerPort": 70000}],
-    }
-    admin.create_tfjob(ns, tfjob(name, {"Worker": {"containers": [container]}}))
-    job = _wait_condition(admin, ns, name, "Failed")
-    message = condition(job, "Failed")["message"]
-    assert message.startswith(f"TFJob {ns}/{name} has an invalid spec: ")
-    assert f"pod {name}-worker-0" in message and "containerPort" in message
-    assert "fix spec.tfReplicaSpecs.Worker.template" in message
-    assert admin.pods(ns, name) == {}
-    wait_for(lambda: "InvalidTFJobSpec" in _reasons(admin, ns, name), "InvalidTFJobSpec event")
-    time.sleep(2)  # later passes must not post it again
-    assert _reasons(admin, ns, name).count("InvalidTFJobSpec") == 1

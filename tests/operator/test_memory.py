@@ -12,6 +12,8 @@ import pytest
 
 from taas_operator.controller.memory import _malloc_trim
 
+pytestmark = pytest.mark.fast
+
 SCENARIO = """
 import asyncio, gc, json
 from taas_operator.controller.memory import _resident_bytes, release_freed_memory

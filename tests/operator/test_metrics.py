@@ -13,7 +13,11 @@ import subprocess
 import urllib.request
 
 import pytest
-from operator_harness import (
+from prometheus_client.parser import text_string_to_metric_families
+
+from taas_controlplane.launcher import ControlPlane
+from taas_operator.processes import free_ports
+from tests.operator.operator_harness import (
     OPERATOR_CMD,
     Api,
     OperatorProcess,
@@ -24,10 +28,6 @@ from operator_harness import (
     unique,
     wait_for,
 )
-from prometheus_client.parser import text_string_to_metric_families
-
-from taas_controlplane.launcher import ControlPlane
-from taas_operator.processes import free_ports
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(240)]
 

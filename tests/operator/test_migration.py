@@ -27,7 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from operator_harness import (
+
+from taas_controlplane.binaries import TRAINING_OPERATOR_VERSION, module_source
+from taas_controlplane.launcher import ControlPlane
+from taas_operator.api.models import Recreation, ReplicaStatus, TFJobStatus
+from taas_operator.planner import set_condition
+from tests.operator.operator_harness import (
     POLICIES,
     Api,
     OperatorProcess,
@@ -38,11 +43,6 @@ from operator_harness import (
     unique,
     wait_for,
 )
-
-from taas_controlplane.binaries import TRAINING_OPERATOR_VERSION, module_source
-from taas_controlplane.launcher import ControlPlane
-from taas_operator.api.models import Recreation, ReplicaStatus, TFJobStatus
-from taas_operator.planner import set_condition
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 

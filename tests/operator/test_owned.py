@@ -5,22 +5,22 @@ administrator's NetworkPolicy `default-deny`, a Service or pod made by hand with
 labels, a PodGroup, a TensorBoard Deployment or Service): the object is left exactly as it was,
 on every path (the job's creation, suspension, TTL expiry), and the job says so: Failed with
 reason ObjectNotOwned and a Warning event, both naming the object (kind/name) and the fix.
-Each write the operator makes is conditional on the uid it read, so an object that took a
-child's name since it was read survives too (the deletion of a job, a stale watch cache).
+That each write the operator makes is conditional on the uid it read (what the apiserver
+does with it): test_owned_writes.
 
-Real: kube-apiserver + etcd, the operator process, scheduler-plugins' PodGroup CRD. No garbage
-collector and no kubelet run here.
+On the in-memory apiserver (the fast tier: `tests.harness.fakeapi`, PodGroups served, the
+Controller in-process). No garbage collector and no kubelet run here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
-from operator_harness import (
+
+from tests.operator.fake_operator import FakeCluster
+from tests.operator.operator_harness import (
     PODS,
     POLICIES,
     SERVICES,
@@ -28,22 +28,29 @@ from operator_harness import (
     StartOperator,
     new_namespace,
     tfjob,
+    unchanged,
     unique,
     wait_for,
 )
 
-from taas_controlplane.launcher import ControlPlane
-from taas_operator.api.resources import POD, POD_GROUP, POLICY, SERVICE, Kind
-from taas_operator.apiserver.verbs import KubeClient
-from taas_operator.controller.reconcile.owned import NotOwned, Owned
-from taas_operator.controller.seen import Seen
-
-pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.fast, pytest.mark.timeout(180)]
 
 PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/{ns}/deployments"
 _GROUP_TYPE = {"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "PodGroup"}
 _POD_SPEC = {"containers": [{"name": "tensorflow", "image": "example.com/trainer:1"}]}
+
+
+@pytest.fixture(scope="module")
+def admin(module_fake_cluster: FakeCluster) -> Api:
+    """This module's admin: on the in-memory apiserver."""
+    return module_fake_cluster.admin
+
+
+@pytest.fixture(scope="module")
+def start_operator(module_fake_cluster: FakeCluster) -> StartOperator:
+    """This module's operators: in-process, on the in-memory apiserver."""
+    return module_fake_cluster.start_operator  # type: ignore[return-value]
 
 
 @pytest.fixture(scope="module")
@@ -90,12 +97,6 @@ def _not_owned(admin: Api, ns: str, job: str, obj: str) -> tuple[str, str]:
     return condition, event
 
 
-def _unchanged(admin: Api, path: str, before: dict[str, Any]) -> None:
-    after = admin.get(path)
-    assert after["metadata"]["uid"] == before["metadata"]["uid"]
-    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
-
-
 def test_ttl_leaves_the_admins_network_policy_named_like_the_job(admin: Api, ns: str) -> None:
     """The issue's attack: a failing job named `default-deny` with ttlSecondsAfterFinished;
     the operator used to delete the NetworkPolicy of that name when the TTL expired."""
@@ -113,7 +114,7 @@ def test_ttl_leaves_the_admins_network_policy_named_like_the_job(admin: Api, ns:
     assert "nothing controls it: made by hand, or orphaned" in condition
     wait_for(lambda: admin.tfjob(ns, "default-deny") is None, "the TTL deletion", timeout=30)
     time.sleep(1)  # a deletion after the job's would come now
-    _unchanged(admin, path, policy)
+    unchanged(admin, path, policy)
 
 
 def test_suspension_leaves_a_pod_and_a_service_made_by_hand(admin: Api, ns: str) -> None:
@@ -139,15 +140,15 @@ def test_suspension_leaves_a_pod_and_a_service_made_by_hand(admin: Api, ns: str)
         "the suspended pass done",
     )
     time.sleep(1)
-    _unchanged(admin, f"{PODS.format(ns=ns)}/{name}-worker-0", pod)
-    _unchanged(admin, f"{SERVICES.format(ns=ns)}/{name}-worker-0", service)
+    unchanged(admin, f"{PODS.format(ns=ns)}/{name}-worker-0", pod)
+    unchanged(admin, f"{SERVICES.format(ns=ns)}/{name}-worker-0", service)
 
     admin.patch_tfjob(ns, name, {"spec": {"runPolicy": {"suspend": False}}})
     condition, _ = _not_owned(admin, ns, name, f"pod/{name}-worker-0")
     assert f"service/{name}-worker-0 already exists" in condition
     time.sleep(1)
-    _unchanged(admin, f"{PODS.format(ns=ns)}/{name}-worker-0", pod)
-    _unchanged(admin, f"{SERVICES.format(ns=ns)}/{name}-worker-0", service)
+    unchanged(admin, f"{PODS.format(ns=ns)}/{name}-worker-0", pod)
+    unchanged(admin, f"{SERVICES.format(ns=ns)}/{name}-worker-0", service)
 
 
 def test_a_service_of_another_controller_is_not_the_jobs(admin: Api, ns: str) -> None:
@@ -186,7 +187,7 @@ def test_a_service_of_another_controller_is_not_the_jobs(admin: Api, ns: str) ->
     condition, _ = _not_owned(admin, ns, name, f"service/{name}-worker-0")
     assert "controlled by an object that is not a TFJob" in condition
     time.sleep(1)
-    _unchanged(admin, f"{SERVICES.format(ns=ns)}/{name}-worker-0", service)
+    unchanged(admin, f"{SERVICES.format(ns=ns)}/{name}-worker-0", service)
 
 
 def test_the_tensorboard_names_held_by_others(admin: Api, ns: str) -> None:
@@ -215,12 +216,10 @@ def test_the_tensorboard_names_held_by_others(admin: Api, ns: str) -> None:
         admin.create_tfjob(ns, manifest)
         _not_owned(admin, ns, name, f"{kind}/{board}")
         time.sleep(1)
-        _unchanged(admin, f"{path.format(ns=ns)}/{board}", held)
+        unchanged(admin, f"{path.format(ns=ns)}/{board}", held)
 
 
-def test_a_pod_group_it_does_not_own(
-    admin: Api, start_operator: StartOperator, podgroup_crd: Path
-) -> None:
+def test_a_pod_group_it_does_not_own(admin: Api, start_operator: StartOperator) -> None:
     """Gang scheduling on: a PodGroup named like the job that someone else made is neither
     changed (the operator puts its own PodGroup's spec back) nor joined by the job's pods."""
     ns = new_namespace(admin, "ownedpg")
@@ -233,68 +232,5 @@ def test_a_pod_group_it_does_not_own(
     admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 2}}))
     _not_owned(admin, ns, name, f"podgroup/{name}")
     time.sleep(1)
-    _unchanged(admin, f"{PODGROUPS.format(ns=ns)}/{name}", group)
+    unchanged(admin, f"{PODGROUPS.format(ns=ns)}/{name}", group)
     assert admin.pods(ns, name) == {}
-
-
-# -- each write is conditional on the uid read (a stale cache, a name taken meanwhile) ---------
-
-
-def test_every_write_applies_only_to_the_object_read(
-    admin: Api, control_plane: ControlPlane, podgroup_crd: Path
-) -> None:
-    """What the job's deletion (its children from the watch cache) and every pass rely on: an
-    object read as the job's, then deleted and made again under its name by someone else, even
-    with the same owner reference, is not deleted, patched nor replaced by a write of the one
-    read; the object read itself is; and an object another controls is refused before any
-    request."""
-    ns = new_namespace(admin, "ownedw")
-    owner = "00000000-0000-0000-0000-0000000000aa"
-    ref = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": "job", "uid": owner,
-           "controller": True}  # fmt: skip
-    bodies: dict[Kind, dict[str, Any]] = {
-        POD: {"spec": _POD_SPEC},
-        SERVICE: {"spec": {"clusterIP": "None", "ports": [{"port": 2222}]}},
-        POLICY: {"spec": {"podSelector": {}}},
-        POD_GROUP: {**_GROUP_TYPE, "spec": {"minMember": 1}},
-    }
-    new_spec = {
-        POD: None,
-        SERVICE: None,
-        POLICY: {"podSelector": {"matchLabels": {"a": "b"}}},
-        POD_GROUP: {"minMember": 2},
-    }
-
-    def make(kind: Kind, name: str) -> dict[str, Any]:
-        meta = {"name": name, "ownerReferences": [ref], "labels": {"x": "y"}}
-        return admin.create(kind.path(ns), {"metadata": meta, **bodies[kind]})
-
-    async def writes(kind: Kind, stale: Seen) -> list[bool]:
-        kube = KubeClient.load(control_plane.kubeconfig)
-        owned = Owned(kube)
-        try:
-            done = [await owned.annotate(stale, owner, {"taas.dev/x": "1"})]
-            if kind is not POD_GROUP:  # a custom resource takes no strategic-merge patch
-                done.append(await owned.patch_metadata(stale, owner, {"labels": {"x": "z"}}))
-            spec = new_spec[kind]
-            if spec is not None:
-                done.append(await owned.replace_spec(stale, owner, spec))
-            done.append(await owned.delete(stale, owner))
-            with pytest.raises(NotOwned, match="controlled by TFJob uid"):
-                await owned.delete(stale, "another-job-uid")
-            return done
-        finally:
-            await kube.close()
-
-    for kind in bodies:
-        name = unique(kind.plural[:5])
-        stale = Seen.read(kind, make(kind, name))
-        admin.call("DELETE", kind.path(ns, name), {"gracePeriodSeconds": 0})
-        wait_for(lambda k=kind, n=name: admin.find(k.path(ns, n)) is None, f"{name} gone")
-        taken = make(kind, name)  # someone else's, under the same name and owner reference
-        assert not any(asyncio.run(writes(kind, stale))), kind
-        _unchanged(admin, kind.path(ns, name), taken)
-        # the object read itself is written, then deleted
-        current = Seen.read(kind, taken)
-        assert all(asyncio.run(writes(kind, current))), kind
-        wait_for(lambda k=kind, n=name: admin.find(k.path(ns, n)) is None, f"{name} deleted")

@@ -4,14 +4,18 @@ watch cache, not with LISTs -- yet a real change still starts a pass, objects th
 exist under the job's names are found, not recreated, and objects deleted while a watch was
 down are found gone.
 
-The Expectations state machine is tested on its own (pure); the rest against the real apiserver. No
-kubelet runs: the test writes pod status through the pods/status subresource.
+The Expectations state machine is tested on its own (pure); the rest on the in-memory apiserver (the
+fast tier: `tests.harness.fakeapi`, the Controller in-process). No kubelet runs: the test writes
+pod status through the pods/status subresource.
 """
 
 from __future__ import annotations
 
 import pytest
-from operator_harness import (
+
+from taas_operator.controller.watch.expectations import Expectations
+from taas_operator.planner import replica_labels
+from tests.operator.operator_harness import (
     PODS,
     Api,
     StartOperator,
@@ -23,8 +27,7 @@ from operator_harness import (
     wait_for,
 )
 
-from taas_operator.controller.watch.expectations import Expectations
-from taas_operator.planner import replica_labels
+pytestmark = pytest.mark.fast
 
 POD = ("pods", "job-worker-0")
 
@@ -81,17 +84,16 @@ def _count(log: str, text: str) -> int:
     return log.count(text)
 
 
-@pytest.mark.controlplane
 @pytest.mark.timeout(120)
 def test_one_pass_creates_a_job_and_real_changes_still_count(
-    admin: Api, start_operator: StartOperator
+    fake_admin: Api, start_fake_operator: StartOperator
 ) -> None:
-    ns = new_namespace(admin, "pass")
-    operator = start_operator(ns, args=("--log-level", "DEBUG"))
+    ns = new_namespace(fake_admin, "pass")
+    operator = start_fake_operator(ns, args=("--log-level", "DEBUG"))
     name = unique("one")
-    admin.create_tfjob(ns, tfjob(name, {"PS": {}, "Worker": {"replicas": 2}}))
-    pods = wait_for(lambda: len(p := admin.pods(ns, name)) == 3 and p, "3 pods")
-    wait_for(lambda: len(admin.services(ns, name)) == 3, "3 services")
+    fake_admin.create_tfjob(ns, tfjob(name, {"PS": {}, "Worker": {"replicas": 2}}))
+    pods = wait_for(lambda: len(p := fake_admin.pods(ns, name)) == 3 and p, "3 pods")
+    wait_for(lambda: len(fake_admin.services(ns, name)) == 3, "3 services")
     # 3 pods + 3 services + the NetworkPolicy: 7 expectations, all dropped.
     echo = f"{ns}/{name}: echo of our creation of "
     wait_for(lambda: _count(operator.log(), echo) == 7, "7 echoes dropped", timeout=10)
@@ -100,10 +102,10 @@ def test_one_pass_creates_a_job_and_real_changes_still_count(
     assert f"{ns}/{name}: listing its children" not in log  # the watch cache, no LIST
     # A real change (a pod's phase) still starts a pass, which counts the pod -- from the
     # watch cache, which that very event updated: still no LIST.
-    admin.set_pod_phase(ns, f"{name}-worker-1", "Running")
+    fake_admin.set_pod_phase(ns, f"{name}-worker-1", "Running")
     wait_for(
         lambda: (
-            (j := admin.tfjob(ns, name))
+            (j := fake_admin.tfjob(ns, name))
             and j["status"]["replicaStatuses"].get("Worker", {}).get("active") == 1
         ),
         "the running worker counted",
@@ -111,22 +113,21 @@ def test_one_pass_creates_a_job_and_real_changes_still_count(
     log = operator.log()
     assert _count(log, f"reconciling {ns}/{name}\n") == 2, log[-3000:]
     assert f"{ns}/{name}: listing its children" not in log
-    assert {p["metadata"]["uid"] for p in admin.pods(ns, name).values()} == {
+    assert {p["metadata"]["uid"] for p in fake_admin.pods(ns, name).values()} == {
         p["metadata"]["uid"] for p in pods.values()
     }
 
 
-@pytest.mark.controlplane
 @pytest.mark.timeout(120)
 def test_children_made_before_the_first_status_are_found_not_recreated(
-    admin: Api, start_operator: StartOperator
+    fake_admin: Api, start_fake_operator: StartOperator
 ) -> None:
     """A pod of the job already exists when the job has no status (an operator made it and
     died before writing status): the name is found taken, the next pass lists it and counts
     it. (A pod under the name that the job does not control is not its: test_owned.)"""
-    ns = new_namespace(admin, "taken")
+    ns = new_namespace(fake_admin, "taken")
     name = unique("taken")
-    made = admin.create_tfjob(ns, tfjob(name, {"Worker": {}}))  # no operator yet
+    made = fake_admin.create_tfjob(ns, tfjob(name, {"Worker": {}}))  # no operator yet
     owner = {"apiVersion": "kubeflow.org/v1", "kind": "TFJob", "name": name,
              "uid": made["metadata"]["uid"], "controller": True}  # fmt: skip
     pod_name = f"{name}-worker-0"
@@ -138,12 +139,12 @@ def test_children_made_before_the_first_status_are_found_not_recreated(
         },
         "spec": {"containers": [{"name": "tensorflow", "image": "example.com/trainer:1"}]},
     }
-    uid = admin.create(PODS.format(ns=ns), pod)["metadata"]["uid"]
-    admin.set_pod_phase(ns, pod_name, "Running")
-    start_operator(ns)
+    uid = fake_admin.create(PODS.format(ns=ns), pod)["metadata"]["uid"]
+    fake_admin.set_pod_phase(ns, pod_name, "Running")
+    start_fake_operator(ns)
     job = wait_for(
         lambda: (
-            (j := admin.tfjob(ns, name))
+            (j := fake_admin.tfjob(ns, name))
             and (j.get("status") or {}).get("replicaStatuses", {}).get("Worker", {}).get("active")
             == 1
             and j
@@ -151,6 +152,6 @@ def test_children_made_before_the_first_status_are_found_not_recreated(
         "the existing running pod counted",
     )
     assert condition(job, "Running"), job["status"]
-    assert admin.pods(ns, name)[pod_name]["metadata"]["uid"] == uid
-    events = admin.events(ns, name)
+    assert fake_admin.pods(ns, name)[pod_name]["metadata"]["uid"] == uid
+    events = fake_admin.events(ns, name)
     assert named_in_events(events) == [], events  # no event says a pod was created

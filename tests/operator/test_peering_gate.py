@@ -9,9 +9,13 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from taas_operator.apiserver.transport import Endpoint
 from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller.watch.peering import PeeringGate, own_identity
+
+pytestmark = pytest.mark.fast
 
 ME = "me@host"
 

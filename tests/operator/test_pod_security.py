@@ -15,7 +15,15 @@ filesystem gets no pod, and says why; an ordinary TFJob in the same namespace ru
 from __future__ import annotations
 
 import pytest
-from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, wait_for
+
+from tests.operator.operator_harness import (
+    Api,
+    StartOperator,
+    new_namespace,
+    tfjob,
+    unique,
+    wait_for,
+)
 
 ENFORCE = "pod-security.kubernetes.io/enforce"
 

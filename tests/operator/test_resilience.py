@@ -18,7 +18,9 @@ from typing import Any
 
 import pytest
 import yaml
-from operator_harness import (
+
+from taas_controlplane.launcher import ControlPlane
+from tests.operator.operator_harness import (
     SERVICES,
     Api,
     OperatorProcess,
@@ -30,8 +32,6 @@ from operator_harness import (
     unique,
     wait_for,
 )
-
-from taas_controlplane.launcher import ControlPlane
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
 

@@ -20,7 +20,10 @@ from typing import Any
 
 import pytest
 import yaml
-from operator_harness import (
+
+from taas_controlplane.launcher import ControlPlane
+from taas_operator.processes import free_ports
+from tests.operator.operator_harness import (
     POLICIES,
     Api,
     StartOperator,
@@ -30,9 +33,6 @@ from operator_harness import (
     unique,
     wait_for,
 )
-
-from taas_controlplane.launcher import ControlPlane
-from taas_operator.processes import free_ports
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
 

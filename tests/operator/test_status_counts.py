@@ -2,8 +2,8 @@
 add up to a quarter of the job's replicas, or 10 s after the first one held; a transition
 (a condition, a recreation, start or completion) at once, and the count that shows every
 replica up; a small job (ten replicas or fewer) always at once. Pure checks of the rule,
-then the operator on the real apiserver: a held count is written later without another
-event."""
+then the operator on the in-memory apiserver: a held count is written later without another
+event. All in the fast tier."""
 
 from __future__ import annotations
 
@@ -11,11 +11,20 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 import pytest
-from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, wait_for
 
 from taas_operator.api import TFJobStatus
 from taas_operator.controller.reconcile.status import COUNTS_HOLD_S, StatusWriter
 from taas_operator.planner import counts_only_change
+from tests.operator.operator_harness import (
+    Api,
+    StartOperator,
+    new_namespace,
+    tfjob,
+    unique,
+    wait_for,
+)
+
+pytestmark = pytest.mark.fast
 
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 KEY = ("ns", "job")
@@ -82,35 +91,34 @@ def test_transitions_and_small_jobs_are_written_at_once() -> None:
     ) == T0 + timedelta(seconds=4 + COUNTS_HOLD_S)
 
 
-@pytest.mark.controlplane
 @pytest.mark.timeout(120)
 def test_a_held_count_is_written_later_without_another_event(
-    admin: Api, start_operator: StartOperator
+    fake_admin: Api, start_fake_operator: StartOperator
 ) -> None:
-    ns = new_namespace(admin, "held")
-    operator = start_operator(ns, args=("--log-level", "DEBUG"))
+    ns = new_namespace(fake_admin, "held")
+    operator = start_fake_operator(ns, args=("--log-level", "DEBUG"))
     name = unique("wide")
-    admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 20}}))
-    wait_for(lambda: len(admin.pods(ns, name)) == 20, "20 pods")
+    fake_admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 20}}))
+    wait_for(lambda: len(fake_admin.pods(ns, name)) == 20, "20 pods")
 
     def active() -> int:
-        job = admin.tfjob(ns, name) or {}
+        job = fake_admin.tfjob(ns, name) or {}
         counts = (job.get("status") or {}).get("replicaStatuses", {}).get("Worker", {})
         return int(counts.get("active", 0))
 
     # the first running worker makes the job Running (Kubeflow's rule without a chief): a
     # transition, written at once
-    admin.set_pod_phase(ns, f"{name}-worker-3", "Running")
+    fake_admin.set_pod_phase(ns, f"{name}-worker-3", "Running")
     wait_for(lambda: active() == 1, "the job Running, 1 active")
     held = f"{ns}/{name}: replica counts held until "
     assert held not in operator.log()
-    admin.set_pod_phase(ns, f"{name}-worker-4", "Running")  # 1 of 20 moved: held
+    fake_admin.set_pod_phase(ns, f"{name}-worker-4", "Running")  # 1 of 20 moved: held
     wait_for(lambda: held in operator.log(), "the count held")
     assert active() == 1
     wait_for(lambda: active() == 2, "the held count written", timeout=30)
     # five more at once reach a quarter of 20: written by the pass they start
     passes = operator.log().count(held)
     for index in range(5, 10):
-        admin.set_pod_phase(ns, f"{name}-worker-{index}", "Running")
+        fake_admin.set_pod_phase(ns, f"{name}-worker-{index}", "Running")
     wait_for(lambda: active() == 7, "7 active", timeout=30)
     assert operator.log().count(held) - passes <= 4  # at most the first four were held

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from operator_harness import Api, new_namespace, unique
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.client import AlreadyExists, TFJobClient
+from tests.operator.operator_harness import Api, new_namespace, unique
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 TAAS = [sys.executable, "-m", "taas_operator.cli"]

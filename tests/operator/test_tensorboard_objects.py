@@ -1,8 +1,6 @@
 """The operator's TensorBoard for a TFJob annotated `taas.dev/tensorboard: "true"`, on the real
-apiserver: a Deployment and a Service `<job>-tensorboard` owned by the job, reading the chief's
-model_dir volume read-only, invisible to the job's own pod and service logic; a job whose
-model_dir no other pod can read gets one Warning naming the fix and runs on; a job that does
-not ask gets nothing. `taas tensorboard JOB` says what each kind of job lacks, bounded; its
+apiserver (the objects the operator makes for it: test_tensorboard_for_jobs, fast).
+`taas tensorboard JOB` says what each kind of job lacks, bounded; its
 local proxy forwards to this apiserver with the kubeconfig's identity, only for whoever holds its
 per-run token, and refuses whatever could leave its one Service (a path climbing out, another
 Host, another site's or port's Origin). That the
@@ -22,16 +20,20 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from operator_harness import Api, StartOperator, new_namespace, tfjob, unique, wait_for
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.apiserver.blocking import Connection
 from taas_operator.tensorboard_command.proxy import ServiceProxy
+from tests.operator.operator_harness import (
+    Api,
+    StartOperator,
+    new_namespace,
+    unique,
+    wait_for,
+)
+from tests.operator.tensorboard_helpers import IMAGE, board_job, warnings_of
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
-
-DEPLOYMENTS = "/apis/apps/v1/namespaces/{ns}/deployments"
-IMAGE = "registry.example/tensorboard:1"
 
 
 @pytest.fixture(scope="module")
@@ -39,83 +41,6 @@ def ns(admin: Api, start_operator: StartOperator) -> str:
     name = new_namespace(admin, "tb")
     start_operator(name, args=(f"--tensorboard-image={IMAGE}",))
     return name
-
-
-def _job(name: str, annotation: str | None, model_dir: str, volume: dict[str, Any]) -> dict:
-    container = {
-        "name": "tensorflow",
-        "image": "example.com/trainer:1",
-        "env": [{"name": "TF_LOGDIR", "value": model_dir}],
-        "volumeMounts": [{"name": "model", "mountPath": "/model"}],
-    }
-    manifest = tfjob(name, {"PS": {}, "Worker": {"replicas": 2, "containers": [container]}})
-    manifest["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["volumes"] = [
-        {"name": "model", **volume}
-    ]
-    if annotation is not None:
-        manifest["metadata"]["annotations"] = {"taas.dev/tensorboard": annotation}
-    return manifest
-
-
-def _warnings(admin: Api, ns: str, name: str, reason: str) -> list[str]:
-    return [e["message"] for e in admin.events(ns, name) if e["reason"] == reason]
-
-
-def test_an_annotated_job_gets_a_tensorboard_on_its_model_dir(admin: Api, ns: str) -> None:
-    name = unique("tb")
-    volume = {"persistentVolumeClaim": {"claimName": "runs"}}
-    job = admin.create_tfjob(ns, _job(name, "true", "/model/run", volume))
-    board = f"{name}-tensorboard"
-    deployment = wait_for(
-        lambda: admin.find(f"{DEPLOYMENTS.format(ns=ns)}/{board}"), "the TensorBoard Deployment"
-    )
-    service = admin.get(f"/api/v1/namespaces/{ns}/services/{board}")
-    for obj in (deployment, service):
-        (owner,) = obj["metadata"]["ownerReferences"]
-        assert owner["uid"] == job["metadata"]["uid"] and owner["controller"] is True
-    pod = deployment["spec"]["template"]["spec"]
-    (container,) = pod["containers"]
-    assert container["image"] == IMAGE
-    assert "--logdir=/model/run" in container["args"]
-    assert container["volumeMounts"] == [{"name": "model", "mountPath": "/model", "readOnly": True}]
-    assert pod["volumes"] == [{"name": "model", **volume}]
-    assert service["spec"]["ports"][0]["port"] == 6006
-    # The job's own children are what they always were: 3 pods, 3 services, none of them ours.
-    wait_for(lambda: len(admin.pods(ns, name)) == 3, "the job's 3 pods")
-    assert sorted(admin.services(ns, name)) == sorted(admin.pods(ns, name))
-    created = wait_for(
-        lambda: [m for m in _warnings(admin, ns, name, "TensorBoardCreated")], "the event"
-    )
-    assert f"taas tensorboard {name} -n {ns}" in created[0]
-
-
-def test_a_model_dir_no_pod_can_share_is_one_warning(admin: Api, ns: str) -> None:
-    name = unique("tbx")
-    admin.create_tfjob(ns, _job(name, "true", "/model/run", {"emptyDir": {}}))
-    wait_for(lambda: len(admin.pods(ns, name)) == 3, "the job's 3 pods: it runs on")
-    warned = wait_for(lambda: _warnings(admin, ns, name, "TensorBoardUnavailable"), "the Warning")
-    assert "emptyDir volume 'model'" in warned[0] and "PersistentVolumeClaim" in warned[0]
-    # more passes (pods change phase) tell it no more
-    for pod in admin.pods(ns, name):
-        admin.set_pod_phase(ns, pod, "Running", pod_ip="127.0.0.1")
-    wait_for(lambda: (admin.tfjob(ns, name) or {}).get("status", {}).get("conditions"), "status")
-    assert len(_warnings(admin, ns, name, "TensorBoardUnavailable")) == 1
-    assert admin.find(f"{DEPLOYMENTS.format(ns=ns)}/{name}-tensorboard") is None
-
-
-def test_no_annotation_no_tensorboard(admin: Api, ns: str) -> None:
-    name = unique("plain")
-    admin.create_tfjob(ns, _job(name, None, "/model/run", {"hostPath": {"path": "/srv"}}))
-    wait_for(lambda: len(admin.pods(ns, name)) == 3, "the job's 3 pods")
-    link = unique("link")
-    admin.create_tfjob(ns, _job(link, "https://tb.example/x", "/model/run", {"emptyDir": {}}))
-    wait_for(lambda: len(admin.pods(ns, link)) == 3, "the other job's 3 pods")
-    for job in (name, link):
-        found = admin.get(
-            f"{DEPLOYMENTS.format(ns=ns)}?labelSelector=taas.dev/tensorboard-for={job}"
-        )
-        assert found["items"] == []
-    assert not _warnings(admin, ns, link, "TensorBoardUnavailable")
 
 
 # -- `taas tensorboard JOB` against this apiserver (no node: no TensorBoard pod ever runs) ------
@@ -134,11 +59,11 @@ def test_the_command_says_what_each_job_lacks(
 ) -> None:
     kubeconfig = control_plane.kubeconfig
     plain, link, unshareable, waiting = (unique(p) for p in ("p", "l", "u", "w"))
-    admin.create_tfjob(ns, _job(plain, None, "/model/run", {"hostPath": {"path": "/srv"}}))
-    admin.create_tfjob(ns, _job(link, "https://tb.example/x", "/model/r", {"emptyDir": {}}))
-    admin.create_tfjob(ns, _job(unshareable, "true", "/model/run", {"emptyDir": {}}))
-    admin.create_tfjob(ns, _job(waiting, "true", "/model/run", {"hostPath": {"path": "/srv"}}))
-    wait_for(lambda: _warnings(admin, ns, unshareable, "TensorBoardUnavailable"), "the Warning")
+    admin.create_tfjob(ns, board_job(plain, None, "/model/run", {"hostPath": {"path": "/srv"}}))
+    admin.create_tfjob(ns, board_job(link, "https://tb.example/x", "/model/r", {"emptyDir": {}}))
+    admin.create_tfjob(ns, board_job(unshareable, "true", "/model/run", {"emptyDir": {}}))
+    admin.create_tfjob(ns, board_job(waiting, "true", "/model/run", {"hostPath": {"path": "/srv"}}))
+    wait_for(lambda: warnings_of(admin, ns, unshareable, "TensorBoardUnavailable"), "the Warning")
 
     missing = _taas_tensorboard(kubeconfig, ns, "no-such-job")
     assert missing.returncode == 2 and 'TFJob "no-such-job" not found' in missing.stderr

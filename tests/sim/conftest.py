@@ -11,17 +11,12 @@ full-size runs belong to a bench.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
-
-from bench.operator.controllers import (  # noqa: E402
+from bench.operator.controllers import (
     CONTROLLER_GROUPS,
     CONTROLLER_USER,
     CONTROLLERS,
@@ -30,7 +25,7 @@ from bench.operator.controllers import (  # noqa: E402
     apply_crd,
     wait_alive,
 )
-from taas_controlplane.sim.cluster import SimCluster  # noqa: E402
+from taas_controlplane.sim.cluster import SimCluster
 
 NODES, GPU_NODES = 20, 4
 

@@ -6,12 +6,16 @@ same event do not overlap), and a pod that ends and runs again is found."""
 
 from __future__ import annotations
 
+import pytest
+
 from bench.clock import PodTimes, _stamp, _started, record_pod
 from bench.scale.load import _stamped_starts
 from bench.scale.nodeloss import _chosen_nodes, duplicates
 from bench.scale.report import goals
 from bench.scale.results import ScaleResult, percentile
 from bench.scheduling.measure import pods_held
+
+pytestmark = pytest.mark.fast
 
 
 def _pod(name: str, uid: str, running: float, **moments: float) -> PodTimes:

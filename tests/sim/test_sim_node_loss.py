@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from sim_helpers import (
+
+from tests.sim.sim_helpers import (
     condition,
     create_namespace,
     create_tfjob,

@@ -9,10 +9,17 @@ import time
 import uuid
 
 import pytest
-from sim_helpers import condition, create_namespace, create_tfjobs, sim_tfjob, tfjobs, wait_until
 
 from bench.operator.observer import Observer
 from taas_controlplane.sim.annotations import container_plan
+from tests.sim.sim_helpers import (
+    condition,
+    create_namespace,
+    create_tfjobs,
+    sim_tfjob,
+    tfjobs,
+    wait_until,
+)
 
 pytestmark = [pytest.mark.sim, pytest.mark.controlplane, pytest.mark.timeout(600)]
 

@@ -13,6 +13,8 @@ from taas_controlplane.sim.annotations import EXIT_CODE, RUN_SECONDS, container_
 from taas_controlplane.sim.cluster import STAGES
 from taas_controlplane.sim.node_objects import KWOK_LABEL, node_manifests
 
+pytestmark = pytest.mark.fast
+
 
 def test_nodes_have_capacity_gpus_and_their_own_pod_cidr() -> None:
     nodes = node_manifests(300, gpu_nodes=2)

@@ -17,7 +17,9 @@ import time
 import uuid
 
 import pytest
-from sim_helpers import (
+
+from taas_controlplane.sim.annotations import container_plan
+from tests.sim.sim_helpers import (
     condition,
     create_namespace,
     create_tfjob,
@@ -28,8 +30,6 @@ from sim_helpers import (
     tfjobs,
     wait_until,
 )
-
-from taas_controlplane.sim.annotations import container_plan
 
 pytestmark = [pytest.mark.sim, pytest.mark.controlplane, pytest.mark.timeout(600)]
 

@@ -22,6 +22,8 @@ from taas_operator.tensorboard.objects import (
     tensorboard_request,
 )
 
+pytestmark = pytest.mark.fast
+
 IMAGE = "registry.example/tb:1"
 
 

@@ -7,7 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
-from trainer_harness import run_program
+
+from tests.trainer.trainer_harness import run_program
 
 pytestmark = pytest.mark.tensorflow
 

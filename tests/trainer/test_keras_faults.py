@@ -15,7 +15,8 @@ import re
 from pathlib import Path
 
 import pytest
-from trainer_harness import LocalCluster
+
+from tests.trainer.trainer_harness import LocalCluster
 
 pytestmark = [pytest.mark.tensorflow, pytest.mark.slow]
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trainer_harness import LocalCluster, run_program
 
 import taas
+from tests.trainer.trainer_harness import LocalCluster, run_program
 
 pytestmark = pytest.mark.tensorflow
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from trainer_harness import LocalCluster, hooks, only, order, run_program
+
+from tests.trainer.trainer_harness import LocalCluster, hooks, only, order, run_program
 
 pytestmark = pytest.mark.tensorflow
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from trainer_harness import run_program
 
 from taas.core.placement import resolve_cluster
 from taas.core.settings import SettingsError, TrainerSettings
 from taas.keras.strategies import plan_strategy
+from tests.trainer.trainer_harness import run_program
 
 
 def _cluster(jobs: dict[str, int], kind: str, index: int):
@@ -23,6 +23,7 @@ def _plan(jobs: dict[str, int], kind: str, index: int, gpus: int = 0, **settings
     return plan_strategy(TrainerSettings(**settings), _cluster(jobs, kind, index), gpus)
 
 
+@pytest.mark.fast
 def test_one_process_default_or_mirrored() -> None:
     local = resolve_cluster({})
     assert plan_strategy(TrainerSettings(), local, 0).kind == "default"
@@ -36,6 +37,7 @@ def test_one_process_default_or_mirrored() -> None:
     assert plan.kind == "mirrored" and plan.devices[-1] == "/device:CPU:2"
 
 
+@pytest.mark.fast
 def test_workers_only_is_multi_worker_mirrored_and_master_becomes_chief() -> None:
     plan = _plan({"worker": 3}, "worker", 2)
     assert (plan.kind, plan.role, plan.replicas, plan.is_chief) == (
@@ -49,6 +51,7 @@ def test_workers_only_is_multi_worker_mirrored_and_master_becomes_chief() -> Non
     assert set(plan.cluster_spec) == {"chief", "worker"}
 
 
+@pytest.mark.fast
 def test_ps_with_a_chief_coordinates_from_the_chief() -> None:
     shape = {"chief": 1, "ps": 2, "worker": 2}
     assert _plan(shape, "chief", 0).role == "coordinate"
@@ -57,6 +60,7 @@ def test_ps_with_a_chief_coordinates_from_the_chief() -> None:
     assert _plan(shape, "ps", 1).role == "serve"
 
 
+@pytest.mark.fast
 def test_ps_without_a_chief_turns_worker_0_into_the_coordinator() -> None:
     shape = {"ps": 1, "worker": 3}
     coordinator = _plan(shape, "worker", 0)
@@ -72,6 +76,7 @@ def test_ps_without_a_chief_turns_worker_0_into_the_coordinator() -> None:
     assert _plan({"ps": 1, "worker": 2, "evaluator": 1}, "evaluator", 0).role == "evaluate"
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize(
     ("jobs", "kind", "settings", "message"),
     [
@@ -91,11 +96,13 @@ def test_settings_and_shapes_a_strategy_cannot_take(jobs, kind, settings, messag
         plan_strategy(TrainerSettings(**settings), cluster, 0)
 
 
+@pytest.mark.fast
 def test_default_sync_is_not_a_contradiction() -> None:
     """Only a ``sync`` the user set is checked; the default false suits every strategy."""
     assert _plan({"worker": 2}, "worker", 0).kind == "multi_worker_mirrored"
 
 
+@pytest.mark.fast
 def test_dynamic_worker_form_is_refused() -> None:
     config = {
         "cluster": {"worker": {"1": "h:1"}, "ps": ["p:1"]},

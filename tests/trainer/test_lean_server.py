@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from trainer_harness import REPO, LocalCluster
 
 from taas_operator.processes import spawn, stop
+from tests.trainer.trainer_harness import REPO, LocalCluster
 
 pytestmark = [pytest.mark.tensorflow, pytest.mark.timeout(300)]
 LEAN = "(lean: without TensorFlow's Python API)"

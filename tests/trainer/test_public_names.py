@@ -66,10 +66,12 @@ def _python(code: str) -> str:
     return done.stdout
 
 
+@pytest.mark.fast
 def test_all_lists_exactly_the_public_names() -> None:
     assert sorted(taas.__all__) == PUBLIC
 
 
+@pytest.mark.fast
 def test_tensorflow_free_names_and_paths_load_without_tensorflow() -> None:
     code = (
         "import importlib, json, sys\n"
@@ -101,6 +103,7 @@ def test_graph_mode_names_and_the_caicloud_paths() -> None:
         _ = taas.Trainer
 
 
+@pytest.mark.fast
 def test_settings_doc_runs_as_a_module_and_prints_the_docstring_table() -> None:
     from taas.settings_doc import table
 

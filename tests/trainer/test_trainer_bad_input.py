@@ -10,7 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-from trainer_harness import RECORDING, hooks, only, run_program
+
+from tests.trainer.trainer_harness import RECORDING, hooks, only, run_program
 
 pytestmark = [pytest.mark.tensorflow, pytest.mark.timeout(120)]
 

@@ -12,7 +12,8 @@ import re
 from pathlib import Path
 
 import pytest
-from trainer_harness import LocalCluster, free_ports, run_program
+
+from tests.trainer.trainer_harness import LocalCluster, free_ports, run_program
 
 pytestmark = pytest.mark.tensorflow
 

@@ -9,6 +9,8 @@ import pytest
 from taas.core.placement import ClusterInfo, resolve_cluster, strip_cluster_flags
 from taas.core.settings import SettingsError, load_settings, parse_flags, refuse_fit_only
 
+pytestmark = pytest.mark.fast
+
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:

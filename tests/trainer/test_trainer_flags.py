@@ -18,6 +18,8 @@ from taas.core.flags import (
 from taas.core.settings import SettingsError
 from taas.settings_doc import table
 
+pytestmark = pytest.mark.fast
+
 KNOWN = taas_flag_names() | {"data_dir", "export_dir", "hidden_units", "nohidden_units"}
 
 

@@ -7,17 +7,28 @@ code path is the same one a multi-GPU worker takes.
 from __future__ import annotations
 
 import gzip
-import os
+import importlib.util
 import struct
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples", "mnist"))
+MNIST = Path(__file__).resolve().parents[2] / "examples" / "mnist"
 
 pytestmark = pytest.mark.tensorflow
+
+
+def example_data() -> ModuleType:
+    """examples/mnist/data.py, loaded from its file (the example is a program, not a package)."""
+    spec = importlib.util.spec_from_file_location("mnist_example_data", MNIST / "data.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.timeout(60)
@@ -62,7 +73,7 @@ def _idx(path: Path, array: np.ndarray) -> None:
 
 
 def test_idx_loader_reads_mnist_files(tmp_path: Path) -> None:
-    import data
+    data = example_data()
 
     rng = np.random.default_rng(0)
     for prefix, n in (("train", 6), ("t10k", 4)):
@@ -76,7 +87,7 @@ def test_idx_loader_reads_mnist_files(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(60)
 def test_tfrecord_loader_reads_mnist_records(tmp_path: Path) -> None:
-    import data
+    data = example_data()
     import tensorflow as tf
 
     for name, n in (("train", 3), ("test", 2)):
@@ -96,7 +107,7 @@ def test_tfrecord_loader_reads_mnist_records(tmp_path: Path) -> None:
 
 
 def test_digits_default_without_a_path() -> None:
-    import data
+    data = example_data()
 
     ds = data.load(None)
     assert ds.pixels == 64 and len(ds.train_labels) + len(ds.test_labels) == 1797

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from taas.core.progress_log import ProgressReporter, checkpoint_step, nothing_to_train
+
+pytestmark = pytest.mark.fast
 
 
 def test_progress_line_has_rates_and_eta() -> None:

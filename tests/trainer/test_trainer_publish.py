@@ -15,7 +15,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from trainer_harness import LocalCluster, run_program
 
 from taas.core.progress_log import ProgressReporter
 from taas.core.publish import (
@@ -29,6 +28,7 @@ from taas.core.settings import TrainerSettings
 from taas_operator.api import ProgressReport
 from taas_operator.api.constants import DEFAULT_PROGRESS_PORT, PROGRESS_PATH
 from taas_operator.processes import free_ports
+from tests.trainer.trainer_harness import LocalCluster, run_program
 
 REPORTING = ["tests/trainer/programs/reporting_regression.py"]
 
@@ -44,6 +44,7 @@ def _get(port: int) -> tuple[int, bytes]:
         return answer.status, answer.read()
 
 
+@pytest.mark.fast
 def test_scalars_keep_the_last_five_with_steps_and_refuse_nonsense() -> None:
     for i in range(7):
         log_scalar("acc", 0.5 + i / 100)
@@ -60,6 +61,7 @@ def test_scalars_keep_the_last_five_with_steps_and_refuse_nonsense() -> None:
         log_scalar("acc", "high")  # type: ignore[arg-type]
 
 
+@pytest.mark.fast
 def test_document_is_what_the_operator_reads() -> None:
     log_scalar("acc", 0.9, step=400)
     doc = document("worker:0", 410, 1000, 0.3124, 2450.1, math.inf, now=1764000000.5)
@@ -76,6 +78,7 @@ def test_document_is_what_the_operator_reads() -> None:
     assert DEFAULT_PROGRESS_PORT == 2223 and PROGRESS_PATH == "/progress"  # taas.core.publish's too
 
 
+@pytest.mark.fast
 def test_reporter_publishes_the_numbers_of_its_lines(tmp_path: Path) -> None:
     now = [0.0]
     path = tmp_path / "progress.json"
@@ -98,6 +101,7 @@ def test_reporter_publishes_the_numbers_of_its_lines(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("*.tmp"))  # written atomically
 
 
+@pytest.mark.fast
 def test_http_endpoint_and_a_taken_port(capsys: pytest.CaptureFixture[str]) -> None:
     publisher = Publisher("worker:0", port=free_ports(1)[0])
     assert publisher.port is not None
@@ -116,6 +120,7 @@ def test_http_endpoint_and_a_taken_port(capsys: pytest.CaptureFixture[str]) -> N
     assert "progress not served on port" in capsys.readouterr().out
 
 
+@pytest.mark.fast
 def test_who_publishes() -> None:
     plain = TrainerSettings()
     pod = {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}
@@ -128,6 +133,7 @@ def test_who_publishes() -> None:
     assert mine is not None and mine.port == port
 
 
+@pytest.mark.fast
 def test_the_last_report_is_the_termination_message(tmp_path: Path) -> None:
     """In a pod the chief's last document is its termination message (the kubelet keeps 4 KiB):
     the operator reads it from the pod's status once the chief has exited."""

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
-from trainer_harness import LocalCluster
 
 from taas_operator.processes import free_ports, stop
+from tests.trainer.trainer_harness import LocalCluster
 
 pytestmark = [pytest.mark.tensorflow, pytest.mark.timeout(240)]
 PROGRAM = ["tests/trainer/programs/reporting_regression.py"]

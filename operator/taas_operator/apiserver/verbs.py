@@ -64,10 +64,16 @@ class KubeClient:
     """Async JSON access to the resources the operator manages."""
 
     def __init__(
-        self, endpoint: Endpoint, concurrency: int = 16, on_error: OnError | None = None
+        self,
+        endpoint: Endpoint,
+        concurrency: int = 16,
+        on_error: OnError | None = None,
+        transport: Transport | None = None,
     ) -> None:
+        """``transport``: another answerer of the same calls (the tests' in-memory apiserver);
+        by default HTTP to ``endpoint``."""
         self.endpoint = endpoint
-        self._transport = Transport(endpoint, concurrency)
+        self._transport = transport or Transport(endpoint, concurrency)
         self._on_error = on_error
         self.instance = socket.gethostname()
 

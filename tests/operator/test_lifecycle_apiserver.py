@@ -1,0 +1,51 @@
+"""A pod template the apiserver refuses (its validation, which the in-memory apiserver of
+test_lifecycle does not have): the job fails once, naming replica and field.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.operator.operator_harness import (
+    Api,
+    StartOperator,
+    condition,
+    new_namespace,
+    tfjob,
+    unique,
+    wait_for,
+)
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(120)]
+
+
+def test_pod_template_the_apiserver_refuses_fails_the_job_once(
+    admin: Api, start_operator: StartOperator
+) -> None:
+    """The CRD keeps pod templates open, so a containerPort out of range reaches the operator;
+    the apiserver refuses the pod (422) and the job ends Failed naming replica and field,
+    instead of retrying forever."""
+    ns = new_namespace(admin, "badpod")
+    start_operator(ns)
+    name = unique("badpod")
+    container = {
+        "name": "tensorflow",
+        "image": "example.com/trainer:1",
+        "ports": [{"name": "tfjob-port", "containerPort": 70000}],
+    }
+    admin.create_tfjob(ns, tfjob(name, {"Worker": {"containers": [container]}}))
+    job = wait_for(lambda: (j := admin.tfjob(ns, name)) and condition(j, "Failed") and j, "Failed")
+    message = condition(job, "Failed")["message"]
+    assert message.startswith(f"TFJob {ns}/{name} has an invalid spec: ")
+    assert f"pod {name}-worker-0" in message and "containerPort" in message
+    assert "fix spec.tfReplicaSpecs.Worker.template" in message
+    assert admin.pods(ns, name) == {}
+    wait_for(lambda: "InvalidTFJobSpec" in reasons(admin, ns, name), "InvalidTFJobSpec event")
+    time.sleep(2)  # later passes must not post it again
+    assert reasons(admin, ns, name).count("InvalidTFJobSpec") == 1
+
+
+def reasons(admin: Api, ns: str, name: str) -> list[str]:
+    return [e["reason"] for e in admin.events(ns, name)]
