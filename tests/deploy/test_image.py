@@ -253,6 +253,17 @@ def test_trainer_image_imports_taas_from_the_wheel_and_runs_tensorflow(
     assert seen["tf"].startswith("2.21.") and seen["sum"] == 6, seen
 
 
+def test_trainer_image_says_where_your_code_goes(store: Store, trainer_image: ImageArchive) -> None:
+    """The trainer image's description label names what is installed and where code goes, as
+    examples/your_image's Containerfile copies it (into /app, owned by 1000)."""
+    config = store.image_config(ensure_loaded(trainer_image, store))
+    described = config["Labels"]["org.opencontainers.image.description"]
+    assert all(word in described for word in ("TensorFlow", "taas", "uid 1000", "/app")), described
+    assert config["WorkingDir"] == "/app" and config["User"] == "1000:1000"
+    containerfile = (ROOT / "examples" / "your_image" / "Containerfile").read_text()
+    assert "COPY --chown=1000:1000 train.py samples.py /app/" in containerfile
+
+
 @pytest.fixture(scope="module")
 def trainer_app_files(store: Store, trainer_image: ImageArchive) -> dict[str, int]:
     """Every file under the trainer image's /app: relative path -> owner uid."""
