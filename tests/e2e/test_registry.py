@@ -123,14 +123,9 @@ def test_the_docs_registry_block_runs_as_written(cluster: Cluster) -> None:
             log.seek(log_start)
             requests = log.read()
         for repository in ("taas/taas-operator", "taas/your-image"):
-            fetched = [
-                line
-                for line in requests.splitlines()
-                if f'http.request.uri="/v2/{repository}/manifests/' in line
-                and "http.request.method=GET" in line
-                and "containerd" in line
-            ]
-            assert fetched, f"no manifest GET of {repository} by containerd in the registry log"
+            # its access log: `"GET /v2/<repo>/manifests/<ref> HTTP/1.1" 200 ... "containerd/..."`
+            fetched = rf'"GET /v2/{repository}/manifests/\S+ HTTP/1\.1" 200 .*"containerd/'
+            assert re.search(fetched, requests), f"containerd fetched no {repository} manifest"
     finally:
         cluster.kubectl("delete", "namespace", NAMESPACE, "--wait", "--timeout=300s", check=False)
         helm(cluster, "uninstall", RELEASE, "--namespace", OPERATOR_NS, "--wait", check=False)
