@@ -276,8 +276,17 @@ def push(
     digest_file.parent.mkdir(parents=True, exist_ok=True)
     options = ["--quiet", "--digestfile", str(digest_file)]
     options += [] if cert_dir is None else ["--cert-dir", str(cert_dir)]
-    store.output(store.buildah("push", *options, image_id, f"docker://{reference}"),
-                 f"pushing {reference}")  # fmt: skip
+    command = store.buildah("push", *options, image_id, f"docker://{reference}")
+    try:
+        store.output(command, f"pushing {reference}")
+    except ImageBuildError as err:
+        if "x509" not in str(err) and "certificate" not in str(err):
+            raise
+        raise ImageBuildError(
+            f"{err}\nfix: this machine does not trust the registry's certificate: pass "
+            "--cert-dir DIR, a directory with its CA certificate as a *.crt file (the running "
+            "`taas-controlplane cluster up`'s registry is trusted without it)"
+        ) from None
     digest = digest_file.read_text().strip()
     digest_file.unlink()
     return f"{reference}@{digest}"
