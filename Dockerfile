@@ -54,6 +54,8 @@ RUN --mount=type=bind,from=build,source=/wheels,target=/wheels \
     wheel="$(ls /wheels/taas-*.whl)" \
     && python -m pip install --no-cache-dir "${wheel}[${TF_EXTRA}]" \
     && useradd --uid 1000 --user-group --create-home --shell /bin/bash taas
+# Your code goes in /app too, owned by 1000 (an image FROM this one: examples/your_image).
+LABEL org.opencontainers.image.description="TaaS trainer: Python 3.11, TensorFlow and the taas library; runs as uid 1000 in /app (examples/ there); put your code in /app, see docs/your-code.md"
 WORKDIR /app
 COPY --chown=1000:1000 examples/ examples/
 USER 1000:1000

@@ -23,6 +23,7 @@ from taas_controlplane import binaries
 from taas_controlplane.hostnet import NetworkConfig
 from taas_controlplane.hoststate import RunRecord
 from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.registry import hosts_dir, trust_files
 from taas_controlplane.userenv import USER_TOOLS
 
 BIN = str(Path(sys.executable).parent)  # where `taas-controlplane` is installed
@@ -62,7 +63,7 @@ def test_eval_puts_the_built_helm_and_kubectl_first_on_path(cache: Path) -> None
     assert "no one-node cluster runs here" in printed
 
 
-def test_a_running_cluster_sets_kubeconfig_and_a_killed_one_does_not(
+def test_a_running_cluster_sets_kubeconfig_and_its_registry_and_a_killed_one_does_not(
     cache: Path, tmp_path: Path
 ) -> None:
     node = cache / "node"
@@ -73,17 +74,24 @@ def test_a_running_cluster_sets_kubeconfig_and_a_killed_one_does_not(
     kubeconfig.write_text("apiVersion: v1\nkind: Config\n")
     record = RunRecord(directory=run_dir, network=NetworkConfig(), sysctls={})
     (node / "last-run.json").write_text(record.model_dump_json())
-    script = 'eval "$(taas-controlplane env)"; echo "$KUBECONFIG"'
+    ca = tmp_path / "ca.crt"
+    ca.write_text("a CA\n")
+    certs = trust_files(hosts_dir(run_dir), "10.244.0.1:5000", ca)  # what the registry writes
+    script = (
+        'eval "$(taas-controlplane env)"; echo "$KUBECONFIG"; echo "$TAAS_REGISTRY"; '
+        'echo "$TAAS_REGISTRY_CERT_DIR"'
+    )
     with (node / "cluster.lock").open("a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # what `cluster up` holds while it runs
         running = _shell(script)
         assert running.returncode == 0, running.stderr
-        assert running.stdout.strip() == str(kubeconfig)
+        assert running.stdout.splitlines() == [str(kubeconfig), "10.244.0.1:5000", str(certs)]
+        assert (certs / "ca.crt").read_text() == "a CA\n"
         # env only tests the lock: the cluster still holds it afterwards
         with pytest.raises(BlockingIOError), (node / "cluster.lock").open() as other:
             fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
     killed = _shell(script)  # the record stays behind, the lock is free
-    assert killed.returncode == 0 and killed.stdout.strip() == "", killed.stderr
+    assert killed.returncode == 0 and killed.stdout.split() == [], killed.stderr
 
 
 def test_missing_go_prints_nothing_to_eval_and_says_why(tmp_path: Path) -> None:

@@ -9,7 +9,9 @@
   an emptyDir there): the operator as uid 65532 without TensorFlow, the trainer as uid 1000
   importing `taas` from the installed wheel and running TensorFlow, examples/ in /app;
 - the operator archive imports into a real containerd (`ctr -n k8s.io images import`) under the
-  chart's default image name, as a one-node cluster imports it.
+  chart's default image name, as a one-node cluster imports it;
+- `images --push` puts the operator image into a real registry (the cluster's, on loopback here)
+  over TLS, and without the registry's CA says how to give it.
 Building and running needs root and the Debian packages `.ci/run` installs.
 """
 
@@ -19,8 +21,10 @@ import json
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -37,7 +41,11 @@ from taas_controlplane.images import (
     ensure_image,
     ensure_loaded,
     image_reference,
+    push,
 )
+from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.registry import Registry
+from taas_operator.processes import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCKERFILE = ROOT / "Dockerfile"
@@ -253,6 +261,17 @@ def test_trainer_image_imports_taas_from_the_wheel_and_runs_tensorflow(
     assert seen["tf"].startswith("2.21.") and seen["sum"] == 6, seen
 
 
+def test_trainer_image_says_where_your_code_goes(store: Store, trainer_image: ImageArchive) -> None:
+    """The trainer image's description label names what is installed and where code goes, as
+    examples/your_image's Containerfile copies it (into /app, owned by 1000)."""
+    config = store.image_config(ensure_loaded(trainer_image, store))
+    described = config["Labels"]["org.opencontainers.image.description"]
+    assert all(word in described for word in ("TensorFlow", "taas", "uid 1000", "/app")), described
+    assert config["WorkingDir"] == "/app" and config["User"] == "1000:1000"
+    containerfile = (ROOT / "examples" / "your_image" / "Containerfile").read_text()
+    assert "COPY --chown=1000:1000 train.py samples.py /app/" in containerfile
+
+
 @pytest.fixture(scope="module")
 def trainer_app_files(store: Store, trainer_image: ImageArchive) -> dict[str, int]:
     """Every file under the trainer image's /app: relative path -> owner uid."""
@@ -348,3 +367,29 @@ def test_example_tfjob_scripts_are_in_the_trainer_image(trainer_app_files: dict[
                     assert script in trainer_app_files, f"{path.name}: {script} not in the image"
                     checked += 1
     assert checked >= 4
+
+
+def test_push_puts_the_image_into_a_registry_over_tls(
+    control_plane: ControlPlane, operator_image: ImageArchive, tmp_path: Path
+) -> None:
+    """Pushed with the registry's CA, the registry serves the image under its tag at the digest
+    `push` returned; without the CA, the error says to pass --cert-dir."""
+    registry = Registry(tmp_path / "run", tmp_path / "storage", "127.0.0.1", free_ports(1)[0])
+    registry.start(control_plane)
+    try:
+        untrusted = r"(?s)x509: certificate.*fix: .*pass --cert-dir DIR"
+        with pytest.raises(ImageBuildError, match=untrusted):
+            push(operator_image, f"{registry.address}/taas", None)
+        pushed = push(operator_image, f"{registry.address}/taas/", registry.cert_dir)
+        reference, digest = pushed.split("@")
+        assert reference == f"{registry.address}/taas/taas-operator:0.1.0"
+        request = urllib.request.Request(
+            f"https://{registry.address}/v2/taas/taas-operator/manifests/0.1.0",
+            method="HEAD",
+            headers={"Accept": "application/vnd.oci.image.manifest.v1+json"},
+        )
+        context = ssl.create_default_context(cafile=str(control_plane.ca_file))
+        with urllib.request.urlopen(request, timeout=10, context=context) as response:
+            assert response.headers["Docker-Content-Digest"] == digest
+    finally:
+        registry.stop()

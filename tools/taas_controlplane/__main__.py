@@ -3,7 +3,9 @@ regenerate the TFJob CRD.
 
 taas-controlplane build            # build (or find cached) etcd and kube-apiserver
 taas-controlplane env              # print the PATH (helm, kubectl) and KUBECONFIG lines to eval
-taas-controlplane images [NAME]    # build (or find cached) the operator and trainer images
+taas-controlplane images [NAME] [--push REGISTRY/PREFIX]
+                                   # build (or find cached) the operator and trainer images;
+                                   # push them (e.g. to the cluster's registry)
 taas-controlplane up [--dir DIR]   # start them; prints the KUBECONFIG line; Ctrl-C stops
 taas-controlplane crd [--fetch]    # regenerate the TFJob CRD (see taas_controlplane.crd)
 taas-controlplane cluster up [--nodes N] [--dir DIR] [--images] [--no-network-policy]
@@ -108,6 +110,8 @@ def _cluster_up(
     print(f"  export KUBECONFIG={cluster.kubeconfig}")
     print("  kubectl get pods -A -o wide")
     print(f"Images: `{cluster.ctr_hint}` (imagePullPolicy: Never or IfNotPresent)")
+    registry = cluster.registry.address
+    print(f"Registry: {registry} (`taas-controlplane images --push {registry}/taas`)")
     for line in _scheduling_lines(scheduling):
         print(line)
     print("Ctrl-C stops every component and removes what the cluster created.", flush=True)
@@ -190,6 +194,20 @@ def build_parser() -> argparse.ArgumentParser:
     images.add_argument(
         "--context", type=Path, default=None, help="the TaaS checkout (default: this one)"
     )
+    images.add_argument(
+        "--push",
+        metavar="REGISTRY/PREFIX",
+        default=None,
+        help="then push each as REGISTRY/PREFIX/taas-<name>:<version> (buildah, TLS), e.g. "
+        "10.244.0.1:5000/taas: the registry of `cluster up`",
+    )
+    images.add_argument(
+        "--cert-dir",
+        type=Path,
+        default=None,
+        help="CA certificates (*.crt) the registry's certificate is checked against (default: "
+        "the running cluster's CA when pushing to its registry, else the system's)",
+    )
     up = sub.add_parser("up", help="start a control plane and wait for Ctrl-C")
     up.add_argument("--dir", type=Path, default=None, help="keep certs, logs, kubeconfig here")
     crd = sub.add_parser("crd", help="regenerate the TFJob CRD and the schema `taas validate` uses")
@@ -254,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(args.names) - set(TARGETS))
         if unknown:
             parser.error(f"unknown image {', '.join(unknown)}: choose from {', '.join(TARGETS)}")
-        return images_main(args.names, args.context)
+        return images_main(args.names, args.context, args.push, args.cert_dir)
     if args.command == "cluster":
         if args.action == "clean":
             print(clean_stale_run())

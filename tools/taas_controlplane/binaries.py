@@ -65,6 +65,8 @@ KWOK_VERSION = "v0.8.0"
 # every dependency the proxy serves, and Kueue's newest (the proxy's "latest" says v0.17.0).
 SCHEDULER_PLUGINS_VERSION = "v0.33.5"
 KUEUE_VERSION = "v0.19.2"
+# The image registry of the cluster (taas_controlplane.registry): CNCF distribution.
+REGISTRY_VERSION = "v3.1.2"
 
 # Version stamps every Kubernetes binary carries (else they report v0.0.0-master).
 _KUBE_LDFLAGS = " ".join(
@@ -151,6 +153,12 @@ BINARIES: dict[str, GoBinary] = {
         module="sigs.k8s.io/kueue",
         package="./cmd/kueue",
         ldflags=f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={KUEUE_VERSION}",
+    ),
+    "registry": GoBinary(
+        name="registry",
+        version=REGISTRY_VERSION,
+        install_path="github.com/distribution/distribution/v3/cmd/registry",
+        ldflags=f"-X github.com/distribution/distribution/v3/version.version={REGISTRY_VERSION}",
     ),
 }
 

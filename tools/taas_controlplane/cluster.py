@@ -7,19 +7,19 @@ it leaving nothing.
     Cluster(nodes=3)                        # 3 nodes, each in its own network namespace
 
 Start order: the network (hostnet.py: one node's pod bridge, or the node network; then each
-node's namespace, nodens.py), etcd + kube-apiserver on the bridge address (launcher.py), each
-node's containerd (runtime.py, nodes.py) with the sandbox image, then kube-controller-manager,
-kube-scheduler, CoreDNS on the host, each node's kube-proxy and kubelet, then (once the nodes
-are registered; with several, their pod ranges written on them) each node's kube-router
-(NetworkPolicy) (components.py); ready when every node is Ready, its kubelet, kube-proxy and
-kube-router answer, CoreDNS answers, and `default` has its ServiceAccount; then, if asked
-(`scheduling`), scheduler-plugins and Kueue (`taas_controlplane.scheduling`). Stop order:
-those schedulers, controller-manager and scheduler (nothing recreates pods), every pod deleted
-and its sandbox torn down by its kubelet, the nodes' components and CoreDNS, containerd's
-remaining containers, containerd, the control plane; then hoststate.scrub removes whatever is
-left. One cluster per machine (a lock): one node's kube-proxy and kube-router own host-wide
-iptables chains. A run killed before it could stop is scrubbed by the next start
-(`<cache>/node/last-run.json`).
+node's namespace, nodens.py), etcd + kube-apiserver on the bridge address (launcher.py), the
+image registry there too (registry.py), each node's containerd (runtime.py, nodes.py; trusting
+the registry) with the sandbox image, then kube-controller-manager, kube-scheduler, CoreDNS on
+the host, each node's kube-proxy and kubelet, then (once the nodes are registered; with several,
+their pod ranges written on them) each node's kube-router (NetworkPolicy) (components.py); ready
+when every node is Ready, its kubelet, kube-proxy and kube-router answer, CoreDNS answers, and
+`default` has its ServiceAccount; then, if asked (`scheduling`), scheduler-plugins and Kueue
+(`taas_controlplane.scheduling`). Stop order: those schedulers, controller-manager and scheduler
+(nothing recreates pods), every pod deleted and its sandbox torn down by its kubelet, the nodes'
+components and CoreDNS, containerd's remaining containers, containerd, the registry, the control
+plane; then hoststate.scrub removes whatever is left. One cluster per machine (a lock): one
+node's kube-proxy and kube-router own host-wide iptables chains. A run killed before it could
+stop is scrubbed by the next start (`<cache>/node/last-run.json`).
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ from taas_controlplane.foreground import Parts, log_tail
 from taas_controlplane.hostnet import NetworkConfig, NodeNetwork
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 from taas_controlplane.nodes import Node
+from taas_controlplane.registry import Registry, RegistryError
 from taas_controlplane.runlock import last_run, state_dir
 from taas_controlplane.runtime import Containerd, missing_packages
 from taas_controlplane.scheduling import SchedulingError, SchedulingOptions, SchedulingStack
@@ -60,6 +61,7 @@ NODE_BINARIES = (
     "kube-proxy",
     "coredns",
     "kube-router",
+    "registry",
 )
 #: Nodes of one cluster at most: each runs its own kubelet, containerd, kube-proxy and
 #: kube-router on this one machine.
@@ -95,6 +97,10 @@ class Cluster(Parts):
             Node(self.network, i, self.directory, state_dir()) for i in range(self.network.nodes)
         ]
         self.net = NodeNetwork(self.network)
+        #: The image registry every node pulls from (registry.py), on the bridge address.
+        self.registry = Registry(
+            self.directory, state_dir() / "registry", self.network.host_address
+        )
         #: scheduler-plugins and/or Kueue, started last and stopped first (`scheduling`).
         self.schedulers = SchedulingStack(
             self.plane, self.directory / "scheduling", scheduling or SchedulingOptions()
@@ -142,6 +148,7 @@ class Cluster(Parts):
         gone = next((n for n, p in self.procs.items() if p.poll() is not None), None)
         for node in self.nodes:
             gone = gone or node.exited()
+        gone = gone or ("registry" if self.registry.exited() else None)
         return gone or self.plane.exited() or self.schedulers.exited()
 
     @property
@@ -191,6 +198,7 @@ class Cluster(Parts):
         for node in self.nodes:
             left += node.stop_runtime()
         self.containers_at_stop = left
+        self.registry.stop()
         self.plane.stop(remove=False)
         hoststate.scrub(self.directory, self.network, self._sysctls)
         last_run().unlink(missing_ok=True)
@@ -253,10 +261,15 @@ class Cluster(Parts):
             self.plane.start()
         except ControlPlaneError as err:
             raise ClusterError(str(err)) from err
+        try:
+            self.registry.start(self.plane)
+        except RegistryError as err:
+            raise ClusterError(str(err)) from err
         self.kubectl("apply", "-f", "-", input=json.dumps(
             {"apiVersion": "v1", "kind": "List", "items": addons.manifests(self.network)}
         ))  # fmt: skip
         for node in self.nodes:
+            node.runtime.hosts_dir = self.registry.hosts_dir
             node.start_runtime()
             node.ctx = components.NodeContext.create(
                 node.directory, self.network, self.plane, node.runtime.endpoint, node.index

@@ -42,6 +42,7 @@ from pydantic import BaseModel
 from taas_controlplane.baseimage import BaseImage, ensure_base
 from taas_controlplane.binaries import BuildError, _lock, _say, cache_root
 from taas_controlplane.containers import ImageBuildError, Store, images_root, require_tools
+from taas_controlplane.registry import running_cert_dir
 from taas_controlplane.wheelhouse import MOUNT, ensure_wheels
 
 Target = Literal["operator", "trainer"]
@@ -251,14 +252,64 @@ def ensure_loaded(image: ImageArchive, store: Store | None = None) -> str:
     return image.image_id.removeprefix("sha256:")
 
 
-def main(targets: list[str], context: Path | None = None) -> int:
-    """`taas-controlplane images [operator|trainer]`: build (or find) them; print each one."""
+def push_reference(image: ImageArchive, destination: str) -> str:
+    """Where `image` goes in `destination` (`REGISTRY[/PREFIX]`): `<destination>/<name>:<tag>`,
+    the name and tag of its own reference (`taas-trainer:0.1.0`)."""
+    destination = destination.strip().rstrip("/")
+    if not destination or "://" in destination or destination.startswith("/"):
+        raise ImageBuildError(
+            f"--push {destination!r}: give REGISTRY/PREFIX without a scheme, e.g. "
+            "10.244.0.1:5000/taas (the registry `taas-controlplane cluster up` runs)"
+        )
+    return f"{destination}/{image.reference.rsplit('/', 1)[1]}"
+
+
+def push(
+    image: ImageArchive, destination: str, cert_dir: Path | None, store: Store | None = None
+) -> str:
+    """`buildah push` `image` to `push_reference(image, destination)` over TLS, trusting the CAs
+    in `cert_dir` (else the system's); returns `<reference>@<manifest digest>`."""
+    store = store or Store()
+    reference = push_reference(image, destination)
+    image_id = ensure_loaded(image, store)
+    digest_file = images_root() / "tmp" / f"push-{image_id[:12]}.digest"
+    digest_file.parent.mkdir(parents=True, exist_ok=True)
+    options = ["--quiet", "--digestfile", str(digest_file)]
+    options += [] if cert_dir is None else ["--cert-dir", str(cert_dir)]
+    command = store.buildah("push", *options, image_id, f"docker://{reference}")
+    try:
+        store.output(command, f"pushing {reference}")
+    except ImageBuildError as err:
+        if "x509" not in str(err) and "certificate" not in str(err):
+            raise
+        raise ImageBuildError(
+            f"{err}\nfix: this machine does not trust the registry's certificate: pass "
+            "--cert-dir DIR, a directory with its CA certificate as a *.crt file (the running "
+            "`taas-controlplane cluster up`'s registry is trusted without it)"
+        ) from None
+    digest = digest_file.read_text().strip()
+    digest_file.unlink()
+    return f"{reference}@{digest}"
+
+
+def main(
+    targets: list[str],
+    context: Path | None = None,
+    destination: str | None = None,
+    cert_dir: Path | None = None,
+) -> int:
+    """`taas-controlplane images [operator|trainer] [--push REGISTRY/PREFIX]`: build (or find)
+    them; print each one (and push it, printing where it went)."""
     try:
         for name in targets or list(TARGETS):
             if name not in TARGETS:
                 raise ImageBuildError(f"unknown image {name!r}: one of {', '.join(TARGETS)}")
             image = ensure_image(cast(Target, name), context=context)
             print(f"{image.reference} {image.archive} {image.digest}", flush=True)
+            if destination is not None:
+                host = destination.split("/", 1)[0]
+                trusted = cert_dir or running_cert_dir(host)
+                print(f"pushed {push(image, destination, trusted)}", flush=True)
     except BuildError as err:
         _say(f"error: {err}")
         return 1

@@ -3,7 +3,8 @@
     state_dir() -> Path                  `<cache>/node`
     last_run() -> Path                   the record a run writes at start, removes at stop
     clean_stale_run() -> str             `taas-controlplane cluster clean`
-    running_kubeconfig() -> Path | None  the running cluster's admin kubeconfig, if one runs
+    running_directory() -> Path | None   the running cluster's directory, if one runs
+    running_kubeconfig() -> Path | None  its admin kubeconfig
 
 One cluster per machine: kube-proxy and kube-router of the one-node cluster own host-wide
 iptables chains, and a run killed before it could stop is scrubbed from its record by the next
@@ -49,8 +50,8 @@ def clean_stale_run() -> str:
         handle.close()
 
 
-def running_kubeconfig() -> Path | None:
-    """The admin kubeconfig of the one-node cluster running on this machine, if one runs.
+def running_directory() -> Path | None:
+    """The directory of the cluster running on this machine, if one runs.
 
     A running cluster holds `cluster.lock` and has saved its directory in `last-run.json`; a
     killed run leaves the record but not the lock. The lock is only tested (a shared lock taken
@@ -67,6 +68,11 @@ def running_kubeconfig() -> Path | None:
         else:
             fcntl.flock(handle, fcntl.LOCK_UN)
             return None
-    directory = hoststate.RunRecord.model_validate_json(record.read_text()).directory
-    kubeconfig = directory / "controlplane" / "admin.kubeconfig"
-    return kubeconfig if kubeconfig.exists() else None
+    return hoststate.RunRecord.model_validate_json(record.read_text()).directory
+
+
+def running_kubeconfig() -> Path | None:
+    """The admin kubeconfig of the cluster running on this machine, if one runs."""
+    directory = running_directory()
+    kubeconfig = None if directory is None else directory / "controlplane" / "admin.kubeconfig"
+    return kubeconfig if kubeconfig is not None and kubeconfig.exists() else None

@@ -60,6 +60,8 @@ class Containerd:
         self.state = run_dir / "containerd-state"
         self.cni_conf_dir = cni_conf_dir
         self.sandbox_image = sandbox_image
+        #: containerd's registry `config_path` (`<host:port>/hosts.toml` in it), if any.
+        self.hosts_dir: Path | None = None
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -77,6 +79,9 @@ class Containerd:
     def _config(self) -> str:
         cri = 'plugins."io.containerd.grpc.v1.cri"'
         runc = f"{cri}.containerd.runtimes.runc"
+        registry = ""
+        if self.hosts_dir is not None:
+            registry = f'  [{cri}.registry]\n    config_path = "{self.hosts_dir}"\n'
         return f"""version = 2
 root = "{self.root}"
 state = "{self.state}"
@@ -112,7 +117,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       [{runc}.options]
         SystemdCgroup = false
         Root = "{self.state}/runc"
-"""
+{registry}"""
 
     def start(self, timeout: float = 60.0, namespaces: Sequence[int] = ()) -> None:
         """Start containerd (inside the `namespaces` given: a node's network namespace, where

@@ -7,7 +7,9 @@ cluster's Kubernetes version), so a fresh machine needs neither installed:
 
 Prints `export PATH=<helm's dir>:<kubectl's dir>:$PATH`, building what the cache lacks first
 (progress on stderr), and `export KUBECONFIG=<admin kubeconfig>` when a one-node cluster
-(`taas-controlplane cluster up`) is running on this machine. Only stdout is meant for `eval`.
+(`taas-controlplane cluster up`) is running on this machine, with `TAAS_REGISTRY` (its
+registry's `host:port`) and `TAAS_REGISTRY_CERT_DIR` (its CA, for `buildah --cert-dir`). Only
+stdout is meant for `eval`.
 """
 
 from __future__ import annotations
@@ -17,17 +19,23 @@ import sys
 from pathlib import Path
 
 from taas_controlplane.binaries import BuildError, ensure
+from taas_controlplane.registry import running_registry
 from taas_controlplane.runlock import running_kubeconfig
 
 USER_TOOLS = ("helm", "kubectl")
 
 
-def shell_lines(tool_dirs: list[Path], kubeconfig: Path | None) -> list[str]:
+def shell_lines(
+    tool_dirs: list[Path], kubeconfig: Path | None, registry: tuple[str, Path] | None = None
+) -> list[str]:
     """The `export` lines for POSIX shells (each path quoted; the user's PATH kept after)."""
     unique = list(dict.fromkeys(str(d) for d in tool_dirs))
     lines = [f'export PATH={":".join(shlex.quote(d) for d in unique)}:"$PATH"']
     if kubeconfig is not None:
         lines.append(f"export KUBECONFIG={shlex.quote(str(kubeconfig))}")
+    if registry is not None:
+        lines.append(f"export TAAS_REGISTRY={shlex.quote(registry[0])}")
+        lines.append(f"export TAAS_REGISTRY_CERT_DIR={shlex.quote(str(registry[1]))}")
     return lines
 
 
@@ -39,7 +47,8 @@ def main() -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     kubeconfig = running_kubeconfig()
-    for line in shell_lines(dirs, kubeconfig):
+    registry = running_registry() if kubeconfig is not None else None
+    for line in shell_lines(dirs, kubeconfig, registry):
         print(line)
     if kubeconfig is None:
         print(
