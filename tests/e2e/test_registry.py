@@ -22,10 +22,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from node_helpers import OPERATOR_NS, RELEASE, REPO, get_json, helm, operator_pods
 
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.containers import Store
+from tests.e2e.node_helpers import OPERATOR_NS, RELEASE, REPO, get_json, helm, operator_pods
 
 pytestmark = [
     pytest.mark.node,
