@@ -65,6 +65,8 @@ KWOK_VERSION = "v0.8.0"
 # every dependency the proxy serves, and Kueue's newest (the proxy's "latest" says v0.17.0).
 SCHEDULER_PLUGINS_VERSION = "v0.33.5"
 KUEUE_VERSION = "v0.19.2"
+# Hyperparameter search (taas_controlplane.katib): v0.18.0 is refused by the proxy.
+KATIB_VERSION = "v0.19.0"
 
 # Version stamps every Kubernetes binary carries (else they report v0.0.0-master).
 _KUBE_LDFLAGS = " ".join(
@@ -152,6 +154,17 @@ BINARIES: dict[str, GoBinary] = {
         package="./cmd/kueue",
         ldflags=f"-X sigs.k8s.io/kueue/pkg/version.GitVersion={KUEUE_VERSION}",
     ),
+    **{
+        name: GoBinary(
+            name=name, version=KATIB_VERSION, module="github.com/kubeflow/katib", package=package
+        )
+        for name, package in {
+            "katib-controller": "./cmd/katib-controller/v1beta1",
+            "katib-db-manager": "./cmd/db-manager/v1beta1",
+            "katib-suggestion-goptuna": "./cmd/suggestion/goptuna/v1beta1",
+            "katib-file-metricscollector": "./cmd/metricscollector/v1beta1/file-metricscollector",
+        }.items()
+    },
 }
 
 

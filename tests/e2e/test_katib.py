@@ -1,0 +1,139 @@
+"""Katib's hyperparameter search with TaaS TFJobs as its trials, on the one-node cluster.
+
+Katib v0.19 (taas_controlplane.katib: PostgreSQL, db-manager and katib-controller on the host,
+the goptuna suggestion and the file metrics collector in pods, all built from Katib's Go
+module) runs beside the session's TaaS operator. The Experiment is the one under
+examples/hyperparameter_search: a learning-rate search whose trials are TFJobs running a
+trainer-library program; the metric is what the program prints, read by the StdOut collector
+Katib's pod webhook injects into the TFJob's primary pod (worker 0, `job-role: master`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import pytest
+import yaml
+from node_helpers import REPO, get_json, wait_for
+
+from taas_controlplane.cluster import Cluster
+from taas_controlplane.katib import KatibOptions, KatibStack
+from taas_controlplane.katib.config import INJECTION_LABEL
+
+pytestmark = [pytest.mark.node]
+EXAMPLE = REPO / "examples" / "hyperparameter_search" / "experiment.yaml"
+COLLECTOR = "metrics-logger-and-collector"  # the sidecar's name (Katib's inject webhook)
+
+
+@pytest.fixture(scope="module")
+def katib(
+    cluster: Cluster, operator: str, trainer_image: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KatibStack]:
+    """Katib started after the chart (whose TFJob CRD it needs), stopped at the end."""
+    directory = tmp_path_factory.mktemp("katib")
+    stack = KatibStack(
+        cluster.plane, directory, cluster.network, cluster.load_image, KatibOptions(enabled=True)
+    )
+    with stack:
+        yield stack
+
+
+@pytest.fixture
+def katib_ns(cluster: Cluster, ns: str) -> str:
+    """A fresh namespace where Katib's pod webhook injects its collector."""
+    cluster.kubectl("label", "namespace", ns, f"{INJECTION_LABEL}=enabled")
+    return ns
+
+
+def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
+    found = [c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == type_]
+    return found[-1] if found else {}
+
+
+def _time(stamp: str) -> float:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def _most_at_once(trials: list[dict[str, Any]]) -> int:
+    """The most trials that ran at the same time (from their start and completion times)."""
+    events = []
+    for trial in trials:
+        events.append((_time(trial["status"]["startTime"]), 1))
+        events.append((_time(trial["status"]["completionTime"]), -1))
+    running = most = 0
+    for _, change in sorted(events, key=lambda e: (e[0], e[1])):
+        running += change
+        most = max(most, running)
+    return most
+
+
+def _loss(trial: dict[str, Any]) -> float:
+    metrics = trial["status"]["observation"]["metrics"]
+    return float(next(m for m in metrics if m["name"] == "loss")["latest"])
+
+
+def _watch_primary_pods(cluster: Cluster, ns: str, seen: dict[str, dict[str, Any]]) -> None:
+    """Record each trial's worker-0 pod as it runs (TaaS may delete pods once a job ends)."""
+    pods = get_json(cluster, "-n", ns, "pods", "-l", "training.kubeflow.org/replica-type=worker")
+    for pod in pods["items"]:
+        seen.setdefault(pod["metadata"]["name"], pod)
+
+
+def test_a_learning_rate_search_over_tfjob_trials_keeps_the_trial_with_the_lowest_loss(
+    cluster: Cluster, katib: KatibStack, katib_ns: str
+) -> None:
+    experiment = yaml.safe_load(EXAMPLE.read_text())
+    name = experiment["metadata"]["name"]
+    started = time.monotonic()
+    cluster.kubectl("apply", "-n", katib_ns, "-f", "-", input=json.dumps(experiment))
+    pods: dict[str, dict[str, Any]] = {}
+
+    def finished() -> dict[str, Any] | None:
+        _watch_primary_pods(cluster, katib_ns, pods)
+        got = get_json(cluster, "-n", katib_ns, "experiment", name)
+        done = any(_condition(got, t).get("status") == "True" for t in ("Succeeded", "Failed"))
+        return got if done else None
+
+    done = dict(wait_for(f"Experiment {name}", finished, timeout=1200, every=3))
+    print(f"experiment finished in {time.monotonic() - started:.0f}s")
+    assert _condition(done, "Succeeded").get("status") == "True", done.get("status")
+
+    trials = get_json(
+        cluster, "-n", katib_ns, "trials", "-l", f"katib.kubeflow.org/experiment={name}"
+    )["items"]
+    assert len(trials) == 4, [t["metadata"]["name"] for t in trials]
+    for trial in trials:
+        assert _condition(trial, "Succeeded").get("status") == "True", trial.get("status")
+    assert _most_at_once(trials) == 2  # parallelTrialCount
+
+    # The optimal trial is the one whose program printed the lowest loss.
+    losses = {t["metadata"]["name"]: _loss(t) for t in trials}
+    optimal = done["status"]["currentOptimalTrial"]
+    assert optimal["bestTrialName"] == min(losses, key=losses.__getitem__), (optimal, losses)
+    best = next(m for m in optimal["observation"]["metrics"] if m["name"] == "loss")
+    assert float(best["latest"]) == min(losses.values())
+
+    # What TaaS gave Katib: each trial's TFJob owned by its Trial, Succeeded; the primary pod
+    # (worker 0, job-role master) carried the collector and the trial's learning rate.
+    for trial in trials:
+        trial_name = trial["metadata"]["name"]
+        job = get_json(cluster, "-n", katib_ns, "tfjob", trial_name)
+        owner = job["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["uid"], owner.get("controller")) == (
+            "Trial", trial["metadata"]["uid"], True,
+        )  # fmt: skip
+        assert _condition(job, "Succeeded").get("status") == "True"
+        pod = pods[f"{trial_name}-worker-0"]
+        labels = pod["metadata"]["labels"]
+        assert labels["training.kubeflow.org/job-role"] == "master"
+        assert labels["training.kubeflow.org/replica-type"] == "worker"
+        assert pod["spec"]["shareProcessNamespace"] is True
+        containers = {c["name"]: c for c in pod["spec"]["containers"]}
+        assert COLLECTOR in containers, list(containers)
+        env = {e["name"]: e.get("value") for e in containers["tensorflow"]["env"]}
+        assignment = {a["name"]: a["value"] for a in trial["spec"]["parameterAssignments"]}
+        assert env["TAAS_LEARNING_RATE"] == assignment["lr"]
