@@ -23,6 +23,7 @@ from node_helpers import REPO, get_json, wait_for
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.katib import KatibOptions, KatibStack
 from taas_controlplane.katib.config import INJECTION_LABEL
+from taas_controlplane.oci import TOOLBOX_IMAGE
 
 pytestmark = [pytest.mark.node]
 EXAMPLE = REPO / "examples" / "hyperparameter_search" / "experiment.yaml"
@@ -137,3 +138,82 @@ def test_a_learning_rate_search_over_tfjob_trials_keeps_the_trial_with_the_lowes
         env = {e["name"]: e.get("value") for e in containers["tensorflow"]["env"]}
         assignment = {a["name"]: a["value"] for a in trial["spec"]["parameterAssignments"]}
         assert env["TAAS_LEARNING_RATE"] == assignment["lr"]
+
+
+def _one_trial_experiment(name: str, script: str, run_policy: dict[str, Any]) -> dict[str, Any]:
+    """The example's Experiment cut to one trial whose TFJob is one toolbox worker running
+    `script` (a shell line; `${trialParameters.learningRate}` in it is Katib's to fill)."""
+    experiment = yaml.safe_load(EXAMPLE.read_text())
+    experiment["metadata"]["name"] = name
+    experiment["spec"].update(parallelTrialCount=1, maxTrialCount=1, maxFailedTrialCount=0)
+    worker = {
+        "replicas": 1,
+        "restartPolicy": "Never",
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "name": "tensorflow",
+                        "image": TOOLBOX_IMAGE,
+                        "imagePullPolicy": "IfNotPresent",
+                        "command": ["sh", "-c", script],
+                    }
+                ]
+            }
+        },
+    }
+    experiment["spec"]["trialTemplate"]["trialSpec"]["spec"] = {
+        "runPolicy": run_policy,
+        "tfReplicaSpecs": {"Worker": worker},
+    }
+    return experiment
+
+
+def _run_to_end(cluster: Cluster, ns: str, experiment: dict[str, Any]) -> list[dict[str, Any]]:
+    """Apply `experiment`, wait until it has finished; its trials."""
+    name = experiment["metadata"]["name"]
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(experiment))
+
+    def finished() -> dict[str, Any] | None:
+        got = get_json(cluster, "-n", ns, "experiment", name)
+        done = any(_condition(got, t).get("status") == "True" for t in ("Succeeded", "Failed"))
+        return got if done else None
+
+    wait_for(f"Experiment {name}", finished, timeout=600, every=2)
+    selector = f"katib.kubeflow.org/experiment={name}"
+    return list(get_json(cluster, "-n", ns, "trials", "-l", selector)["items"])
+
+
+def test_a_failing_trial_is_failed_with_the_tfjobs_message(
+    cluster: Cluster, katib: KatibStack, katib_ns: str
+) -> None:
+    experiment = _one_trial_experiment(
+        "fails", "echo lr ${trialParameters.learningRate}; exit 3", {}
+    )
+    (trial,) = _run_to_end(cluster, katib_ns, experiment)
+    job = get_json(cluster, "-n", katib_ns, "tfjob", trial["metadata"]["name"])
+    job_failed = _condition(job, "Failed")
+    assert job_failed.get("status") == "True", job.get("status")
+    assert "3" in job_failed["message"], job_failed  # the exit code TaaS reports
+    failed = _condition(trial, "Failed")
+    assert failed.get("status") == "True", trial.get("status")
+    assert failed["message"].endswith(f"Job message: {job_failed['message']}"), failed
+
+
+def test_clean_pod_policy_all_waits_for_the_collector_to_report(
+    cluster: Cluster, katib: KatibStack, katib_ns: str
+) -> None:
+    """cleanPodPolicy All deletes the job's pods when it ends; the job ends when the primary
+    pod has, which is after the collector read `loss=` and reported it."""
+    experiment = _one_trial_experiment(
+        "clean-all", "sleep 2; echo loss=0.25; sleep 1", {"cleanPodPolicy": "All"}
+    )
+    (trial,) = _run_to_end(cluster, katib_ns, experiment)
+    assert _condition(trial, "Succeeded").get("status") == "True", trial.get("status")
+    assert _loss(trial) == 0.25
+    selector = f"training.kubeflow.org/job-name={trial['metadata']['name']}"
+
+    def removed() -> bool:
+        return not get_json(cluster, "-n", katib_ns, "pods", "-l", selector)["items"]
+
+    wait_for("the trial's pods removed (cleanPodPolicy All)", removed, timeout=60)
