@@ -19,7 +19,9 @@ each suggestion service by its Service name (`<experiment>-<algorithm>.<namespac
 only the cluster's DNS answers. It runs in a private mount namespace (`unshare --mount`, root)
 where /etc is a read-only overlay adding a `resolv.conf` that asks CoreDNS (on the bridge
 address) with the cluster's search domains, and /tmp one adding `cert/tls.{crt,key}` (signed by
-the cluster's CA for 127.0.0.1). Nothing is written to the host's /etc or /tmp/cert.
+the cluster's CA for 127.0.0.1). Nothing is written to the host's /etc or /tmp/cert. The /tmp
+layer lives under /run (overlayfs refuses a layer inside the directory it covers) and goes
+with the run.
 """
 
 from __future__ import annotations
@@ -141,7 +143,8 @@ def db_manager_argv(address: str, port: int) -> list[str]:
 
 
 class ControllerFiles(BaseModel):
-    """katib-controller's /etc and /tmp overlays' top layers, and its config file."""
+    """katib-controller's /etc and /tmp overlays' top layers, and its config file; `remove()`
+    removes the /tmp layer (the rest is in the run's directory)."""
 
     etc_overlay: Path
     tmp_overlay: Path
@@ -157,7 +160,7 @@ class ControllerFiles(BaseModel):
     ) -> ControllerFiles:
         files = cls(
             etc_overlay=directory / "etc-overlay",
-            tmp_overlay=directory / "tmp-overlay",
+            tmp_overlay=Path(tempfile.mkdtemp(prefix="taas-katib-tmp-", dir="/run")),
             config=directory / "katib-config.yaml",
         )
         files.etc_overlay.mkdir(parents=True, exist_ok=True)
@@ -170,6 +173,9 @@ class ControllerFiles(BaseModel):
         (certs / "tls.key").chmod(0o600)
         files.config.write_text(config)
         return files
+
+    def remove(self) -> None:
+        shutil.rmtree(self.tmp_overlay, ignore_errors=True)
 
 
 def resolv_conf(dns_address: str, cluster_domain: str) -> str:

@@ -97,6 +97,7 @@ class KatibStack(HostParts):
         self.load_image = load_image
         self.options = options
         self._db: Database | None = None
+        self._files: ControllerFiles | None = None
         self._webhooks: list[str] = []
 
     def start(self, timeout: float = 120.0) -> KatibStack:
@@ -131,6 +132,9 @@ class KatibStack(HostParts):
         if self._db is not None:
             self._db.remove()
             self._db = None
+        if self._files is not None:
+            self._files.remove()
+            self._files = None
 
     # -- parts -------------------------------------------------------------------------------
     def _apply_definitions(self) -> None:
@@ -187,7 +191,7 @@ class KatibStack(HostParts):
         ports = config.ControllerPorts(webhook=webhook, metrics=metrics, health=health)
         katib_config = config.katib_config(ports, IMAGES)
         self._apply([config.config_map(katib_config)])
-        files = ControllerFiles.create(
+        self._files = files = ControllerFiles.create(
             self.directory / "controller",
             self.plane.issue_server_certificate,
             resolv_conf(self.network.host_address, self.network.cluster_domain),
