@@ -42,7 +42,7 @@ class FitLine(taas.DistributedTrainer):
         xs = np.linspace(-1, 1, 101)
         loss = float(np.mean((w * xs + b - (2 * xs + 1)) ** 2))
         print(f"learning rate {self.settings.learning_rate}: w={w:.4f} b={b:.4f}", flush=True)
-        print(f"loss={loss:.6f}", flush=True)
+        print(f"loss={loss:.6e}", flush=True)
 
 
 if __name__ == "__main__":

@@ -194,7 +194,7 @@ def test_a_failing_trial_is_failed_with_the_tfjobs_message(
     job = get_json(cluster, "-n", katib_ns, "tfjob", trial["metadata"]["name"])
     job_failed = _condition(job, "Failed")
     assert job_failed.get("status") == "True", job.get("status")
-    assert "3" in job_failed["message"], job_failed  # the exit code TaaS reports
+    assert "exit code 3" in job_failed["message"], job_failed
     failed = _condition(trial, "Failed")
     assert failed.get("status") == "True", trial.get("status")
     assert failed["message"].endswith(f"Job message: {job_failed['message']}"), failed
@@ -206,7 +206,10 @@ def test_clean_pod_policy_all_waits_for_the_collector_to_report(
     """cleanPodPolicy All deletes the job's pods when it ends; the job ends when the primary
     pod has, which is after the collector read `loss=` and reported it."""
     experiment = _one_trial_experiment(
-        "clean-all", "sleep 2; echo loss=0.25; sleep 1", {"cleanPodPolicy": "All"}
+        "clean-all",
+        # One command (a subshell): Katib redirects the output of the line's last command only.
+        "(echo rate ${trialParameters.learningRate}; sleep 2; echo loss=0.25; sleep 1)",
+        {"cleanPodPolicy": "All"},
     )
     (trial,) = _run_to_end(cluster, katib_ns, experiment)
     assert _condition(trial, "Succeeded").get("status") == "True", trial.get("status")

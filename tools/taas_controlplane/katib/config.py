@@ -120,6 +120,14 @@ def webhook_configurations(
     return configurations
 
 
+#: Katib asks 500Mi of ephemeral storage for its suggestion and collector containers unless told
+#: "-1" (none); the node's kubelet runs without local storage isolation and so offers none.
+_NO_EPHEMERAL_STORAGE = {
+    "requests": {"ephemeral-storage": "-1"},
+    "limits": {"ephemeral-storage": "-1"},
+}
+
+
 def katib_config(ports: ControllerPorts, images: KatibImages) -> dict[str, Any]:
     """The KatibConfig: the controller's ports, TFJob trials, the Go suggestion and collector."""
     pull = "IfNotPresent"
@@ -137,7 +145,12 @@ def katib_config(ports: ControllerPorts, images: KatibImages) -> dict[str, Any]:
         },
         "runtime": {
             "metricsCollectors": [
-                {"kind": kind, "image": images.file_metrics_collector, "imagePullPolicy": pull}
+                {
+                    "kind": kind,
+                    "image": images.file_metrics_collector,
+                    "imagePullPolicy": pull,
+                    "resources": _NO_EPHEMERAL_STORAGE,
+                }
                 for kind in FILE_COLLECTOR_KINDS
             ],
             "suggestions": [
@@ -145,6 +158,7 @@ def katib_config(ports: ControllerPorts, images: KatibImages) -> dict[str, Any]:
                     "algorithmName": name,
                     "image": images.suggestion_goptuna,
                     "imagePullPolicy": pull,
+                    "resources": _NO_EPHEMERAL_STORAGE,
                 }
                 for name in GOPTUNA_ALGORITHMS
             ],
