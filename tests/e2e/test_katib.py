@@ -77,69 +77,6 @@ def _loss(trial: dict[str, Any]) -> float:
     return float(next(m for m in metrics if m["name"] == "loss")["latest"])
 
 
-def _watch_primary_pods(cluster: Cluster, ns: str, seen: dict[str, dict[str, Any]]) -> None:
-    """Record each trial's worker-0 pod as it runs (TaaS may delete pods once a job ends)."""
-    pods = get_json(cluster, "-n", ns, "pods", "-l", "training.kubeflow.org/replica-type=worker")
-    for pod in pods["items"]:
-        seen.setdefault(pod["metadata"]["name"], pod)
-
-
-def test_a_learning_rate_search_over_tfjob_trials_keeps_the_trial_with_the_lowest_loss(
-    cluster: Cluster, katib: KatibStack, katib_ns: str
-) -> None:
-    experiment = yaml.safe_load(EXAMPLE.read_text())
-    name = experiment["metadata"]["name"]
-    started = time.monotonic()
-    cluster.kubectl("apply", "-n", katib_ns, "-f", "-", input=json.dumps(experiment))
-    pods: dict[str, dict[str, Any]] = {}
-
-    def finished() -> dict[str, Any] | None:
-        _watch_primary_pods(cluster, katib_ns, pods)
-        got = get_json(cluster, "-n", katib_ns, "experiment", name)
-        done = any(_condition(got, t).get("status") == "True" for t in ("Succeeded", "Failed"))
-        return got if done else None
-
-    done = dict(wait_for(f"Experiment {name}", finished, timeout=1200, every=3))
-    print(f"experiment finished in {time.monotonic() - started:.0f}s")
-    assert _condition(done, "Succeeded").get("status") == "True", done.get("status")
-
-    trials = get_json(
-        cluster, "-n", katib_ns, "trials", "-l", f"katib.kubeflow.org/experiment={name}"
-    )["items"]
-    assert len(trials) == 4, [t["metadata"]["name"] for t in trials]
-    for trial in trials:
-        assert _condition(trial, "Succeeded").get("status") == "True", trial.get("status")
-    assert _most_at_once(trials) == 2  # parallelTrialCount
-
-    # The optimal trial is the one whose program printed the lowest loss.
-    losses = {t["metadata"]["name"]: _loss(t) for t in trials}
-    optimal = done["status"]["currentOptimalTrial"]
-    assert optimal["bestTrialName"] == min(losses, key=losses.__getitem__), (optimal, losses)
-    best = next(m for m in optimal["observation"]["metrics"] if m["name"] == "loss")
-    assert float(best["latest"]) == min(losses.values())
-
-    # What TaaS gave Katib: each trial's TFJob owned by its Trial, Succeeded; the primary pod
-    # (worker 0, job-role master) carried the collector and the trial's learning rate.
-    for trial in trials:
-        trial_name = trial["metadata"]["name"]
-        job = get_json(cluster, "-n", katib_ns, "tfjob", trial_name)
-        owner = job["metadata"]["ownerReferences"][0]
-        assert (owner["kind"], owner["uid"], owner.get("controller")) == (
-            "Trial", trial["metadata"]["uid"], True,
-        )  # fmt: skip
-        assert _condition(job, "Succeeded").get("status") == "True"
-        pod = pods[f"{trial_name}-worker-0"]
-        labels = pod["metadata"]["labels"]
-        assert labels["training.kubeflow.org/job-role"] == "master"
-        assert labels["training.kubeflow.org/replica-type"] == "worker"
-        assert pod["spec"]["shareProcessNamespace"] is True
-        containers = {c["name"]: c for c in pod["spec"]["containers"]}
-        assert COLLECTOR in containers, list(containers)
-        env = {e["name"]: e.get("value") for e in containers["tensorflow"]["env"]}
-        assignment = {a["name"]: a["value"] for a in trial["spec"]["parameterAssignments"]}
-        assert env["TAAS_LEARNING_RATE"] == assignment["lr"]
-
-
 def _one_trial_experiment(name: str, script: str, run_policy: dict[str, Any]) -> dict[str, Any]:
     """The example's Experiment cut to one trial whose TFJob is one toolbox worker running
     `script` (a shell line; `${trialParameters.learningRate}` in it is Katib's to fill)."""
@@ -169,8 +106,10 @@ def _one_trial_experiment(name: str, script: str, run_policy: dict[str, Any]) ->
     return experiment
 
 
-def _run_to_end(cluster: Cluster, ns: str, experiment: dict[str, Any]) -> list[dict[str, Any]]:
-    """Apply `experiment`, wait until it has finished; its trials."""
+def _run_to_end(
+    cluster: Cluster, ns: str, experiment: dict[str, Any], timeout: float = 600
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Apply `experiment`, wait until it has finished; it and its trials."""
     name = experiment["metadata"]["name"]
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(experiment))
 
@@ -179,9 +118,54 @@ def _run_to_end(cluster: Cluster, ns: str, experiment: dict[str, Any]) -> list[d
         done = any(_condition(got, t).get("status") == "True" for t in ("Succeeded", "Failed"))
         return got if done else None
 
-    wait_for(f"Experiment {name}", finished, timeout=600, every=2)
+    done = dict(wait_for(f"Experiment {name}", finished, timeout=timeout, every=2))
     selector = f"katib.kubeflow.org/experiment={name}"
-    return list(get_json(cluster, "-n", ns, "trials", "-l", selector)["items"])
+    return done, list(get_json(cluster, "-n", ns, "trials", "-l", selector)["items"])
+
+
+def test_a_learning_rate_search_over_tfjob_trials_keeps_the_trial_with_the_lowest_loss(
+    cluster: Cluster, katib: KatibStack, katib_ns: str
+) -> None:
+    started = time.monotonic()
+    done, trials = _run_to_end(cluster, katib_ns, yaml.safe_load(EXAMPLE.read_text()), 1200)
+    print(f"experiment finished in {time.monotonic() - started:.0f}s")
+    assert _condition(done, "Succeeded").get("status") == "True", done.get("status")
+    assert len(trials) == 4, [t["metadata"]["name"] for t in trials]
+    for trial in trials:
+        assert _condition(trial, "Succeeded").get("status") == "True", trial.get("status")
+    assert _most_at_once(trials) == 2  # parallelTrialCount
+
+    # The optimal trial is the one whose program printed the lowest loss.
+    losses = {t["metadata"]["name"]: _loss(t) for t in trials}
+    optimal = done["status"]["currentOptimalTrial"]
+    assert optimal["bestTrialName"] == min(losses, key=losses.__getitem__), (optimal, losses)
+    best = next(m for m in optimal["observation"]["metrics"] if m["name"] == "loss")
+    assert float(best["latest"]) == min(losses.values())
+
+    # What TaaS gave Katib: each trial's TFJob owned by its Trial, Succeeded; the primary pod
+    # (worker 0, job-role master) carried the collector and the trial's learning rate.
+    for trial in trials:
+        trial_name = trial["metadata"]["name"]
+        job = get_json(cluster, "-n", katib_ns, "tfjob", trial_name)
+        owner = job["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["uid"], owner.get("controller")) == (
+            "Trial", trial["metadata"]["uid"], True,
+        )  # fmt: skip
+        assert _condition(job, "Succeeded").get("status") == "True"
+        pod = get_json(cluster, "-n", katib_ns, "pod", f"{trial_name}-worker-0")
+        owner = pod["metadata"]["ownerReferences"][0]
+        assert (owner["kind"], owner["uid"]) == ("TFJob", job["metadata"]["uid"])
+        labels = pod["metadata"]["labels"]
+        assert labels["training.kubeflow.org/job-role"] == "master"
+        assert labels["training.kubeflow.org/replica-type"] == "worker"
+        assert pod["spec"]["shareProcessNamespace"] is True
+        containers = {c["name"]: c for c in pod["spec"]["containers"]}
+        assert COLLECTOR in containers, list(containers)
+        ended = {c["name"]: c["state"]["terminated"] for c in pod["status"]["containerStatuses"]}
+        assert ended[COLLECTOR]["exitCode"] == 0, ended  # it reported, then the pod ended
+        env = {e["name"]: e.get("value") for e in containers["tensorflow"]["env"]}
+        assignment = {a["name"]: a["value"] for a in trial["spec"]["parameterAssignments"]}
+        assert env["TAAS_LEARNING_RATE"] == assignment["lr"]
 
 
 def test_a_failing_trial_is_failed_with_the_tfjobs_message(
@@ -190,7 +174,7 @@ def test_a_failing_trial_is_failed_with_the_tfjobs_message(
     experiment = _one_trial_experiment(
         "fails", "echo lr ${trialParameters.learningRate}; exit 3", {}
     )
-    (trial,) = _run_to_end(cluster, katib_ns, experiment)
+    _, (trial,) = _run_to_end(cluster, katib_ns, experiment)
     job = get_json(cluster, "-n", katib_ns, "tfjob", trial["metadata"]["name"])
     job_failed = _condition(job, "Failed")
     assert job_failed.get("status") == "True", job.get("status")
@@ -211,7 +195,7 @@ def test_clean_pod_policy_all_waits_for_the_collector_to_report(
         "(echo rate ${trialParameters.learningRate}; sleep 2; echo loss=0.25; sleep 1)",
         {"cleanPodPolicy": "All"},
     )
-    (trial,) = _run_to_end(cluster, katib_ns, experiment)
+    _, (trial,) = _run_to_end(cluster, katib_ns, experiment)
     assert _condition(trial, "Succeeded").get("status") == "True", trial.get("status")
     assert _loss(trial) == 0.25
     selector = f"training.kubeflow.org/job-name={trial['metadata']['name']}"
