@@ -14,10 +14,12 @@ import json
 import time
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from gang_helpers import QUEUE_LABEL, condition_of, kueue_queue, scheduling_on
 from node_helpers import REPO, get_json, wait_for
 
 from taas_controlplane.cluster import Cluster
@@ -204,3 +206,44 @@ def test_clean_pod_policy_all_waits_for_the_collector_to_report(
         return not get_json(cluster, "-n", katib_ns, "pods", "-l", selector)["items"]
 
     wait_for("the trial's pods removed (cleanPodPolicy All)", removed, timeout=60)
+
+
+def test_trials_queued_by_kueue_run_one_at_a_time_within_the_quota(
+    cluster: Cluster, katib: KatibStack, katib_ns: str, tmp_path: Path
+) -> None:
+    """Kueue in front: the trials' TFJobs carry a LocalQueue's label; with quota for one, Kueue
+    keeps the second suspended until the first has finished, and both trials succeed."""
+    experiment = _one_trial_experiment(
+        "queued", "(echo rate ${trialParameters.learningRate}; sleep 5; echo loss=0.5)", {}
+    )
+    experiment["spec"].update(parallelTrialCount=2, maxTrialCount=2)
+    trial_spec = experiment["spec"]["trialTemplate"]["trialSpec"]
+    worker = trial_spec["spec"]["tfReplicaSpecs"]["Worker"]
+    worker["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "100m", "memory": "64Mi"}
+    }
+    with scheduling_on(cluster, tmp_path / "scheduling"):
+        queue, cleanup = kueue_queue(cluster, katib_ns, cpu_milli=150)  # one trial at a time
+        try:
+            trial_spec["metadata"] = {"labels": {QUEUE_LABEL: queue}}
+            done, trials = _run_to_end(cluster, katib_ns, experiment)
+            assert _condition(done, "Succeeded").get("status") == "True", done.get("status")
+            jobs = [
+                get_json(cluster, "-n", katib_ns, "tfjob", t["metadata"]["name"]) for t in trials
+            ]
+        finally:
+            cluster.kubectl("delete", "experiment", "-n", katib_ns, "--all", check=False)
+            cleanup()
+    assert len(trials) == 2
+    for trial in trials:
+        assert _condition(trial, "Succeeded").get("status") == "True", trial.get("status")
+        assert _loss(trial) == 0.5
+    # Kueue created both suspended and resumed each when admitted: the second only once the
+    # first had finished (the quota holds one).
+    resumed = [condition_of(j, "Suspended") or {} for j in jobs]
+    assert all((r.get("status"), r.get("reason")) == ("False", "TFJobResumed") for r in resumed)
+    first, second = sorted(
+        zip((_time(r["lastTransitionTime"]) for r in resumed), jobs, strict=True),
+        key=lambda pair: pair[0],
+    )
+    assert second[0] >= _time(first[1]["status"]["completionTime"]), (first, second)
