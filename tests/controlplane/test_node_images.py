@@ -4,6 +4,8 @@ image name stay in the cache, the one just made always among them, other names u
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import tarfile
 import time
@@ -53,3 +55,31 @@ def test_the_archive_just_made_is_kept_even_when_older_by_its_clock(
     assert fresh.exists()
     # The one in use stays; of the others the oldest went, so KEEP_DERIVED remain in all.
     assert [p.exists() for p in others] == [False, True, True]
+
+
+def _read(archive: Path, digest: str) -> bytes:
+    with tarfile.open(archive) as tar:
+        handle = tar.extractfile("blobs/sha256/" + digest.split(":", 1)[1])
+        assert handle is not None
+        return handle.read()
+
+
+def test_a_derived_image_with_an_entrypoint_runs_its_program(cache: Path, tmp_path: Path) -> None:
+    """A Go binary on the node's busybox (Katib's suggestion and collector): the program is
+    executable and the image's entrypoint, the base's command gone."""
+    base = _base(tmp_path)
+    archive = oci.derived_archive(
+        base, "taas.local/tool:1", {"/bin/tool": b"\x7fELF", "/etc/x": b"x"}, ["/bin/tool"]
+    )
+    with tarfile.open(archive) as tar:
+        index = json.load(tar.extractfile("index.json"))  # type: ignore[arg-type]
+    manifest = json.loads(_read(archive, index["manifests"][0]["digest"]))
+    config = json.loads(_read(archive, manifest["config"]["digest"]))
+    assert config["config"]["Entrypoint"] == ["/bin/tool"] and "Cmd" not in config["config"]
+    layer = io.BytesIO(_read(archive, manifest["layers"][-1]["digest"]))
+    with tarfile.open(fileobj=layer) as tar:
+        modes = {m.name: m.mode for m in tar.getmembers() if m.isfile()}
+    assert modes == {"bin/tool": 0o755, "etc/x": 0o644}
+    # Without an entrypoint the base's stays, and the files are only readable.
+    plain = oci.derived_archive(base, "taas.local/tool:1", {"/bin/tool": b"\x7fELF"})
+    assert plain != archive

@@ -9,7 +9,7 @@ taas-controlplane images [NAME] [--push REGISTRY/PREFIX]
 taas-controlplane up [--dir DIR]   # start them; prints the KUBECONFIG line; Ctrl-C stops
 taas-controlplane crd [--fetch]    # regenerate the TFJob CRD (see taas_controlplane.crd)
 taas-controlplane cluster up [--nodes N] [--dir DIR] [--images] [--no-network-policy]
-                            [--gang scheduler-plugins] [--kueue [tfjob|pod]]
+                            [--gang scheduler-plugins] [--kueue [tfjob|pod]] [--katib]
                                    # a whole cluster of N real nodes (default 1) on this
                                    # machine (root); Ctrl-C stops and cleans
 taas-controlplane cluster clean    # remove what a killed `cluster up` left behind
@@ -31,8 +31,9 @@ from taas_controlplane.binaries import main as build_main
 from taas_controlplane.cluster import Cluster, ClusterError
 from taas_controlplane.containers import ImageBuildError
 from taas_controlplane.foreground import hold, stop_on_signals
-from taas_controlplane.images import TARGETS, ensure_image
+from taas_controlplane.images import TARGETS, ensure_image, repo_root
 from taas_controlplane.images import main as images_main
+from taas_controlplane.katib import KatibOptions
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 from taas_controlplane.runlock import clean_stale_run
 from taas_controlplane.scheduling import SchedulingOptions
@@ -84,10 +85,13 @@ def _cluster_up(
     images: bool,
     scheduling: SchedulingOptions,
     nodes: int = 1,
+    katib: KatibOptions | None = None,
 ) -> int:
     if directory is not None:
         directory.mkdir(parents=True, exist_ok=True)
-    cluster = Cluster(directory, network_policy=network_policy, scheduling=scheduling, nodes=nodes)
+    cluster = Cluster(
+        directory, network_policy=network_policy, scheduling=scheduling, nodes=nodes, katib=katib
+    )
     stop = stop_on_signals()
     try:
         cluster.start()
@@ -114,6 +118,13 @@ def _cluster_up(
     print(f"Registry: {registry} (`taas-controlplane images --push {registry}/taas`)")
     for line in _scheduling_lines(scheduling):
         print(line)
+    if katib is not None and katib.enabled:
+        print(
+            "Katib: Experiments in namespaces labelled "
+            "katib.kubeflow.org/metrics-collector-injection=enabled; TaaS's TFJob CRD is "
+            "installed: install the chart with --set crds.install=false "
+            "(docs/hyperparameter-search.md)"
+        )
     print("Ctrl-C stops every component and removes what the cluster created.", flush=True)
     try:
         return hold(stop, cluster.exited, cluster.directory)
@@ -234,6 +245,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-network-policy", action="store_true", help="do not run kube-router's firewall"
     )
     _add_scheduling_flags(cluster_up)
+    cluster_up.add_argument(
+        "--katib",
+        action="store_true",
+        help="also run Katib (hyperparameter search: PostgreSQL, db-manager, controller, "
+        "webhooks), after applying TaaS's TFJob CRD",
+    )
     cluster_sub.add_parser("clean", help="remove what a killed `cluster up` left behind")
     sim = sub.add_parser("sim", help="a simulated cluster: real control plane, kwok nodes")
     sim_sub = sim.add_subparsers(dest="action", required=True)
@@ -277,8 +294,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.action == "clean":
             print(clean_stale_run())
             return 0
+        crd = repo_root() / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
+        katib = KatibOptions(enabled=True, job_crds=[crd]) if args.katib else None
         return _cluster_up(
-            args.dir, not args.no_network_policy, args.images, _scheduling(args), args.nodes
+            args.dir, not args.no_network_policy, args.images, _scheduling(args), args.nodes, katib
         )
     return _up(args.dir)
 

@@ -67,6 +67,8 @@ SCHEDULER_PLUGINS_VERSION = "v0.33.5"
 KUEUE_VERSION = "v0.19.2"
 # The image registry of the cluster (taas_controlplane.registry): CNCF distribution.
 REGISTRY_VERSION = "v3.1.2"
+# Hyperparameter search (taas_controlplane.katib): v0.18.0 is refused by the proxy.
+KATIB_VERSION = "v0.19.0"
 
 # Version stamps every Kubernetes binary carries (else they report v0.0.0-master).
 _KUBE_LDFLAGS = " ".join(
@@ -160,6 +162,17 @@ BINARIES: dict[str, GoBinary] = {
         install_path="github.com/distribution/distribution/v3/cmd/registry",
         ldflags=f"-X github.com/distribution/distribution/v3/version.version={REGISTRY_VERSION}",
     ),
+    **{
+        name: GoBinary(
+            name=name, version=KATIB_VERSION, module="github.com/kubeflow/katib", package=package
+        )
+        for name, package in {
+            "katib-controller": "./cmd/katib-controller/v1beta1",
+            "katib-db-manager": "./cmd/db-manager/v1beta1",
+            "katib-suggestion-goptuna": "./cmd/suggestion/goptuna/v1beta1",
+            "katib-file-metricscollector": "./cmd/metricscollector/v1beta1/file-metricscollector",
+        }.items()
+    },
 }
 
 

@@ -14,12 +14,13 @@ the host, each node's kube-proxy and kubelet, then (once the nodes are registere
 their pod ranges written on them) each node's kube-router (NetworkPolicy) (components.py); ready
 when every node is Ready, its kubelet, kube-proxy and kube-router answer, CoreDNS answers, and
 `default` has its ServiceAccount; then, if asked (`scheduling`), scheduler-plugins and Kueue
-(`taas_controlplane.scheduling`). Stop order: those schedulers, controller-manager and scheduler
-(nothing recreates pods), every pod deleted and its sandbox torn down by its kubelet, the nodes'
-components and CoreDNS, containerd's remaining containers, containerd, the registry, the control
-plane; then hoststate.scrub removes whatever is left. One cluster per machine (a lock): one
-node's kube-proxy and kube-router own host-wide iptables chains. A run killed before it could
-stop is scrubbed by the next start (`<cache>/node/last-run.json`).
+(`taas_controlplane.scheduling`), and Katib (`katib`, `taas_controlplane.katib`). Stop order:
+Katib, those schedulers, controller-manager and scheduler (nothing recreates pods), every pod
+deleted and its sandbox torn down by its kubelet, the nodes' components and CoreDNS,
+containerd's remaining containers, containerd, the registry, the control plane; then
+hoststate.scrub removes whatever is left. One cluster per machine (a lock): one node's
+kube-proxy and kube-router own host-wide iptables chains. A run killed before it could stop is
+scrubbed by the next start (`<cache>/node/last-run.json`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from taas_controlplane import addons, components, hoststate
 from taas_controlplane.binaries import BuildError, ensure
 from taas_controlplane.foreground import Parts, log_tail
 from taas_controlplane.hostnet import NetworkConfig, NodeNetwork
+from taas_controlplane.katib import KatibError, KatibOptions, KatibStack
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 from taas_controlplane.nodes import Node
 from taas_controlplane.registry import Registry, RegistryError
@@ -82,6 +84,7 @@ class Cluster(Parts):
         network_policy: bool = True,
         scheduling: SchedulingOptions | None = None,
         nodes: int = 1,
+        katib: KatibOptions | None = None,
     ) -> None:
         self._own_dir = directory is None
         self.directory = directory or Path(tempfile.mkdtemp(prefix="taas-node-", dir="/tmp"))
@@ -104,6 +107,14 @@ class Cluster(Parts):
         #: scheduler-plugins and/or Kueue, started last and stopped first (`scheduling`).
         self.schedulers = SchedulingStack(
             self.plane, self.directory / "scheduling", scheduling or SchedulingOptions()
+        )
+        #: Katib (hyperparameter search), started after the schedulers, stopped first (`katib`).
+        self.katib = KatibStack(
+            self.plane,
+            self.directory / "katib",
+            self.network,
+            self.load_image,
+            katib or KatibOptions(),
         )
         #: The control plane's own components on the host (controller-manager, scheduler, DNS).
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -149,7 +160,7 @@ class Cluster(Parts):
         for node in self.nodes:
             gone = gone or node.exited()
         gone = gone or ("registry" if self.registry.exited() else None)
-        return gone or self.plane.exited() or self.schedulers.exited()
+        return gone or self.plane.exited() or self.schedulers.exited() or self.katib.exited()
 
     @property
     def kubeconfig(self) -> str:
@@ -186,6 +197,7 @@ class Cluster(Parts):
         """Stop everything and remove what the run left; safe to call more than once."""
         if self._lock is None:  # never started, or already stopped: nothing of ours is left
             return
+        self.katib.stop()  # its webhooks first: nothing may call a Katib that is gone
         self.schedulers.stop()  # Kueue's webhooks first: nothing may call a Kueue that is gone
         for name in ("kube-controller-manager", "kube-scheduler"):
             self._stop(name)
@@ -295,6 +307,11 @@ class Cluster(Parts):
             try:
                 self.schedulers.start()
             except SchedulingError as err:
+                raise ClusterError(str(err)) from err
+        if self.katib.options.enabled:
+            try:
+                self.katib.start()
+            except KatibError as err:
                 raise ClusterError(str(err)) from err
 
     def _set_pod_cidrs(self) -> None:

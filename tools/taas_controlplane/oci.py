@@ -157,8 +157,9 @@ def toolbox_archive() -> Path:
     return _cached(TOOLBOX_IMAGE, ["/bin/sh"])
 
 
-def _layer_of(files: dict[str, bytes]) -> bytes:
-    """A tar of `files` (absolute path -> content, readable by all) and their directories."""
+def _layer_of(files: dict[str, bytes], executable: str | None = None) -> bytes:
+    """A tar of `files` (absolute path -> content, readable by all; `executable` also
+    executable) and their directories."""
     buffer = io.BytesIO()
     directories = sorted(
         {str(parent) for name in files for parent in Path(name.lstrip("/")).parents} - {"."}
@@ -170,19 +171,26 @@ def _layer_of(files: dict[str, bytes]) -> bytes:
             tar.addfile(info)
         for name, data in sorted(files.items()):
             info = tarfile.TarInfo(name.lstrip("/"))
-            info.size, info.mode = len(data), 0o644
+            info.size = len(data)
+            info.mode = 0o755 if name == executable else 0o644
             tar.addfile(info, io.BytesIO(data))
     return buffer.getvalue()
 
 
-def derived_archive(base: Path, reference: str, files: dict[str, bytes]) -> Path:
-    """`base` (an OCI archive with one image) plus one layer holding `files`, as `reference`.
+def derived_archive(
+    base: Path, reference: str, files: dict[str, bytes], entrypoint: list[str] | None = None
+) -> Path:
+    """`base` (an OCI archive with one image) plus one layer holding `files`, as `reference`;
+    with `entrypoint`, that is the image's (its program, one of `files`, made executable).
 
-    What a two-line Dockerfile (`FROM base` + `COPY`) makes, without a builder: the base's blobs
-    are copied as they are, a layer, config and manifest are added, and the index names the new
-    manifest. Cached next to the node's other images, keyed by the base and the files.
+    What a short Dockerfile (`FROM base` + `COPY` [+ `ENTRYPOINT`]) makes, without a builder: the
+    base's blobs are copied as they are, a layer, config and manifest are added, and the index
+    names the new manifest. Cached next to the node's other images, keyed by the base, the files
+    and the entrypoint.
     """
     key = hashlib.sha256(f"{base.resolve()}:{base.stat().st_mtime_ns}:{reference}".encode())
+    if entrypoint is not None:
+        key.update(json.dumps(entrypoint).encode())
     for name, data in sorted(files.items()):
         key.update(name.encode() + hashlib.sha256(data).digest())
     directory = cache_root() / "node" / "images"
@@ -191,7 +199,7 @@ def derived_archive(base: Path, reference: str, files: dict[str, bytes]) -> Path
     target = directory / f"{stem}-{key.hexdigest()[:12]}.tar"
     if target.exists():
         return target
-    layer = _layer_of(files)
+    layer = _layer_of(files, entrypoint[0] if entrypoint else None)
     layer_id = "sha256:" + hashlib.sha256(layer).hexdigest()
     partial = target.with_suffix(".partial")
     with tarfile.open(base) as source, tarfile.open(partial, "w") as tar:
@@ -209,6 +217,10 @@ def derived_archive(base: Path, reference: str, files: dict[str, bytes]) -> Path
             if member.name != "index.json":
                 tar.addfile(member, source.extractfile(member) if member.isfile() else None)
         config["rootfs"]["diff_ids"].append(layer_id)
+        if entrypoint is not None:
+            settings = config.setdefault("config", {})
+            settings["Entrypoint"] = entrypoint
+            settings.pop("Cmd", None)
         config.setdefault("history", []).append({"created_by": f"taas: add {sorted(files)}"})
         layer_blob = _blob(tar, layer)
         config_blob = _blob(tar, json.dumps(config).encode())

@@ -18,31 +18,24 @@ group and gets SIGTERM if this process dies (`taas_operator.processes.spawn`).
 
 from __future__ import annotations
 
-import json
 import signal
-import ssl
-import subprocess
-import time
-import urllib.request
 from pathlib import Path
-from typing import Any
 
 import yaml
 from pydantic import BaseModel
 
 from taas_controlplane.binaries import BuildError
-from taas_controlplane.foreground import Parts, log_tail
+from taas_controlplane.hostparts import HostParts
 from taas_controlplane.launcher import ControlPlane
 from taas_controlplane.scheduling import coscheduling, kueue_config, kueue_process
 from taas_controlplane.scheduling.coscheduling import DEFAULT_SCHEDULER_NAME
 from taas_controlplane.scheduling.kueue_process import KueueError
 from taas_controlplane.scheduling.kustomize import KustomizeError, load_documents
-from taas_operator.processes import free_ports, spawn
+from taas_operator.processes import free_ports
 from taas_operator.processes import stop as stop_process
 
 SCHEDULER_PLUGINS_USER = "system:taas:scheduler-plugins"
 KUEUE_USER = "system:taas:kueue"
-FIELD_MANAGER = "taas-controlplane"
 
 
 class SchedulingError(RuntimeError):
@@ -71,15 +64,14 @@ class SchedulingOptions(BaseModel):
         return self.coscheduling or self.kueue
 
 
-class SchedulingStack(Parts):
+class SchedulingStack(HostParts):
     """scheduler-plugins (coscheduling) and/or Kueue running against one control plane."""
 
+    error = SchedulingError
+
     def __init__(self, plane: ControlPlane, directory: Path, options: SchedulingOptions) -> None:
-        self.plane = plane
-        self.directory = directory
+        super().__init__(plane, directory)
         self.options = options
-        self.procs: dict[str, subprocess.Popen[bytes]] = {}
-        self._health: dict[str, str] = {}  # part -> the URL that says it is up
         self._webhooks: list[str] = []  # kind/name of the webhook configurations made
 
     # -- public surface ----------------------------------------------------------------------
@@ -118,16 +110,6 @@ class SchedulingStack(Parts):
             proc = self.procs.pop(name, None)
             if proc is not None:
                 stop_process(proc, signal.SIGTERM, grace=10.0)
-
-    def exited(self) -> str | None:
-        """The name of a part that has exited, if any."""
-        return next((n for n, p in self.procs.items() if p.poll() is not None), None)
-
-    def pids(self) -> dict[str, int]:
-        return {name: p.pid for name, p in self.procs.items()}
-
-    def log(self, name: str) -> Path:
-        return self.directory / f"{name}.log"
 
     # -- scheduler-plugins -------------------------------------------------------------------
     def _start_coscheduling(self, timeout: float) -> None:
@@ -187,75 +169,3 @@ class SchedulingStack(Parts):
         # Known before they are applied: a failure half-way still removes what was made.
         self._webhooks = [f"{w['kind'].lower()}/{w['metadata']['name']}" for w in webhooks]
         self._apply(webhooks)
-
-    # -- helpers -----------------------------------------------------------------------------
-    def _apply(self, objects: list[dict[str, Any]]) -> None:
-        document = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})
-        self._kubectl_apply("-", document)
-
-    def _apply_file(self, path: Path) -> None:
-        self._kubectl_apply(str(path), None)
-
-    def _kubectl_apply(self, source: str, document: str | None) -> None:
-        done = self.plane.kubectl(
-            "apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}",
-            "-f", source, input=document, check=False,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise SchedulingError(f"kubectl apply failed: {done.stderr.strip()[-2000:]}")
-
-    def _wait_established(self, names: list[str], timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        waiting = list(names)
-        while waiting:
-            got = self.plane.kubectl(
-                "get", "crd", *waiting, "-o", "json", "--ignore-not-found", check=False
-            )
-            found = json.loads(got.stdout or "{}") if got.returncode == 0 else {}
-            items = found.get("items", []) if found.get("kind") == "List" else [found]
-            ready = {
-                c["metadata"]["name"]
-                for c in items
-                if any(
-                    cond["type"] == "Established" and cond["status"] == "True"
-                    for cond in (c.get("status") or {}).get("conditions") or []
-                )
-            }
-            waiting = [n for n in waiting if n not in ready]
-            if waiting and time.monotonic() > deadline:
-                raise SchedulingError(f"CRDs not Established after {timeout:.0f}s: {waiting}")
-            if waiting:
-                time.sleep(0.2)
-
-    def _spawn(self, name: str, argv: list[str], health: str) -> None:
-        with self.log(name).open("ab") as log:
-            self.procs[name] = spawn(argv, death_signal=signal.SIGTERM, stdout=log)
-        self._health[name] = health
-
-    def _wait_up(self, names: list[str], timeout: float) -> None:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE  # the scheduler's self-signed serving certificate
-        deadline = time.monotonic() + timeout
-        for name in names:
-            while True:
-                proc = self.procs[name]
-                if proc.poll() is not None:
-                    raise SchedulingError(
-                        f"{name} exited with code {proc.returncode} during start-up; log "
-                        f"{self.log(name)}:\n{log_tail(self.log(name))}"
-                    )
-                try:
-                    with urllib.request.urlopen(
-                        self._health[name], context=context, timeout=2
-                    ) as answer:
-                        if answer.status == 200:
-                            break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    raise SchedulingError(
-                        f"{name} not up after {timeout:.0f}s; log {self.log(name)}:\n"
-                        f"{log_tail(self.log(name))}"
-                    )
-                time.sleep(0.25)
