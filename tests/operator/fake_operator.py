@@ -25,6 +25,8 @@ import threading
 from typing import Any
 from urllib.parse import parse_qsl
 
+import pytest
+
 from taas_operator.apiserver.transport import Endpoint
 from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller.controller import Controller
@@ -162,3 +164,23 @@ class FakeCluster:
     def stop(self) -> None:
         for operator in self.operators:
             operator.stop()
+
+
+def module_fixtures() -> tuple[Any, Any]:
+    """A module's `admin` and `start_operator` fixtures on the in-memory apiserver (its
+    `module_fake_cluster`), in place of the real ones of tests/operator/conftest.py:
+
+        admin, start_operator = module_fixtures()
+    """
+
+    @pytest.fixture(scope="module")
+    def admin(module_fake_cluster: FakeCluster) -> Api:
+        """This module's admin: on the in-memory apiserver."""
+        return module_fake_cluster.admin
+
+    @pytest.fixture(scope="module")
+    def start_operator(module_fake_cluster: FakeCluster) -> Any:
+        """This module's operators: in-process, on the in-memory apiserver."""
+        return module_fake_cluster.start_operator
+
+    return admin, start_operator

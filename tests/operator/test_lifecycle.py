@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.operator.fake_operator import FakeCluster
+from tests.operator.fake_operator import module_fixtures
 from tests.operator.operator_harness import (
     PODS,
     TFJOBS,
@@ -33,16 +33,7 @@ from tests.operator.operator_harness import (
 pytestmark = [pytest.mark.fast, pytest.mark.timeout(120)]
 
 
-@pytest.fixture(scope="module")
-def admin(module_fake_cluster: FakeCluster) -> Api:
-    """This module's admin: on the in-memory apiserver."""
-    return module_fake_cluster.admin
-
-
-@pytest.fixture(scope="module")
-def start_operator(module_fake_cluster: FakeCluster) -> StartOperator:
-    """This module's operators: in-process, on the in-memory apiserver."""
-    return module_fake_cluster.start_operator  # type: ignore[return-value]
+admin, start_operator = module_fixtures()
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import pytest
 
 from taas.core.publish import Publisher, document
 from taas_operator.processes import free_ports
-from tests.operator.fake_operator import FakeCluster
+from tests.operator.fake_operator import module_fixtures
 from tests.operator.operator_harness import (
     Api,
     StartOperator,
@@ -30,16 +30,7 @@ pytestmark = [pytest.mark.fast, pytest.mark.timeout(180)]
 INTERVAL = 2
 
 
-@pytest.fixture(scope="module")
-def admin(module_fake_cluster: FakeCluster) -> Api:
-    """This module's admin: on the in-memory apiserver."""
-    return module_fake_cluster.admin
-
-
-@pytest.fixture(scope="module")
-def start_operator(module_fake_cluster: FakeCluster) -> StartOperator:
-    """This module's operators: in-process, on the in-memory apiserver."""
-    return module_fake_cluster.start_operator  # type: ignore[return-value]
+admin, start_operator = module_fixtures()
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.operator.fake_operator import FakeCluster
+from tests.operator.fake_operator import module_fixtures
 from tests.operator.operator_harness import (
     Api,
     StartOperator,
@@ -23,16 +23,7 @@ from tests.operator.tensorboard_helpers import DEPLOYMENTS, IMAGE, board_job, wa
 pytestmark = [pytest.mark.fast, pytest.mark.timeout(180)]
 
 
-@pytest.fixture(scope="module")
-def admin(module_fake_cluster: FakeCluster) -> Api:
-    """This module's admin: on the in-memory apiserver."""
-    return module_fake_cluster.admin
-
-
-@pytest.fixture(scope="module")
-def start_operator(module_fake_cluster: FakeCluster) -> StartOperator:
-    """This module's operators: in-process, on the in-memory apiserver."""
-    return module_fake_cluster.start_operator  # type: ignore[return-value]
+admin, start_operator = module_fixtures()
 
 
 @pytest.fixture(scope="module")
