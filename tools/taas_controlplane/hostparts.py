@@ -42,6 +42,7 @@ class HostParts(Parts):
         self.directory = directory
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self._health: dict[str, str] = {}  # part -> the URL that says it is up
+        self._webhooks: list[str] = []  # kind/name of the webhook configurations made
 
     def exited(self) -> str | None:
         """The name of a part that has exited, if any."""
@@ -52,6 +53,21 @@ class HostParts(Parts):
 
     def log(self, name: str) -> Path:
         return self.directory / f"{name}.log"
+
+    def _apply_webhooks(self, webhooks: list[dict[str, Any]]) -> None:
+        """Apply webhook configurations, remembered first: a failure half-way still removes
+        what was made (`_delete_webhooks`)."""
+        self._webhooks = [f"{w['kind'].lower()}/{w['metadata']['name']}" for w in webhooks]
+        self._apply(webhooks)
+
+    def _delete_webhooks(self) -> None:
+        """Remove the webhook configurations made (first, at stop: a webhook whose server has
+        gone refuses every request it covers); safe twice."""
+        if self._webhooks and self.plane.apiserver is not None:
+            self.plane.kubectl(
+                "delete", "--ignore-not-found", "--wait=false", *self._webhooks, check=False
+            )
+        self._webhooks = []
 
     def _apply(self, objects: list[dict[str, Any]]) -> None:
         document = json.dumps({"apiVersion": "v1", "kind": "List", "items": objects})

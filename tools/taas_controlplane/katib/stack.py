@@ -98,7 +98,6 @@ class KatibStack(HostParts):
         self.options = options
         self._db: Database | None = None
         self._files: ControllerFiles | None = None
-        self._webhooks: list[str] = []
 
     def start(self, timeout: float = 120.0) -> KatibStack:
         """Start it all; raises KatibError (what failed and its log)."""
@@ -120,11 +119,7 @@ class KatibStack(HostParts):
 
     def stop(self) -> None:
         """Webhook configurations, then the controller, db-manager, PostgreSQL; safe twice."""
-        if self._webhooks and self.plane.apiserver is not None:
-            self.plane.kubectl(
-                "delete", "--ignore-not-found", "--wait=false", *self._webhooks, check=False
-            )
-        self._webhooks = []
+        self._delete_webhooks()
         for name in ("katib-controller", "katib-db-manager", "postgres"):
             proc = self.procs.pop(name, None)
             if proc is not None:
@@ -212,5 +207,4 @@ class KatibStack(HostParts):
             ca_bundle_b64=base64.b64encode(ca).decode(),
         )
         webhooks = config.webhook_configurations(config.katib_source(), endpoint, CONTROLLER_USER)
-        self._webhooks = [f"{w['kind'].lower()}/{w['metadata']['name']}" for w in webhooks]
-        self._apply(webhooks)
+        self._apply_webhooks(webhooks)

@@ -72,7 +72,6 @@ class SchedulingStack(HostParts):
     def __init__(self, plane: ControlPlane, directory: Path, options: SchedulingOptions) -> None:
         super().__init__(plane, directory)
         self.options = options
-        self._webhooks: list[str] = []  # kind/name of the webhook configurations made
 
     # -- public surface ----------------------------------------------------------------------
     def start(self, timeout: float = 120.0) -> SchedulingStack:
@@ -99,13 +98,7 @@ class SchedulingStack(HostParts):
 
     def stop(self) -> None:
         """Webhook configurations, then Kueue, then scheduler-plugins; safe to call twice."""
-        if self._webhooks and self.plane.apiserver is not None:
-            self.plane.kubectl(
-                "delete", "--ignore-not-found", "--wait=false",
-                *self._webhooks,
-                check=False,
-            )  # fmt: skip
-        self._webhooks = []
+        self._delete_webhooks()
         for name in ("kueue", "scheduler-plugins-scheduler", "scheduler-plugins-controller"):
             proc = self.procs.pop(name, None)
             if proc is not None:
@@ -166,6 +159,4 @@ class SchedulingStack(HostParts):
         )
         self._wait_up(["kueue"], timeout)
         webhooks = kueue_config.webhook_configurations(source, endpoint)
-        # Known before they are applied: a failure half-way still removes what was made.
-        self._webhooks = [f"{w['kind'].lower()}/{w['metadata']['name']}" for w in webhooks]
-        self._apply(webhooks)
+        self._apply_webhooks(webhooks)
