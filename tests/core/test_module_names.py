@@ -34,6 +34,11 @@ SAME_PART: dict[str, tuple[frozenset[str], str]] = {
             "the exceptions of its package",
         ),
         (
+            "stack.py",
+            ("taas_controlplane/katib/stack.py", "taas_controlplane/scheduling/stack.py"),
+            "parts run on the host beside a cluster, started and stopped as one (HostParts)",
+        ),
+        (
             "flags.py",
             (
                 "taas_operator/controller/flags.py",

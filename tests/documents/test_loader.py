@@ -106,12 +106,10 @@ def test_examples_still_load() -> None:
     assert paths
     for path in paths:
         text = path.read_text()
-        if "kind: TFJob" not in text:
-            continue
-        assert load_documents(text, str(path)) == [
-            d for d in yaml.safe_load_all(text) if d is not None
-        ], path
-        assert load_tfjobs(str(path)), path
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
+        assert load_documents(text, str(path)) == documents, path
+        if any(isinstance(d, dict) and d.get("kind") == "TFJob" for d in documents):
+            assert load_tfjobs(str(path)), path  # a Katib Experiment holds one, not is one
 
 
 def test_anchors_used_a_few_times_load_as_written() -> None:

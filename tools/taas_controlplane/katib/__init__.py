@@ -4,10 +4,10 @@ metrics collector in pods (docs/hyperparameter-search.md).
 
     KatibStack(plane, directory, network, load_image, KatibOptions(...))   (stack.py)
     config.*       Katib's own CRDs, RBAC, webhooks and the KatibConfig, from its source
-    processes.*    how PostgreSQL, db-manager and the controller run on this machine
+    host_processes.* how PostgreSQL, db-manager and the controller run on this machine
 """
 
-from taas_controlplane.katib.processes import KatibError
+from taas_controlplane.katib.host_processes import KatibError
 from taas_controlplane.katib.stack import KatibOptions, KatibStack
 
 __all__ = ["KatibError", "KatibOptions", "KatibStack"]

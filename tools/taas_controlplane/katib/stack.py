@@ -30,7 +30,7 @@ from taas_controlplane.binaries import KATIB_VERSION, BuildError, ensure
 from taas_controlplane.hostnet import NetworkConfig
 from taas_controlplane.hostparts import HostParts
 from taas_controlplane.katib import config
-from taas_controlplane.katib.processes import (
+from taas_controlplane.katib.host_processes import (
     ControllerFiles,
     Database,
     KatibError,
