@@ -59,7 +59,10 @@ def run_experiment(
 
     clock = Clock(cluster.kubeconfig, ns, others={TRIAL: on_trial})
     try:
-        clock.start()
+        try:
+            clock.start()
+        except RuntimeError as err:  # its watches did not list
+            return [TrialRun(controller=controller, round=round_, trial="-", error=str(err))]
         wall_offset = time.time() - time.monotonic()
         cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(experiment))
         failure = _wait_ended(clock, ns, experiment["metadata"]["name"], timeout)
