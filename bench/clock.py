@@ -1,8 +1,9 @@
 """The harness's eye on one namespace of the simulated cluster (or all of them: namespace ""):
 when each pod and TFJob changed, as the apiserver's watch shows it, and the harness's own
-requests. Used by bench.scale and bench.scheduling.
+requests. Used by bench.scale, bench.scheduling and bench.katib.
 
     clock = Clock(kubeconfig, namespace).start()    # its own event loop in a daemon thread
+    Clock(kubeconfig, namespace, others={kind: handler})   # other kinds too (bench.katib: trials)
     clock.view(fn) -> fn(pods, jobs)                # read the records under the clock's lock
     clock.request(method, path, body=None, content_type=...) -> (status, answer)
     clock.requests([(method, path, body, content_type), ...]) -> [(status, answer), ...]
@@ -26,7 +27,7 @@ import asyncio
 import random
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -40,6 +41,8 @@ JOB_LABEL = "training.kubeflow.org/job-name"
 TYPE_LABEL = "training.kubeflow.org/replica-type"
 T = TypeVar("T")
 Request = tuple[str, str, Any, str]
+#: What the clock does with one event: (LISTED/ADDED/MODIFIED/DELETED, the object, when).
+Handler = Callable[[str, dict[str, Any], float], None]
 
 
 @dataclass
@@ -152,7 +155,7 @@ def record_pod(pods: dict[str, PodTimes], event_type: str, pod: dict[str, Any], 
 class _Sink:
     """Keeps the records (apiserver.listwatch.Sink for one kind)."""
 
-    def __init__(self, clock: Clock, on_object: Callable[[str, dict[str, Any], float], None]):
+    def __init__(self, clock: Clock, on_object: Handler):
         self.clock, self.on_object = clock, on_object
 
     def page(self, items: list[dict[str, Any]]) -> None:
@@ -176,8 +179,16 @@ class _Sink:
 class Clock:
     """Pods and TFJobs of one namespace (every one: ""), timed (see the module)."""
 
-    def __init__(self, kubeconfig: str, namespace: str, concurrency: int = 16) -> None:
+    def __init__(
+        self,
+        kubeconfig: str,
+        namespace: str,
+        concurrency: int = 16,
+        others: Mapping[Kind, Handler] | None = None,
+    ) -> None:
         self.namespace = namespace
+        #: Further kinds watched the same way: each event handed to its handler under the lock.
+        self.others = dict(others or {})
         self.transport = Transport(load(kubeconfig).endpoint, concurrency)
         self.lock = threading.Lock()
         self.synced = threading.Semaphore(0)
@@ -190,11 +201,13 @@ class Clock:
 
     # -- life -----------------------------------------------------------------------------------
     def start(self, timeout_s: float = 60.0) -> Clock:
-        """Watch pods and TFJobs; returns once both have listed."""
+        """Watch pods, TFJobs and the other kinds; returns once each has listed."""
         self._thread.start()
+        kinds: list[tuple[Kind, Handler]] = [(POD, self._pod), (TFJOB, self._job)]
+        kinds += self.others.items()
 
         async def begin() -> None:
-            for kind, handle in ((POD, self._pod), (TFJOB, self._job)):
+            for kind, handle in kinds:
                 sink = _Sink(self, handle)
                 task = asyncio.get_running_loop().create_task(
                     list_then_watch(self._pages(kind), self._watch(kind), sink, Retry())
@@ -202,7 +215,7 @@ class Clock:
                 self._tasks.append(task)
 
         self._run(begin())
-        for _ in range(2):
+        for _ in kinds:
             if not self.synced.acquire(timeout=timeout_s):
                 raise RuntimeError(f"the clock's watches did not list in {timeout_s:.0f}s")
         return self

@@ -1,7 +1,8 @@
 """The four contestants and how each is installed on a fresh control plane and started.
 
     CONTROLLERS: dict[str, Controller]    # "taas", "kubeflow", "kubeflow8", "floor"
-    Controller.install(plane)             # CRD (and Kubeflow's webhook-cert Secret)
+    Controller.install(plane)             # CRD (and Kubeflow's webhook-cert Secret); again
+                                          # on the same plane: the CRD applied over the last
     Controller.start(kubeconfig, workdir) -> RunningController
     RunningController(.pid, .alive(), .log_tail(), .stop(), .kill())
 
@@ -28,6 +29,7 @@ system:masters), so the audit log tells its requests from the harness's.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shutil
 import signal
@@ -38,6 +40,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from taas_controlplane.hostparts import FIELD_MANAGER
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.processes import free_ports, spawn, stop
 
@@ -95,8 +98,13 @@ def _spawn(name: str, cmd: list[str], workdir: Path, env: dict[str, str]) -> Run
 
 
 def apply_crd(plane: ControlPlane, path: Path, timeout_s: float = 90) -> None:
-    """Apply a CRD server-side and wait until it is Established."""
-    plane.kubectl("apply", "--server-side", "-f", str(path))
+    """Apply a CRD server-side and wait until it is Established. Applied as taas-controlplane
+    applies TaaS's CRD for Katib (`cluster up --katib`): one field manager, so each apply
+    replaces the last CRD whole (bench.katib swaps controllers under one CRD object)."""
+    plane.kubectl(
+        "apply", "--server-side", "--force-conflicts", f"--field-manager={FIELD_MANAGER}",
+        "-f", str(path),
+    )  # fmt: skip
     deadline = time.monotonic() + timeout_s
     while True:
         done = plane.kubectl(
@@ -179,9 +187,18 @@ class KubeflowController(Controller):
         return path
 
     def install(self, plane: ControlPlane) -> None:
+        """Its CRD, its namespace (kept if there: Katib's objects live there too) and an empty
+        webhook-cert Secret, made anew for each start (its rotator fills it in)."""
         super().install(plane)
-        plane.kubectl("create", "namespace", KUBEFLOW_NAMESPACE)
-        plane.kubectl("create", "secret", "generic", KUBEFLOW_SECRET, "-n", KUBEFLOW_NAMESPACE)
+        namespace = {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": KUBEFLOW_NAMESPACE},
+        }
+        plane.kubectl("apply", "-f", "-", input=json.dumps(namespace))
+        ns = ("-n", KUBEFLOW_NAMESPACE)
+        plane.kubectl("delete", "secret", KUBEFLOW_SECRET, *ns, "--ignore-not-found")
+        plane.kubectl("create", "secret", "generic", KUBEFLOW_SECRET, *ns)
 
     def start(self, kubeconfig: str, workdir: Path) -> RunningController:
         shutil.rmtree(KUBEFLOW_CERT_DIR, ignore_errors=True)

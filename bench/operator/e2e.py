@@ -27,19 +27,36 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 from pydantic import BaseModel
 
-from bench.operator.controllers import CONTROLLERS, KUBEFLOW_NAMESPACE, RunningController
+from bench.operator.controllers import (
+    CONTROLLERS,
+    ControllerError,
+    RunningController,
+    wait_alive,
+)
+from bench.table import figure, ratio
 from taas_controlplane.cluster import Cluster, ClusterError
 from taas_controlplane.images import ensure_image
 
 REPO = Path(__file__).resolve().parents[2]
 CONTESTANTS = ("taas", "kubeflow")
 SELECTOR = "training.kubeflow.org/job-name"
+
+
+class Run(Protocol):
+    """What the contest table reads of a run (E2ERun, bench.katib's TrialRun)."""
+
+    @property
+    def controller(self) -> str: ...
+
+    @property
+    def error(self) -> str | None: ...
 
 
 class E2ERun(BaseModel):
@@ -102,30 +119,49 @@ def run_job(
         cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
-def _start(cluster: Cluster, name: str, workdir: Path) -> RunningController:
+def turns(round_: int) -> tuple[str, ...]:
+    """The contestants in the order they run in round `round_` (alternating each round)."""
+    return CONTESTANTS if round_ % 2 == 0 else CONTESTANTS[::-1]
+
+
+def start_controller(cluster: Cluster, name: str, workdir: Path) -> RunningController:
+    """Install `name`'s TFJob CRD (applied over the last one: the CRD is never deleted) and
+    start it out of cluster, its log in `workdir/name`; raises if it dies at start-up."""
     controller = CONTROLLERS[name]
-    if name == "kubeflow":  # its namespace and webhook Secret, made anew for each start
-        cluster.kubectl("delete", "namespace", KUBEFLOW_NAMESPACE, "--wait=true", check=False)
     controller.install(cluster.plane)
-    return controller.start(cluster.kubeconfig, workdir / name)
+    running = controller.start(cluster.kubeconfig, workdir / name)
+    try:
+        wait_alive(running, 5)  # and let it list and watch before the first job appears
+    except ControllerError:
+        running.stop()
+        raise
+    return running
 
 
-def _median(runs: list[E2ERun], field: str) -> float | None:
+def median(runs: Sequence[Run], field: str) -> float | None:
+    """The median of `field` over the runs without error that measured it."""
     values = [getattr(r, field) for r in runs if getattr(r, field) is not None and not r.error]
     return statistics.median(values) if values else None
 
 
+def contest_table(runs: Sequence[Run], figures: Sequence[tuple[str, str]], heading: str) -> str:
+    """One line per (field, title) of `figures`: its median under TaaS and under
+    training-operator and their ratio (below 1.00x: TaaS is faster)."""
+    lines = [f"{heading:<44}{'TaaS':>8}{'t-op':>8}{'TaaS/t-op':>11}"]
+    for field, title in figures:
+        taas = median([r for r in runs if r.controller == "taas"], field)
+        kubeflow = median([r for r in runs if r.controller == "kubeflow"], field)
+        lines.append(
+            f"{title:<44}{figure(taas):>8}{figure(kubeflow):>8}{ratio(taas, kubeflow):>11}"
+        )
+    return "\n".join(lines)
+
+
 def report(runs: list[E2ERun]) -> str:
     """Medians per controller and the ratio TaaS / training-operator."""
-    lines = [f"{'figure (median s from kubectl apply)':<40}{'TaaS':>8}{'t-op':>8}{'TaaS/t-op':>11}"]
-    for field, title in (("all_running_s", "all pods Running"), ("succeeded_s", "Succeeded")):
-        taas = _median([r for r in runs if r.controller == "taas"], field)
-        kubeflow = _median([r for r in runs if r.controller == "kubeflow"], field)
-        ratio = f"{taas / kubeflow:.2f}x" if taas and kubeflow else "-"
-        shown = [f"{v:.1f}" if v is not None else "-" for v in (taas, kubeflow)]
-        lines.append(f"{title:<40}{shown[0]:>8}{shown[1]:>8}{ratio:>11}")
-    lines.append(f"runs: {len(runs)}, failed: {sum(1 for r in runs if r.error)}")
-    return "\n".join(lines)
+    figures = [("all_running_s", "all pods Running"), ("succeeded_s", "Succeeded")]
+    table = contest_table(runs, figures, "figure (median s from kubectl apply)")
+    return f"{table}\nruns: {len(runs)}, failed: {sum(1 for r in runs if r.error)}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -143,18 +179,16 @@ def main(argv: list[str] | None = None) -> int:
         cluster.start()
         cluster.load_image(ensure_image("trainer").archive)
         for round_ in range(args.rounds):
-            order = CONTESTANTS if round_ % 2 == 0 else CONTESTANTS[::-1]
-            for name in order:
+            for name in turns(round_):
                 print(f"[bench e2e] round {round_ + 1}: {name} ...", file=sys.stderr, flush=True)
-                running = _start(cluster, name, workdir)
+                running = start_controller(cluster, name, workdir)
                 try:
-                    time.sleep(5)  # let it list and watch before the job appears
                     run = run_job(cluster, name, round_, tfjob, args.timeout)
                 finally:
                     running.stop()
                 runs.append(run)
                 print(f"[bench e2e]   {run.model_dump_json()}", file=sys.stderr, flush=True)
-    except (ClusterError, subprocess.CalledProcessError) as err:
+    except (ClusterError, ControllerError, subprocess.CalledProcessError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     finally:
