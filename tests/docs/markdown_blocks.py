@@ -90,3 +90,12 @@ def anchors(headings: list[str]) -> set[str]:
 
 def all_blocks() -> list[Block]:
     return [block for page in PAGES for block in read(page)[0]]
+
+
+def block_run_by(test: str) -> str:
+    """The text of the one bash block after `<!-- runs: <test> -->` (a test that runs a page's
+    commands as written: `test` is its path, e.g. tests/e2e/test_registry.py)."""
+    found = [block for block in all_blocks() if block.comment == f"runs: {test}"]
+    assert len(found) == 1, f"{len(found)} blocks are marked <!-- runs: {test} -->"
+    assert found[0].info == "bash", f"{found[0].where}: the block it runs must be ```bash"
+    return found[0].text

@@ -25,6 +25,7 @@ import pytest
 
 from taas_controlplane.binaries import cache_root
 from taas_controlplane.cluster import Cluster
+from tests.docs.markdown_blocks import block_run_by
 from tests.e2e.node_helpers import OPERATOR_NS, RELEASE, REPO, helm
 
 pytestmark = [
@@ -35,26 +36,11 @@ pytestmark = [
     pytest.mark.timeout(1800),
 ]
 
-MARKER = "<!-- runs: tests/e2e/test_readme_cluster.py -->"
-
-
-def cluster_block() -> str:
-    """The bash block right after MARKER (exactly one page has it)."""
-    found = []
-    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
-        text = page.read_text()
-        if MARKER in text:
-            after = text.split(MARKER, 1)[1].lstrip("\n")
-            assert after.startswith("```bash\n"), f"{page.name}: {MARKER} must precede ```bash"
-            found.append(after.split("\n", 1)[1].split("\n```", 1)[0] + "\n")
-    assert len(found) == 1, f"{len(found)} blocks are marked {MARKER!r}"
-    return found[0]
-
 
 def test_the_docs_cluster_block_runs_as_written(
     cluster: Cluster, operator_image: str, trainer_image: str
 ) -> None:
-    block = cluster_block()
+    block = block_run_by("tests/e2e/test_readme_cluster.py")
     assert block.startswith('eval "$(taas-controlplane env)"')
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env["PATH"] = f"{Path(sys.executable).parent}:{os.environ['PATH']}"  # the venv, as activated

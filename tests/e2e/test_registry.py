@@ -25,6 +25,7 @@ import pytest
 
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.containers import Store
+from tests.docs.markdown_blocks import block_run_by
 from tests.e2e.node_helpers import OPERATOR_NS, RELEASE, REPO, get_json, helm, operator_pods
 
 pytestmark = [
@@ -35,21 +36,7 @@ pytestmark = [
     pytest.mark.timeout(2400),
 ]
 
-MARKER = "<!-- runs: tests/e2e/test_registry.py -->"
 NAMESPACE = "your-code"
-
-
-def registry_block() -> str:
-    """The bash block right after MARKER (exactly one page has it)."""
-    found = []
-    for page in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
-        text = page.read_text()
-        if MARKER in text:
-            after = text.split(MARKER, 1)[1].lstrip("\n")
-            assert after.startswith("```bash\n"), f"{page.name}: {MARKER} must precede ```bash"
-            found.append(after.split("\n", 1)[1].split("\n```", 1)[0] + "\n")
-    assert len(found) == 1, f"{len(found)} blocks are marked {MARKER!r}"
-    return found[0]
 
 
 def _pulled_events(cluster: Cluster, namespace: str, pod: str) -> list[str]:
@@ -80,7 +67,7 @@ def test_the_docs_registry_block_runs_as_written(cluster: Cluster) -> None:
     _forget(cluster, f"{registry}/")
     assert not [name for name in cluster.runtime.image_records() if name.startswith(registry)]
     log_start = cluster.registry.log.stat().st_size
-    block = registry_block()
+    block = block_run_by("tests/e2e/test_registry.py")
     assert block.startswith('eval "$(taas-controlplane env)"')
     env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
     env["PATH"] = f"{Path(sys.executable).parent}:{os.environ['PATH']}"  # the venv, as activated
