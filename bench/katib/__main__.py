@@ -23,8 +23,6 @@ one was not (or a part of the cluster died), 2 on bad arguments.
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -33,10 +31,9 @@ import yaml
 
 from bench.katib.measure import run_experiment
 from bench.katib.trials import TrialRun, experiment
-from bench.operator.controllers import TAAS_CRD, ControllerError
-from bench.operator.e2e import REPO, contest_table, start_controller, turns
-from taas_controlplane.cluster import Cluster, ClusterError
-from taas_controlplane.images import ensure_image
+from bench.operator.controllers import TAAS_CRD
+from bench.operator.e2e import REPO, contest, contest_table
+from taas_controlplane.cluster import Cluster
 from taas_controlplane.katib import KatibOptions
 
 EXAMPLE = REPO / "examples" / "hyperparameter_search" / "experiment.yaml"
@@ -77,30 +74,15 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="taas-bench-katib-"))
     print(f"[bench katib] work dir {workdir}", file=sys.stderr, flush=True)
     cluster = Cluster(workdir / "node", katib=KatibOptions(enabled=True, job_crds=[TAAS_CRD]))
-    runs: list[TrialRun] = []
-    try:
-        cluster.start()
-        cluster.load_image(ensure_image("trainer").archive)
-        for round_ in range(args.rounds):
-            for name in turns(round_):
-                print(f"[bench katib] round {round_ + 1}: {name} ...", file=sys.stderr, flush=True)
-                running = start_controller(cluster, name, workdir)
-                try:
-                    got = run_experiment(cluster, name, round_, search, args.timeout)
-                finally:
-                    running.stop()
-                for run in got:
-                    print(f"[bench katib]   {run.model_dump_json()}", file=sys.stderr, flush=True)
-                runs += got
-    except (ClusterError, ControllerError, subprocess.CalledProcessError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    finally:
-        cluster.stop()
-    print(report(runs))
-    if args.json:
-        Path(args.json).write_text(json.dumps([r.model_dump() for r in runs], indent=2))
-    return 1 if any(r.error for r in runs) else 0
+    return contest(
+        cluster,
+        workdir,
+        args.rounds,
+        "bench katib",
+        lambda name, round_: run_experiment(cluster, name, round_, search, args.timeout),
+        report,
+        args.json,
+    )
 
 
 if __name__ == "__main__":

@@ -27,9 +27,9 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import yaml
 from pydantic import BaseModel
@@ -138,6 +138,54 @@ def start_controller(cluster: Cluster, name: str, workdir: Path) -> RunningContr
     return running
 
 
+class Measured(Run, Protocol):
+    def model_dump_json(self) -> str: ...
+
+    def model_dump(self) -> dict[str, Any]: ...
+
+
+R = TypeVar("R", bound=Measured)
+
+
+def contest(
+    cluster: Cluster,
+    workdir: Path,
+    rounds: int,
+    label: str,
+    run_turn: Callable[[str, int], Sequence[R]],
+    report: Callable[[list[R]], str],
+    json_path: str | None,
+) -> int:
+    """Start `cluster` with the trainer image; for each round, each contestant in turn:
+    start it, `run_turn(name, round)` (its runs), stop it. Print `report(runs)`, write the runs
+    as JSON to `json_path` when given. Exit code: 1 when a run failed or the cluster or a
+    controller broke, else 0."""
+    runs: list[R] = []
+    try:
+        cluster.start()
+        cluster.load_image(ensure_image("trainer").archive)
+        for round_ in range(rounds):
+            for name in turns(round_):
+                print(f"[{label}] round {round_ + 1}: {name} ...", file=sys.stderr, flush=True)
+                running = start_controller(cluster, name, workdir)
+                try:
+                    got = run_turn(name, round_)
+                finally:
+                    running.stop()
+                for run in got:
+                    print(f"[{label}]   {run.model_dump_json()}", file=sys.stderr, flush=True)
+                runs += got
+    except (ClusterError, ControllerError, subprocess.CalledProcessError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    finally:
+        cluster.stop()
+    print(report(runs))
+    if json_path:
+        Path(json_path).write_text(json.dumps([r.model_dump() for r in runs], indent=2))
+    return 1 if any(r.error for r in runs) else 0
+
+
 def median(runs: Sequence[Run], field: str) -> float | None:
     """The median of `field` over the runs without error that measured it."""
     values = [getattr(r, field) for r in runs if getattr(r, field) is not None and not r.error]
@@ -174,29 +222,15 @@ def main(argv: list[str] | None = None) -> int:
     tfjob = _job(args.job)
     workdir = Path(tempfile.mkdtemp(prefix="taas-bench-e2e-"))
     cluster = Cluster(workdir / "node")
-    runs: list[E2ERun] = []
-    try:
-        cluster.start()
-        cluster.load_image(ensure_image("trainer").archive)
-        for round_ in range(args.rounds):
-            for name in turns(round_):
-                print(f"[bench e2e] round {round_ + 1}: {name} ...", file=sys.stderr, flush=True)
-                running = start_controller(cluster, name, workdir)
-                try:
-                    run = run_job(cluster, name, round_, tfjob, args.timeout)
-                finally:
-                    running.stop()
-                runs.append(run)
-                print(f"[bench e2e]   {run.model_dump_json()}", file=sys.stderr, flush=True)
-    except (ClusterError, ControllerError, subprocess.CalledProcessError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    finally:
-        cluster.stop()
-    print(report(runs))
-    if args.json:
-        Path(args.json).write_text(json.dumps([r.model_dump() for r in runs], indent=2))
-    return 1 if any(r.error for r in runs) else 0
+    return contest(
+        cluster,
+        workdir,
+        args.rounds,
+        "bench e2e",
+        lambda name, round_: [run_job(cluster, name, round_, tfjob, args.timeout)],
+        report,
+        args.json,
+    )
 
 
 if __name__ == "__main__":
