@@ -36,6 +36,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             raise pytest.UsageError(f"{item.nodeid} is marked fast and {', '.join(heavy)}")
 
 
+class _HeaviestLast:
+    """The simulated-cluster tests, then the node tests, run last (each group in its own
+    order): they need the most binaries, which CI builds in that order while the first tests
+    run (.ci/run)."""
+
+    @pytest.hookimpl(trylast=True)  # after the folders' own orderings, which this one keeps
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        def rank(item: pytest.Item) -> int:
+            if item.get_closest_marker("node"):
+                return 2
+            return 1 if item.get_closest_marker("sim") else 0
+
+        items[:] = sorted(items, key=rank)  # stable
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_HeaviestLast(), "taas-heaviest-last")
+
+
 @pytest.fixture(scope="session")
 def control_plane() -> Iterator[ControlPlane]:
     """A running etcd + kube-apiserver; `.kubeconfig` is an admin (system:masters)."""
