@@ -3,7 +3,7 @@
     CONTROLLERS: dict[str, Controller]    # "taas", "kubeflow", "kubeflow8", "floor"
     Controller.install(plane)             # CRD (and Kubeflow's webhook-cert Secret); again
                                           # on the same plane: the CRD applied over the last
-    Controller.start(kubeconfig, workdir) -> RunningController
+    Controller.start(kubeconfig, workdir, extra_args) -> RunningController
     RunningController(.pid, .alive(), .log_tail(), .stop(), .kill())
 
 - taas: `python -m taas_operator.controller --kubeconfig K --all-namespaces` (what
@@ -37,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,8 +144,12 @@ class Controller:
     def command(self, kubeconfig: str) -> list[str]:
         raise NotImplementedError
 
-    def start(self, kubeconfig: str, workdir: Path) -> RunningController:
-        return _spawn(self.name, self.command(kubeconfig), workdir, self.extra_env)
+    def start(
+        self, kubeconfig: str, workdir: Path, extra_args: Sequence[str] = ()
+    ) -> RunningController:
+        """Start it; `extra_args` go after its own (e.g. a gang scheduler's name)."""
+        command = [*self.command(kubeconfig), *extra_args]
+        return _spawn(self.name, command, workdir, self.extra_env)
 
 
 class TaasController(Controller):
@@ -200,9 +205,11 @@ class KubeflowController(Controller):
         plane.kubectl("delete", "secret", KUBEFLOW_SECRET, *ns, "--ignore-not-found")
         plane.kubectl("create", "secret", "generic", KUBEFLOW_SECRET, *ns)
 
-    def start(self, kubeconfig: str, workdir: Path) -> RunningController:
+    def start(
+        self, kubeconfig: str, workdir: Path, extra_args: Sequence[str] = ()
+    ) -> RunningController:
         shutil.rmtree(KUBEFLOW_CERT_DIR, ignore_errors=True)
-        running = super().start(kubeconfig, workdir)
+        running = super().start(kubeconfig, workdir, extra_args)
         threading.Thread(
             target=_mount_webhook_cert, args=(kubeconfig, running), daemon=True
         ).start()

@@ -1,6 +1,7 @@
-"""End-to-end workload: one TFJob on a real one-node cluster, TaaS against training-operator.
+"""End-to-end workload: one TFJob on a real cluster, TaaS against training-operator.
 
     python -m bench.operator e2e [--rounds 2] [--job examples/mnist/async.yaml] [--json FILE]
+                                 [--nodes 3]     # real nodes (default 1)
 
 Needs root (taas_controlplane.cluster: kubelet, containerd, CoreDNS, kube-proxy, kube-router).
 The same TFJob (default: examples/mnist/async.yaml, 1 PS + 2 workers of real TensorFlow in the
@@ -12,6 +13,9 @@ CRD, applied before its runs). Figures per run, from `kubectl apply`:
 
 - all pods Running: every replica pod of the job is in phase Running (the kubelet started them);
 - Succeeded: the job's Succeeded condition is True.
+
+Each run also records on how many nodes its pods ran (with `--nodes 3`, the default scheduler
+spreads the job's pods over the nodes; the report says how many runs spanned more than one).
 
 The report gives the median of each figure per controller and the ratio TaaS / training-operator
 (below 1.00: TaaS is faster).
@@ -66,6 +70,7 @@ class E2ERun(BaseModel):
     round: int
     all_running_s: float | None = None
     succeeded_s: float | None = None
+    nodes_used: int = 0
     error: str | None = None
 
 
@@ -73,12 +78,13 @@ def _job(path: Path) -> dict[str, Any]:
     return dict(yaml.safe_load(path.read_text()))
 
 
-def _status(cluster: Cluster, ns: str, name: str) -> tuple[int, int, bool, bool]:
-    """(pods, pods Running, Succeeded, Failed) of the job now."""
+def _status(cluster: Cluster, ns: str, name: str) -> tuple[int, int, bool, bool, int]:
+    """(pods, pods Running, Succeeded, Failed, nodes the pods are on) of the job now."""
     pods = json.loads(
         cluster.kubectl("get", "pods", "-n", ns, "-l", f"{SELECTOR}={name}", "-o", "json").stdout
     )["items"]
     running = sum(1 for p in pods if p["status"].get("phase") == "Running")
+    nodes = {p["spec"].get("nodeName") for p in pods} - {None}
     job = json.loads(cluster.kubectl("get", "tfjob", "-n", ns, name, "-o", "json").stdout)
     conditions = {c["type"]: c["status"] for c in (job.get("status") or {}).get("conditions") or []}
     return (
@@ -86,6 +92,7 @@ def _status(cluster: Cluster, ns: str, name: str) -> tuple[int, int, bool, bool]
         running,
         conditions.get("Succeeded") == "True",
         (conditions.get("Failed") == "True"),
+        len(nodes),
     )
 
 
@@ -102,10 +109,11 @@ def run_job(
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(tfjob))
     try:
         while time.monotonic() - started < timeout:
-            pods, running, succeeded, failed = _status(cluster, ns, name)
+            pods, running, succeeded, failed, nodes = _status(cluster, ns, name)
             now = time.monotonic() - started
             if result.all_running_s is None and pods == replicas and running == replicas:
                 result.all_running_s = now
+                result.nodes_used = nodes
             if succeeded:
                 result.succeeded_s = now
                 return result
@@ -209,7 +217,11 @@ def report(runs: list[E2ERun]) -> str:
     """Medians per controller and the ratio TaaS / training-operator."""
     figures = [("all_running_s", "all pods Running"), ("succeeded_s", "Succeeded")]
     table = contest_table(runs, figures, "figure (median s from kubectl apply)")
-    return f"{table}\nruns: {len(runs)}, failed: {sum(1 for r in runs if r.error)}"
+    spread = sum(1 for r in runs if r.nodes_used > 1)
+    return (
+        f"{table}\nruns: {len(runs)}, failed: {sum(1 for r in runs if r.error)}, "
+        f"pods on more than one node: {spread} of {len(runs)}"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,10 +230,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--job", type=Path, default=REPO / "examples" / "mnist" / "async.yaml")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per run")
     parser.add_argument("--json", metavar="FILE", help="also write every run as JSON")
+    parser.add_argument("--nodes", type=int, default=1, help="real nodes (default 1)")
     args = parser.parse_args(argv)
+    if args.nodes < 1:
+        parser.error("--nodes must be at least 1")
     tfjob = _job(args.job)
     workdir = Path(tempfile.mkdtemp(prefix="taas-bench-e2e-"))
-    cluster = Cluster(workdir / "node")
+    cluster = Cluster(workdir / "node", nodes=args.nodes)
     return contest(
         cluster,
         workdir,

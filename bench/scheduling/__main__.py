@@ -4,12 +4,17 @@
                                           #       4 queues of 1,500 GPUs (run as root)
     python -m bench.scheduling --quick    # CI-sized: 12 jobs of 8-16 workers, 10 nodes, 2 queues
     python -m bench.scheduling --nodes 200 --jobs 50 --queues 4 --quota 300
+    python -m bench.scheduling --controllers taas,kubeflow   # the same jobs under each
+                                          # TFJob controller in turn (a fresh cluster each),
+                                          # then each median as a ratio to the last one
 
 Prints, per run: the time each gang waited for Kueue's admission (created -> admitted), the
 time from admission until every pod of the gang ran, and created -> Succeeded (median, p99,
 max over the jobs), the whole run's makespan, each queue's peak GPUs (Kueue's accounting and
-the pods' own), and Kueue's published scale figures beside them. Exit 0 when every check held
-(no deadlock, no quota exceeded), 1 when one failed or a part of the cluster died, 2 on bad
+the pods' own), and Kueue's published scale figures beside them. The controllers are
+`bench.operator.controllers`' (taas: TaaS's operator; kubeflow: training-operator v1.8.1, one
+reconcile thread as it ships; kubeflow8: eight). Exit 0 when every check held (no deadlock, no
+quota exceeded) in every run, 1 when one failed or a part of the cluster died, 2 on bad
 arguments.
 """
 
@@ -20,8 +25,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.scheduling.report import table
-from bench.scheduling.scenario import GangRun
+from bench.operator.controllers import CONTROLLERS, ControllerError
+from bench.scheduling.measure import GangResult
+from bench.scheduling.report import comparison, table
+from bench.scheduling.scenario import GangRun, gang_arguments
 from bench.scheduling.shape import GPUS_PER_NODE, GangShape
 from taas_controlplane.sim.cluster import SimClusterError
 
@@ -37,7 +44,22 @@ def main(argv: list[str] | None = None) -> int:
         parser.add_argument(f"--{flag}", type=int, default=None)
     parser.add_argument("--run-seconds", type=float, default=None)
     parser.add_argument("--workdir", type=Path, default=None, help="keep logs here")
+    parser.add_argument(
+        "--controllers",
+        default="taas",
+        help="comma-separated TFJob controllers, run in turn: taas, kubeflow, kubeflow8 "
+        "(default: taas); ratios are to the last one",
+    )
     args = parser.parse_args(argv)
+    names = [name.strip() for name in args.controllers.split(",") if name.strip()]
+    unknown = [name for name in names if name not in CONTROLLERS]
+    if not names or unknown:
+        parser.error(f"--controllers: unknown {unknown}; choose from taas, kubeflow, kubeflow8")
+    for name in names:
+        try:
+            gang_arguments(CONTROLLERS[name])
+        except ValueError as err:
+            parser.error(f"--controllers: {err}")
     shape = GangShape.quick() if args.quick else GangShape.full()
     changes = {
         name: value
@@ -54,18 +76,24 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--workdir {args.workdir} holds an earlier run (sim/): give a new directory")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="taas-bench-scheduling-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    print(f"{shape.jobs} gang jobs over {shape.nodes} simulated nodes; logs in {workdir}",
-          flush=True)  # fmt: skip
-    try:
-        with GangRun(shape, workdir) as run:
-            result = run.run()
-    except SimClusterError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 1
-    print(table(result))
-    for problem in result.problems:
-        print(f"PROBLEM: {problem}")
-    return 1 if result.problems else 0
+    results: dict[str, GangResult] = {}
+    for name in names:
+        controller = CONTROLLERS[name]
+        print(f"{shape.jobs} gang jobs over {shape.nodes} simulated nodes under "
+              f"{controller.label}; logs in {workdir / name}", flush=True)  # fmt: skip
+        try:
+            with GangRun(shape, workdir / name, controller) as run:
+                result = run.run()
+        except (SimClusterError, ControllerError) as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        print(table(result))
+        for problem in result.problems:
+            print(f"PROBLEM: {problem}")
+        results[controller.label] = result
+    if len(results) > 1:
+        print(comparison(results))
+    return 1 if any(result.problems for result in results.values()) else 0
 
 
 if __name__ == "__main__":

@@ -17,6 +17,31 @@ KUEUE_PUBLISHED = (
 )
 
 
+FIGURES = (
+    ("created -> admitted by Kueue", "admit_s"),
+    ("admitted -> operator made every pod", "create_s"),
+    ("last pod made -> whole gang placed", "place_s"),
+    ("admitted -> whole gang Running", "start_s"),
+    ("created -> Succeeded", "total_s"),
+)
+
+
+def comparison(results: dict[str, GangResult]) -> str:
+    """Each figure's median, per controller, and as a ratio to the last one (the baseline)."""
+    labels = list(results)
+    baseline = results[labels[-1]]
+    rows = [f"medians (s){'':<27}" + "".join(f"{label:>28}" for label in labels) + "   ratio"]
+    for label, attr in FIGURES:
+        medians = [results[name].percentiles(attr)[0] for name in labels]
+        base = baseline.percentiles(attr)[0]
+        ratios = " / ".join(f"{m / base:.2f}x" if base else "-" for m in medians[:-1])
+        rows.append(f"{label:<38}" + "".join(f"{m:>28.1f}" for m in medians) + f"   {ratios}")
+    rows.append(
+        "makespan (s)" + " " * 26 + "".join(f"{results[n].makespan_s:>28.1f}" for n in labels)
+    )
+    return "\n".join(rows)
+
+
 def table(result: GangResult) -> str:
     shape = result.shape
     rows = [
@@ -26,13 +51,7 @@ def table(result: GangResult) -> str:
         "",
         f"{'per job (s)':<38}{'median':>8}{'p99':>8}{'max':>8}{'mean':>8}",
     ]
-    for label, attr in (
-        ("created -> admitted by Kueue", "admit_s"),
-        ("admitted -> operator made every pod", "create_s"),
-        ("last pod made -> whole gang placed", "place_s"),
-        ("admitted -> whole gang Running", "start_s"),
-        ("created -> Succeeded", "total_s"),
-    ):
+    for label, attr in FIGURES:
         median, p99, most = result.percentiles(attr)
         values = [getattr(j, attr) for j in result.jobs]
         mean = sum(values) / len(values) if values else 0.0

@@ -1,18 +1,24 @@
 """Many gang jobs competing for GPU quotas on a simulated cluster: Kueue admits each whole within
-its queue's quota, coscheduling places each whole, TaaS runs them.
+its queue's quota, coscheduling places each whole, the TFJob controller (TaaS, or Kubeflow's
+training-operator as the baseline) runs them.
 
     shape = GangShape.full() / GangShape.quick()
-    with GangRun(shape, workdir) as run:       # the simulated cluster, schedulers, operator
+    with GangRun(shape, workdir, CONTROLLERS["taas"]) as run:   # the cluster, schedulers,
+                                                                # the controller
         result = run.run()                     # creates the jobs, waits, measures, checks
     result.problems                            # [] when every check held
 
 What runs: a `SimCluster` (real etcd, kube-apiserver, kube-scheduler, kube-controller-manager;
 kwok plays `shape.nodes` GPU nodes of 8 `nvidia.com/gpu` each), scheduler-plugins' scheduler and
 controller and Kueue with its `kubeflow.org/tfjob` integration (`taas_controlplane.scheduling`),
-and TaaS's operator (`python -m taas_operator.controller --gang-scheduler-name=scheduler-plugins`,
-defaults otherwise). Kueue's objects: one ResourceFlavor `gpu` (node label
-`nvidia.com/gpu.present: "true"`), and per queue a ClusterQueue with `shape.quota` GPUs (and CPU
-and memory to match) and a LocalQueue in the queue's own namespace. The jobs: `shape.jobs`
+and the TFJob controller under test: TaaS's operator (`python -m taas_operator.controller
+--gang-scheduler-name=scheduler-plugins`, defaults otherwise, TaaS's CRD) or Kubeflow's
+training-operator v1.8.1 (`--gang-scheduler-name=scheduler-plugins-scheduler`: it makes the same
+PodGroups and names the scheduler its pods go to by that flag; its own CRD, which Kueue is
+started with), both as `bench.operator.controllers` runs them. Kueue's objects: one
+ResourceFlavor `gpu` (node label `nvidia.com/gpu.present: "true"`), and per queue a ClusterQueue
+with `shape.quota` GPUs (and CPU and memory to match) and a LocalQueue in the queue's own
+namespace. The jobs: `shape.jobs`
 TFJobs of Workers only, between `shape.min_workers` and `shape.max_workers` replicas (seeded),
 one GPU each, spread over the queues in turn, created at once from 16 threads; every fake
 container exits 0 after `shape.run_seconds` (kwok, `sim.taas.dev/run-seconds`);
@@ -29,7 +35,6 @@ figures per job).
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -39,17 +44,23 @@ from typing import Any
 from kubernetes import client
 
 from bench.clock import Clock
+from bench.operator.controllers import (
+    CONTROLLER_GROUPS,
+    CONTROLLER_USER,
+    KubeflowController,
+    RunningController,
+    TaasController,
+)
+from bench.operator.controllers import Controller as TFJobController
 from bench.scheduling.measure import KUEUE, GangResult, job_name, measure_jobs
 from bench.scheduling.shape import GangShape
 from taas_controlplane.foreground import Parts
 from taas_controlplane.scheduling import SchedulingOptions
+from taas_controlplane.scheduling.coscheduling import DEFAULT_SCHEDULER_NAME
 from taas_controlplane.sim.annotations import container_plan
 from taas_controlplane.sim.cluster import SimCluster
 from taas_operator.api.quantity import parse_quantity
-from taas_operator.processes import spawn, stop
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-TAAS_CRD = REPO_ROOT / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
 GPU = "nvidia.com/gpu"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
@@ -86,40 +97,42 @@ class _UsageSampler:
                             self.peak[queue] = max(self.peak[queue], used)
 
 
-class GangRun(Parts):
-    """One run: the simulated cluster with both schedulers, the operator, the jobs."""
+def gang_arguments(controller: TFJobController) -> list[str]:
+    """How each controller is told to gang its pods with scheduler-plugins' coscheduling."""
+    if isinstance(controller, KubeflowController):
+        return [f"--gang-scheduler-name={DEFAULT_SCHEDULER_NAME}"]  # the pods' schedulerName
+    if isinstance(controller, TaasController):
+        return ["--gang-scheduler-name=scheduler-plugins"]  # TaaS names the scheduler itself
+    raise ValueError(f"{controller.name} cannot gang-schedule: choose taas or kubeflow")
 
-    def __init__(self, shape: GangShape, workdir: Path) -> None:
-        self.shape, self.workdir = shape, workdir
-        options = SchedulingOptions(coscheduling=True, kueue=True, job_crds=[TAAS_CRD])
+
+class GangRun(Parts):
+    """One run: the simulated cluster with both schedulers, the TFJob controller, the jobs."""
+
+    def __init__(self, shape: GangShape, workdir: Path, controller: TFJobController) -> None:
+        self.shape, self.workdir, self.controller = shape, workdir, controller
+        self.gang_arguments = gang_arguments(controller)
+        options = SchedulingOptions(coscheduling=True, kueue=True, job_crds=[controller.crd()])
         self.sim = SimCluster(
             nodes=shape.nodes, gpu_nodes=shape.nodes, directory=workdir / "sim", scheduling=options
         )
-        self.operator: Any = None
+        self.running: RunningController | None = None
 
     def start(self) -> GangRun:
         self.sim.start(timeout=600)
         try:
             self._queues()
-            kubeconfig = self.sim.plane.kubeconfig_for("taas-operator", ["system:masters"])
-            log = (self.workdir / "operator.log").open("ab")
-            self.operator = spawn(
-                [
-                    sys.executable, "-m", "taas_operator.controller", "--all-namespaces",
-                    "--kubeconfig", kubeconfig, "--gang-scheduler-name=scheduler-plugins",
-                    "--health-port=0", "--metrics-port=0",
-                ],
-                cwd=REPO_ROOT, stdout=log,
-            )  # fmt: skip
-            log.close()
+            self.controller.install(self.sim.plane)
+            kubeconfig = self.sim.plane.kubeconfig_for(CONTROLLER_USER, CONTROLLER_GROUPS)
+            self.running = self.controller.start(kubeconfig, self.workdir, self.gang_arguments)
         except BaseException:
             self.sim.stop()
             raise
         return self
 
     def stop(self) -> None:
-        if self.operator is not None:
-            stop(self.operator)
+        if self.running is not None:
+            self.running.stop()
         self.sim.stop()
 
     # -- set-up -----------------------------------------------------------------------------
@@ -235,6 +248,9 @@ class GangRun(Parts):
             failed = sorted(name for name, job in jobs.items() if job.failed is not None)
             if failed or (not pending and len(jobs) == shape.jobs):
                 return failed
+            if self.running is not None and not self.running.alive():
+                print(f"{self.controller.name} exited:\n{self.running.log_tail()}", flush=True)
+                return pending
             if time.monotonic() > deadline or self.sim.exited():
                 return pending
             time.sleep(2.0)

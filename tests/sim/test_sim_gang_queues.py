@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.operator.controllers import CONTROLLERS
 from bench.scheduling.scenario import GangRun
 from bench.scheduling.shape import GangShape
 
@@ -26,7 +27,7 @@ pytestmark = [pytest.mark.sim, pytest.mark.controlplane, pytest.mark.timeout(420
 
 def test_gang_jobs_over_gpu_quotas_never_deadlock_nor_exceed_a_quota(tmp_path: Path) -> None:
     shape = GangShape.quick()
-    with GangRun(shape, tmp_path) as run:
+    with GangRun(shape, tmp_path, CONTROLLERS["taas"]) as run:
         result = run.run()
     assert not result.problems, "\n".join(result.problems)
     assert len(result.jobs) == shape.jobs
