@@ -247,3 +247,57 @@ def test_a_killed_chief_resumes_from_its_claim_and_tensorboard_reads_the_claim(
         assert shown[0] < step, (shown[:5], step)  # the first chief's summaries too
     finally:
         stop(tensorboard, signal.SIGTERM, grace=10)
+
+
+def _pod_on(name: str, node: str, script: str, claim: str) -> dict[str, Any]:
+    """A toolbox pod on `node` (by its hostname label) running `script` with `claim` at /d."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "restartPolicy": "Never",
+            "nodeSelector": {"kubernetes.io/hostname": node},
+            "containers": [
+                {
+                    "name": name,
+                    "image": TOOLBOX_IMAGE,
+                    "imagePullPolicy": "Never",
+                    "command": ["sh", "-c", script],
+                    "volumeMounts": [{"name": "d", "mountPath": "/d"}],
+                }
+            ],
+            "volumes": [{"name": "d", "persistentVolumeClaim": {"claimName": claim}}],
+        },
+    }
+
+
+@pytest.mark.nodes3
+def test_a_shared_path_claim_is_read_on_another_node(cluster: Cluster, ns: str) -> None:
+    """What a node-loss test needs: data one node wrote, read by a pod on another node."""
+    first, second = cluster.node_names[:2]
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": "shared"},
+        "spec": {
+            "storageClassName": "shared-path",
+            "accessModes": ["ReadWriteMany"],
+            "resources": {"requests": {"storage": "1Mi"}},
+        },
+    }
+    writer = _pod_on("writer", first, "echo from-$NODE > /d/f", "shared")
+    writer["spec"]["containers"][0]["env"] = [{"name": "NODE", "value": first}]
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(
+        {"apiVersion": "v1", "kind": "List", "items": [claim, writer]}
+    ))  # fmt: skip
+
+    def phase(pod: str) -> str:
+        return str(get_json(cluster, "-n", ns, "pod", pod)["status"].get("phase"))
+
+    wait_for("the writer to succeed", lambda: phase("writer") == "Succeeded", timeout=180)
+    reader = _pod_on("reader", second, "cat /d/f", "shared")
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(reader))
+    wait_for("the reader to succeed", lambda: phase("reader") == "Succeeded", timeout=180)
+    assert get_json(cluster, "-n", ns, "pod", "reader")["spec"]["nodeName"] == second
+    assert cluster.kubectl("logs", "-n", ns, "reader").stdout == f"from-{first}\n"
