@@ -353,7 +353,7 @@ def test_example_tfjob_scripts_are_in_the_trainer_image(trainer_app_files: dict[
     image holds: examples/ is copied to its WORKDIR /app."""
     checked = 0
     for path in sorted((ROOT / "manifests" / "examples").glob("*.yaml")):
-        job = yaml.safe_load(path.read_text())
+        (job,) = [d for d in yaml.safe_load_all(path.read_text()) if d["kind"] == "TFJob"]
         for replica in job["spec"]["tfReplicaSpecs"].values():
             for container in replica["template"]["spec"]["containers"]:
                 if "taas-trainer" not in container["image"]:

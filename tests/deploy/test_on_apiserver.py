@@ -205,15 +205,21 @@ def test_example_tfjobs_are_accepted(control_plane: ControlPlane) -> None:
     _ensure_namespace(control_plane, namespace)
     assert any(path.name.startswith("kubeflow-") for path in EXAMPLES)
     for path in EXAMPLES:
-        job = yaml.safe_load(path.read_text())
-        assert (job["apiVersion"], job["kind"]) == ("kubeflow.org/v1", "TFJob"), path.name
+        # One TFJob each, with the PersistentVolumeClaim of its model directory where it has one.
+        docs = list(yaml.safe_load_all(path.read_text()))
+        (job,) = [d for d in docs if d["kind"] == "TFJob"]
+        assert job["apiVersion"] == "kubeflow.org/v1", path.name
+        assert {d["kind"] for d in docs} <= {"TFJob", "PersistentVolumeClaim"}, path.name
         target = job["metadata"].get("namespace", namespace)
         _ensure_namespace(control_plane, target)
-        done = control_plane.kubectl(
-            "create", "--dry-run=server", "-n", target, "-o", "json", "-f", str(path), check=False
-        )
-        assert done.returncode == 0, f"{path.name} refused:\n{done.stderr}"
-        stored = json.loads(done.stdout)
+        for doc in docs:
+            done = control_plane.kubectl(
+                "create", "--dry-run=server", "-n", target, "-o", "json", "-f", "-",
+                input=json.dumps(doc), check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, f"{path.name} refused:\n{done.stderr}"
+            if doc is job:
+                stored = json.loads(done.stdout)
         assert stored["spec"]["tfReplicaSpecs"].keys() == job["spec"]["tfReplicaSpecs"].keys()
 
 

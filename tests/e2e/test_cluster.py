@@ -1,5 +1,6 @@
 """The one-node cluster itself: pods get addresses on the cluster's own bridge and nothing
-beyond it, ClusterIPs and service names work in pods, and stopping leaves nothing behind."""
+beyond it, ClusterIPs and service names work in pods, and stopping leaves nothing behind (a
+claimed volume's directory included)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,27 @@ spec:
 )
 
 
+# A pod holding a claim of the default class (a directory under the run's `storage/`).
+CLAIMED = f"""
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {{name: data}}
+spec: {{accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Mi}}}}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: claimed}}
+spec:
+  containers:
+  - name: c
+    image: {TOOLBOX_IMAGE}
+    imagePullPolicy: Never
+    command: ["sh", "-c", "echo kept > /data/f && sleep 100000"]
+    volumeMounts: [{{name: data, mountPath: /data}}]
+  volumes: [{{name: data, persistentVolumeClaim: {{claimName: data}}}}]
+"""
+
+
 def _start_web(cluster: Cluster, ns: str) -> None:
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=SERVER)
     for pod in ("web", "client"):
@@ -65,6 +87,11 @@ def test_stopping_leaves_nothing_behind(nodes: int) -> None:
             "spec: {podSelector: {matchLabels: {app: web}}, policyTypes: [Ingress]}\n"
         )
         cluster.kubectl("apply", "-n", "leftovers", "-f", "-", input=policy)
+        cluster.kubectl("apply", "-n", "leftovers", "-f", "-", input=CLAIMED)
+        cluster.kubectl("wait", "-n", "leftovers", "--for=condition=Ready", "pod/claimed",
+                        "--timeout=120s")  # fmt: skip
+        volumes = cluster.storage.volumes
+        assert list(volumes.glob("*/*/f")), "no volume directory under the run's storage/"
         during = cluster.host_state()
         # The check sees the run's own things while it runs (else it could not fail after).
         assert during.processes and during.links and during.cgroups
@@ -83,7 +110,9 @@ def test_stopping_leaves_nothing_behind(nodes: int) -> None:
     finally:
         cluster.stop()
     after = cluster.host_state()
+    volumes_left = volumes.exists()
     shutil.rmtree(work, ignore_errors=True)
+    assert not volumes_left, "the volumes' directories outlived the cluster"
     assert cluster.containers_at_stop == []
     assert before.leftovers(after) == []
     assert after.sysctls == before.sysctls

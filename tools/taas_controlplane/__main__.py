@@ -37,6 +37,7 @@ from taas_controlplane.katib import KatibOptions
 from taas_controlplane.launcher import ControlPlane, ControlPlaneError
 from taas_controlplane.runlock import clean_stale_run
 from taas_controlplane.scheduling import SchedulingOptions
+from taas_controlplane.storage import DEFAULT_CLASS, SHARED_CLASS
 
 
 def _up(directory: Path | None) -> int:
@@ -116,6 +117,10 @@ def _cluster_up(
     print(f"Images: `{cluster.ctr_hint}` (imagePullPolicy: Never or IfNotPresent)")
     registry = cluster.registry.address
     print(f"Registry: {registry} (`taas-controlplane images --push {registry}/taas`)")
+    print(
+        f"Storage classes: {DEFAULT_CLASS} (default, node-local), {SHARED_CLASS} (ReadWriteMany, "
+        f"every node); volumes under {cluster.storage.volumes}"
+    )
     for line in _scheduling_lines(scheduling):
         print(line)
     if katib is not None and katib.enabled:

@@ -69,6 +69,8 @@ KUEUE_VERSION = "v0.19.2"
 REGISTRY_VERSION = "v3.1.2"
 # Hyperparameter search (taas_controlplane.katib): v0.18.0 is refused by the proxy.
 KATIB_VERSION = "v0.19.0"
+# The clusters' storage class (taas_controlplane.storage): rancher's dynamic local-path volumes.
+LOCAL_PATH_PROVISIONER_VERSION = "v0.0.30"
 
 # Version stamps every Kubernetes binary carries (else they report v0.0.0-master).
 _KUBE_LDFLAGS = " ".join(
@@ -161,6 +163,12 @@ BINARIES: dict[str, GoBinary] = {
         version=REGISTRY_VERSION,
         install_path="github.com/distribution/distribution/v3/cmd/registry",
         ldflags=f"-X github.com/distribution/distribution/v3/version.version={REGISTRY_VERSION}",
+    ),
+    "local-path-provisioner": GoBinary(
+        name="local-path-provisioner",
+        version=LOCAL_PATH_PROVISIONER_VERSION,
+        install_path="github.com/rancher/local-path-provisioner",
+        ldflags="-X main.VERSION=" + LOCAL_PATH_PROVISIONER_VERSION,
     ),
     **{
         name: GoBinary(

@@ -13,11 +13,12 @@ the registry) with the sandbox image, then kube-controller-manager, kube-schedul
 the host, each node's kube-proxy and kubelet, then (once the nodes are registered; with several,
 their pod ranges written on them) each node's kube-router (NetworkPolicy) (components.py); ready
 when every node is Ready, its kubelet, kube-proxy and kube-router answer, CoreDNS answers, and
-`default` has its ServiceAccount; then, if asked (`scheduling`), scheduler-plugins and Kueue
-(`taas_controlplane.scheduling`), and Katib (`katib`, `taas_controlplane.katib`). Stop order:
-Katib, those schedulers, controller-manager and scheduler (nothing recreates pods), every pod
-deleted and its sandbox torn down by its kubelet, the nodes' components and CoreDNS,
-containerd's remaining containers, containerd, the registry, the control plane; then
+`default` has its ServiceAccount; then the storage classes' provisioner (storage.py); then, if
+asked (`scheduling`), scheduler-plugins and Kueue (`taas_controlplane.scheduling`), and Katib
+(`katib`, `taas_controlplane.katib`). Stop order: Katib, those schedulers, the provisioner,
+controller-manager and scheduler (nothing recreates pods), every pod deleted and its sandbox
+torn down by its kubelet, the nodes' components and CoreDNS, containerd's remaining containers,
+containerd, the volumes' directories, the registry, the control plane; then
 hoststate.scrub removes whatever is left. One cluster per machine (a lock): one node's
 kube-proxy and kube-router own host-wide iptables chains. A run killed before it could stop is
 scrubbed by the next start (`<cache>/node/last-run.json`).
@@ -55,6 +56,7 @@ from taas_controlplane.registry import Registry, RegistryError
 from taas_controlplane.runlock import last_run, state_dir
 from taas_controlplane.runtime import Containerd, missing_packages
 from taas_controlplane.scheduling import SchedulingError, SchedulingOptions, SchedulingStack
+from taas_controlplane.storage import Storage, StorageError
 from taas_operator.processes import spawn
 from taas_operator.processes import stop as stop_process
 
@@ -68,6 +70,7 @@ NODE_BINARIES = (
     "coredns",
     "kube-router",
     "registry",
+    "local-path-provisioner",
 )
 #: Nodes of one cluster at most: each runs its own kubelet, containerd, kube-proxy and
 #: kube-router on this one machine.
@@ -108,6 +111,8 @@ class Cluster(Parts):
         self.registry = Registry(
             self.directory, state_dir() / "registry", self.network.host_address
         )
+        #: The storage classes' provisioner (storage.py), started once the nodes are Ready.
+        self.storage = Storage(self.plane, self.directory, self.node_names)
         #: scheduler-plugins and/or Kueue, started last and stopped first (`scheduling`).
         self.schedulers = SchedulingStack(
             self.plane, self.directory / "scheduling", scheduling or SchedulingOptions()
@@ -164,6 +169,7 @@ class Cluster(Parts):
         for node in self.nodes:
             gone = gone or node.exited()
         gone = gone or ("registry" if self.registry.exited() else None)
+        gone = gone or self.storage.exited()
         return gone or self.plane.exited() or self.schedulers.exited() or self.katib.exited()
 
     @property
@@ -203,6 +209,7 @@ class Cluster(Parts):
             return
         self.katib.stop()  # its webhooks first: nothing may call a Katib that is gone
         self.schedulers.stop()  # Kueue's webhooks first: nothing may call a Kueue that is gone
+        self.storage.stop()
         for name in ("kube-controller-manager", "kube-scheduler"):
             self._stop(name)
         if any("kubelet" in node.procs for node in self.nodes) and self.plane.apiserver:
@@ -214,6 +221,7 @@ class Cluster(Parts):
         for node in self.nodes:
             left += node.stop_runtime()
         self.containers_at_stop = left
+        self.storage.remove()
         self.registry.stop()
         self.plane.stop(remove=False)
         hoststate.scrub(self.directory, self.network, self._sysctls)
@@ -307,6 +315,10 @@ class Cluster(Parts):
                 assert node.ctx
                 node.spawn(components.kube_router(node.ctx))
         self._wait_ready(timeout)
+        try:
+            self.storage.start()
+        except StorageError as err:
+            raise ClusterError(str(err)) from err
         if self.schedulers.options.any:
             try:
                 self.schedulers.start()
