@@ -2,7 +2,8 @@
 with the chart switched to gang scheduling, the node's free CPU, small barrier jobs, Kueue's
 objects.
 
-    scheduling_on(cluster, directory) -> context manager   # stack + chart value, both undone
+    scheduling_on(cluster, directory[, pods_ready_timeout]) -> context manager
+                                                           # stack + chart value, both undone
     free_millicpu(cluster) -> int                          # allocatable minus pods' requests
     barrier_job(name, workers, millicpu, hold_s=3, ...) -> dict   # workers wait for each other
     kueue_queue(cluster, cpu_milli, preemption=False) -> (cluster_queue, cleanup)
@@ -40,12 +41,16 @@ sleep "$HOLD_SECONDS"
 
 
 @contextmanager
-def scheduling_on(cluster: Cluster, directory: Path) -> Iterator[SchedulingStack]:
-    """scheduler-plugins (scheduler + controller) and Kueue (TFJob integration) on the shared
-    cluster, and the session's chart release upgraded with gangScheduling.schedulerName; at the
-    end the release goes back to the session's values and the schedulers stop (Kueue's
-    webhooks removed first)."""
-    options = SchedulingOptions(coscheduling=True, kueue=True)
+def scheduling_on(
+    cluster: Cluster, directory: Path, pods_ready_timeout: float | None = None
+) -> Iterator[SchedulingStack]:
+    """scheduler-plugins (scheduler + controller) and Kueue (TFJob integration; its
+    waitForPodsReady timeout if given) on the shared cluster, and the session's chart release
+    upgraded with gangScheduling.schedulerName; at the end the release goes back to the
+    session's values and the schedulers stop (Kueue's webhooks removed first)."""
+    options = SchedulingOptions(
+        coscheduling=True, kueue=True, kueue_pods_ready_timeout=pods_ready_timeout
+    )
     with SchedulingStack(cluster.plane, directory, options) as stack:
         install_chart(cluster, *SESSION_VALUES, GANG_VALUE)
         try:

@@ -1,11 +1,12 @@
 """Kueue's objects for the operator tests: a ResourceFlavor, a ClusterQueue with a quota and a
-LocalQueue, made the way a cluster administrator makes them (docs/gang-scheduling.md)."""
+LocalQueue, made the way a cluster administrator makes them (docs/gang-scheduling.md); a queued
+TFJob, and what Kueue and the operator made for it (its Workload, its live pods)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tests.operator.operator_harness import Api, unique
+from tests.operator.operator_harness import Api, tfjob, unique
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -53,3 +54,37 @@ def queues(
         kueue_object("LocalQueue", "team", spec={"clusterQueue": cluster_queue}),
     )
     return "team"
+
+
+def queued_job(name: str, queue: str, workers: int, cpu: str, priority: str = "") -> dict:
+    container = {
+        "name": "tensorflow",
+        "image": "example.com/t:1",
+        "resources": {"requests": {"cpu": cpu}},
+    }
+    job = tfjob(name, {"Worker": {"replicas": workers, "containers": [container]}})
+    job["metadata"]["labels"] = {QUEUE_LABEL: queue}
+    if priority:
+        job["metadata"]["labels"][PRIORITY_LABEL] = priority
+    return job
+
+
+def workload(admin: Api, ns: str, job: str) -> dict[str, Any] | None:
+    """Kueue's Workload for the TFJob (owned by it)."""
+    for item in admin.get(f"{KUEUE}/namespaces/{ns}/workloads")["items"]:
+        if any(o["name"] == job for o in item["metadata"].get("ownerReferences") or []):
+            return dict(item)
+    return None
+
+
+def workload_condition(admin: Api, ns: str, job: str, type_: str) -> dict[str, Any] | None:
+    for cond in ((workload(admin, ns, job) or {}).get("status") or {}).get("conditions") or []:
+        if cond["type"] == type_:
+            return dict(cond)
+    return None
+
+
+def live_pods(admin: Api, ns: str, job: str) -> dict[str, dict[str, Any]]:
+    return {
+        n: p for n, p in admin.pods(ns, job).items() if not p["metadata"].get("deletionTimestamp")
+    }

@@ -138,7 +138,8 @@ class Api:
         pod_ip: str | None = None,
     ) -> dict[str, Any]:
         """Play the kubelet: write the pod's phase and its tensorflow container's state (and
-        its IP, where the operator reads a chief's training progress)."""
+        its IP, where the operator reads a chief's training progress). `reason`: a terminated
+        container's, or a Pending one's waiting reason (e.g. `ImagePullBackOff`)."""
         if phase == "Running":
             state: dict[str, Any] = {"running": {"startedAt": _now()}}
         elif phase in ("Succeeded", "Failed"):
@@ -147,7 +148,7 @@ class Api:
             terminated["reason"] = reason or ("Completed" if code == 0 else "Error")
             state = {"terminated": terminated}
         else:
-            state = {"waiting": {"reason": "ContainerCreating"}}
+            state = {"waiting": {"reason": reason or "ContainerCreating"}}
         status: dict[str, Any] = {
             "phase": phase,
             "containerStatuses": [

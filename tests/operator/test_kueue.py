@@ -13,19 +13,24 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from taas_controlplane.launcher import ControlPlane
 from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
-from tests.operator.kueue_helpers import KUEUE, PRIORITY_LABEL, QUEUE_LABEL, kueue_object, queues
+from tests.operator.kueue_helpers import (
+    KUEUE,
+    kueue_object,
+    live_pods,
+    queued_job,
+    queues,
+    workload_condition,
+)
 from tests.operator.operator_harness import (
     Api,
     StartOperator,
     condition,
     new_namespace,
-    tfjob,
     unique,
     wait_for,
 )
@@ -41,40 +46,6 @@ def kueue(
     options = SchedulingOptions(kueue=True)
     with SchedulingStack(control_plane, tmp_path_factory.mktemp("kueue"), options) as stack:
         yield stack
-
-
-def queued_job(name: str, queue: str, workers: int, cpu: str, priority: str = "") -> dict:
-    container = {
-        "name": "tensorflow",
-        "image": "example.com/t:1",
-        "resources": {"requests": {"cpu": cpu}},
-    }
-    job = tfjob(name, {"Worker": {"replicas": workers, "containers": [container]}})
-    job["metadata"]["labels"] = {QUEUE_LABEL: queue}
-    if priority:
-        job["metadata"]["labels"][PRIORITY_LABEL] = priority
-    return job
-
-
-def workload(admin: Api, ns: str, job: str) -> dict[str, Any] | None:
-    """Kueue's Workload for the TFJob (owned by it)."""
-    for item in admin.get(f"{KUEUE}/namespaces/{ns}/workloads")["items"]:
-        if any(o["name"] == job for o in item["metadata"].get("ownerReferences") or []):
-            return dict(item)
-    return None
-
-
-def workload_condition(admin: Api, ns: str, job: str, type_: str) -> dict[str, Any] | None:
-    for cond in ((workload(admin, ns, job) or {}).get("status") or {}).get("conditions") or []:
-        if cond["type"] == type_:
-            return dict(cond)
-    return None
-
-
-def live_pods(admin: Api, ns: str, job: str) -> dict[str, dict[str, Any]]:
-    return {
-        n: p for n, p in admin.pods(ns, job).items() if not p["metadata"].get("deletionTimestamp")
-    }
 
 
 def finish(admin: Api, ns: str, job: str) -> None:

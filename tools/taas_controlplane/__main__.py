@@ -10,11 +10,13 @@ taas-controlplane up [--dir DIR]   # start them; prints the KUBECONFIG line; Ctr
 taas-controlplane crd [--fetch]    # regenerate the TFJob CRD (see taas_controlplane.crd)
 taas-controlplane cluster up [--nodes N] [--dir DIR] [--images] [--no-network-policy]
                             [--gang scheduler-plugins] [--kueue [tfjob|pod]] [--katib]
+                            [--kueue-pods-ready-timeout SECONDS]
                                    # a whole cluster of N real nodes (default 1) on this
                                    # machine (root); Ctrl-C stops and cleans
 taas-controlplane cluster clean    # remove what a killed `cluster up` left behind
 taas-controlplane sim up --nodes N [--gpu-nodes M] [--dir DIR] [--default-timings]
                             [--gang scheduler-plugins] [--kueue [tfjob|pod]]
+                            [--kueue-pods-ready-timeout SECONDS]
                                    # a simulated cluster (kwok nodes); Ctrl-C stops
 taas-controlplane sim down         # stop the running `sim up`s
 """
@@ -156,6 +158,14 @@ def _add_scheduling_flags(parser: argparse.ArgumentParser) -> None:
         "kubeflow.org/tfjob integration, `pod` leaves it off (for the operator's "
         "--kueue-pod-groups)",
     )
+    parser.add_argument(
+        "--kueue-pods-ready-timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="Kueue's waitForPodsReady timeout: an admitted job whose pods are not all ready "
+        "in time is evicted and requeued (default: Kueue's own, 30 minutes)",
+    )
 
 
 def _scheduling(args: argparse.Namespace) -> SchedulingOptions:
@@ -165,6 +175,7 @@ def _scheduling(args: argparse.Namespace) -> SchedulingOptions:
         coscheduling=args.gang == "scheduler-plugins",
         kueue=args.kueue is not None,
         kueue_tfjob=args.kueue != "pod",
+        kueue_pods_ready_timeout=args.kueue_pods_ready_timeout,
     )
 
 
@@ -178,8 +189,11 @@ def _scheduling_lines(options: SchedulingOptions) -> list[str]:
         )
     if options.kueue:
         how = "kubeflow.org/tfjob integration on" if options.kueue_tfjob else "pod integration"
+        timeout = options.kueue_pods_ready_timeout
+        ready = f"{timeout:g}s" if timeout is not None else "Kueue's default, 30m"
         lines.append(
-            f"Kueue: {how}; label TFJobs kueue.x-k8s.io/queue-name (docs/gang-scheduling.md)"
+            f"Kueue: {how}, waitForPodsReady timeout {ready}; label TFJobs "
+            "kueue.x-k8s.io/queue-name (docs/gang-scheduling.md)"
         )
     return lines
 

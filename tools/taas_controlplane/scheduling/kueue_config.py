@@ -4,7 +4,7 @@
     crds(source, webhook) -> list[dict]              # config/components/crd + its patches
     webhook_configurations(source, webhook) -> list  # config/components/webhook
     rbac(source, user) -> list[dict]                 # manager + metrics-auth roles, bound to user
-    manager_config(source, ports, cert_dir, frameworks) -> dict
+    manager_config(source, ports, cert_dir, frameworks, pods_ready_timeout) -> dict
 
 Pure apart from reading the module's files. What a cluster gets is what `kubectl apply -k
 config/default` of the same release gives it, with three differences made here because Kueue
@@ -15,6 +15,12 @@ are made by this project (`internalCertManagement.enable: false`, `webhook.certD
 serves only on 127.0.0.1 (webhook, health, metrics), without leader election and without the
 visibility API server (`VisibilityOnDemand: false`: an extension apiserver of its own, not
 needed to queue and admit). Names get the release's `kueue-` prefix.
+
+`waitForPodsReady`: v0.19's `config.kueue.x-k8s.io/v1beta2` has no `enable` field; Kueue's
+defaulting turns it on for every configuration (timeout 30m, the same recovery timeout,
+requeued with a 60 s backoff doubling), off only with its deprecated `DisableWaitForPodsReady`
+feature gate. The module's file leaves it commented out, so Kueue's defaults hold unless the
+caller gives a timeout (`pods_ready_timeout`), which becomes `waitForPodsReady.timeout`.
 
 Integrations: the module's default list (v0.19: batch/job, pod, deployment, statefulset, ...)
 plus `kubeflow.org/tfjob`, which v0.19 no longer enables by default (kueue#12606), unless the
@@ -183,10 +189,15 @@ def frameworks(source: Path, tfjob: bool = True) -> list[str]:
 
 
 def manager_config(
-    source: Path, ports: ManagerPorts, cert_dir: Path, enabled: list[str]
+    source: Path,
+    ports: ManagerPorts,
+    cert_dir: Path,
+    enabled: list[str],
+    pods_ready_timeout: float | None = None,
 ) -> dict[str, Any]:
     """The module's `controller_manager_config.yaml`, changed only where this machine needs it
-    (see the module docstring)."""
+    (see the module docstring), with `waitForPodsReady.timeout` set if `pods_ready_timeout`
+    (seconds) is given."""
     path = source / _COMPONENTS / "manager" / "controller_manager_config.yaml"
     config: dict[str, Any] = yaml.safe_load(path.read_text())
     config["namespace"] = NAMESPACE
@@ -197,4 +208,6 @@ def manager_config(
     config["internalCertManagement"] = {"enable": False}
     config["integrations"]["frameworks"] = list(enabled)
     config["featureGates"] = {"VisibilityOnDemand": False}
+    if pods_ready_timeout is not None:
+        config["waitForPodsReady"] = {"timeout": f"{pods_ready_timeout:g}s"}
     return config

@@ -22,7 +22,7 @@ import signal
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from taas_controlplane.binaries import BuildError
 from taas_controlplane.hostparts import HostParts
@@ -54,6 +54,10 @@ class SchedulingOptions(BaseModel):
     #: Kueue's `kubeflow.org/tfjob` integration on (else only its defaults, `pod` among them:
     #: the plain pod-group way, TaaS's `--kueue-pod-groups`).
     kueue_tfjob: bool = True
+    #: Kueue's `waitForPodsReady.timeout` in seconds: how long an admitted job may take to have
+    #: all its pods ready before Kueue evicts and requeues it. None: Kueue's default (v0.19: on,
+    #: 30 minutes).
+    kueue_pods_ready_timeout: float | None = Field(default=None, gt=0)
     #: CRD files of the jobs Kueue is to manage (TaaS's TFJob CRD), applied before it starts:
     #: Kueue starts an integration whose API is missing only when a poll finds it (backing
     #: off to every 2 minutes).
@@ -150,7 +154,15 @@ class SchedulingStack(HostParts):
         )
         enabled = kueue_config.frameworks(source, tfjob=self.options.kueue_tfjob)
         config.write_text(
-            yaml.safe_dump(kueue_config.manager_config(source, ports, files.cert_dir, enabled))
+            yaml.safe_dump(
+                kueue_config.manager_config(
+                    source,
+                    ports,
+                    files.cert_dir,
+                    enabled,
+                    self.options.kueue_pods_ready_timeout,
+                )
+            )
         )
         self._spawn(
             "kueue",

@@ -1,7 +1,7 @@
 """`taas-controlplane sim up|down`: a simulated cluster from the command line.
 
 sim up --nodes N [--gpu-nodes M] [--dir DIR] [--default-timings]
-       [--gang scheduler-plugins] [--kueue [tfjob|pod]]
+       [--gang scheduler-plugins] [--kueue [tfjob|pod]] [--kueue-pods-ready-timeout SECONDS]
     starts it, prints the KUBECONFIG line, records itself in <cache>/sim/<pid>.json and
     waits; Ctrl-C or SIGTERM stops every process and removes what it made.
 sim down

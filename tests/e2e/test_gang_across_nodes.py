@@ -1,0 +1,238 @@
+"""Issue 31: gangs and queues across the 3 real nodes.
+
+Real: the 3-node cluster the other `nodes3` tests share (no second start), with
+scheduler-plugins' coscheduling and Kueue (TFJob integration) started on it for this module and
+the chart's operator switched to `gangScheduling.schedulerName=scheduler-plugins`
+(`gang_helpers.scheduling_on`, as on the one-node cluster). Every job here has one worker per
+node: required pod anti-affinity on its name, so a gang of 3 needs all three nodes. Kueue runs
+with a waitForPodsReady timeout of PODS_READY_TIMEOUT (issue 32): a queued job whose image is
+not on the nodes is evicted and requeued.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from taas_controlplane.cluster import Cluster
+from taas_controlplane.scheduling import SchedulingStack
+from tests.e2e.gang_helpers import (
+    QUEUE_LABEL,
+    barrier_job,
+    finished_at,
+    job_pods,
+    kueue_queue,
+    scheduled_at,
+    scheduling_on,
+    workload_of,
+)
+from tests.e2e.node_helpers import condition, get_json, wait_finished, wait_for
+
+pytestmark = [pytest.mark.node, pytest.mark.nodes3]
+
+JOB_LABEL = "training.kubeflow.org/job-name"
+HOSTNAME = "kubernetes.io/hostname"
+NODES = ["taas-node-0", "taas-node-1", "taas-node-2"]
+PER_WORKER_MILLICPU = 200
+NUDGE = "taas.dev/retry-gang"
+#: Long enough for a job's pods to start on a busy machine, short enough to wait out.
+PODS_READY_TIMEOUT = 60.0
+
+
+@pytest.fixture(scope="module")
+def gangs(
+    cluster: Cluster, operator: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SchedulingStack]:
+    started = time.monotonic()
+    directory = tmp_path_factory.mktemp("scheduling")
+    with scheduling_on(cluster, directory, PODS_READY_TIMEOUT) as stack:
+        # What the schedulers add to the 3-node cluster's start (read with `pytest -s`).
+        print(
+            f"\nscheduling stack + chart upgrade: {time.monotonic() - started:.1f}s",
+            file=sys.stderr,
+        )
+        yield stack
+
+
+def spread_job(name: str, *, hold_s: int = 3, labels: dict[str, str] | None = None) -> dict:
+    """A barrier job of 3 workers, one per node (required anti-affinity on its name)."""
+    term = {"labelSelector": {"matchLabels": {JOB_LABEL: name}}, "topologyKey": HOSTNAME}
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    return barrier_job(
+        name,
+        3,
+        PER_WORKER_MILLICPU,
+        hold_s=hold_s,
+        labels=labels,
+        template_spec={"affinity": affinity},
+    )
+
+
+def _apply(cluster: Cluster, ns: str, job: dict[str, Any]) -> None:
+    cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(job))
+
+
+def _job(cluster: Cluster, ns: str, name: str) -> dict[str, Any]:
+    return dict(get_json(cluster, "-n", ns, "tfjob", name))
+
+
+def _succeeded_across_the_nodes(cluster: Cluster, ns: str, name: str) -> list[dict[str, Any]]:
+    job = wait_finished(cluster, ns, name, timeout=240)
+    assert (condition(job, "Succeeded") or {}).get("status") == "True", job["status"]
+    pods = job_pods(cluster, ns, name)
+    assert sorted(p["spec"].get("nodeName") for p in pods) == NODES, [p["spec"] for p in pods]
+    assert all(p["status"]["phase"] == "Succeeded" for p in pods)
+    return pods
+
+
+def test_a_gang_of_three_waits_whole_while_a_node_is_cordoned_and_runs_across_all_three(
+    cluster: Cluster, gangs: SchedulingStack, ns: str
+) -> None:
+    cluster.kubectl("cordon", NODES[2])
+    try:
+        _apply(cluster, ns, spread_job("gang"))
+        waiting = wait_for(
+            "the job waiting for its gang",
+            lambda: (
+                (c := condition(_job(cluster, ns, "gang"), "Running"))
+                and c["reason"] == "WaitingForGang"
+                and c
+            ),
+        )
+        assert waiting["status"] == "False", waiting
+        assert "waiting for 3 pods to be scheduled together" in waiting["message"], waiting
+        # No partial start: two nodes could each hold a worker, yet none is bound.
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            pods = job_pods(cluster, ns, "gang")
+            assert len(pods) == 3
+            bound = [p["metadata"]["name"] for p in pods if p["spec"].get("nodeName")]
+            assert not bound, f"placed while the gang cannot be whole: {bound}"
+            time.sleep(1)
+    finally:
+        cluster.kubectl("uncordon", NODES[2])
+    # Coscheduling (v0.33.5) looks again at a gang it rejected only on a new pod or a change of
+    # its PodGroup, not when a node becomes usable (else within the scheduler's 5-minute flush
+    # of unschedulable pods): the nudge docs/gang-scheduling.md gives for this.
+    cluster.kubectl(
+        "annotate", "podgroup", "-n", ns, "gang", f"{NUDGE}={time.time():.0f}", "--overwrite"
+    )
+    _succeeded_across_the_nodes(cluster, ns, "gang")
+
+
+def test_a_queue_spanning_the_nodes_admits_the_second_job_when_the_first_finishes(
+    cluster: Cluster, gangs: SchedulingStack, ns: str
+) -> None:
+    # Room in the quota for one job's 3 workers (one on each node), not for two jobs'.
+    queue, cleanup = kueue_queue(cluster, ns, cpu_milli=PER_WORKER_MILLICPU * 9 // 2)
+    try:
+        labels = {QUEUE_LABEL: queue}
+        _apply(cluster, ns, spread_job("first", hold_s=8, labels=labels))
+        wait_for("first admitted", lambda: len(job_pods(cluster, ns, "first")) == 3)
+        _apply(cluster, ns, spread_job("second", labels=labels))
+        suspended = wait_for(
+            "second Suspended",
+            lambda: (
+                (c := condition(_job(cluster, ns, "second"), "Suspended"))
+                and c["status"] == "True"
+                and c
+            ),
+        )
+        assert suspended["reason"] == "TFJobSuspended", suspended
+        why = wait_for(
+            "Kueue's reason",
+            lambda: next(
+                (
+                    c
+                    for c in ((workload_of(cluster, ns, "second") or {}).get("status") or {}).get(
+                        "conditions", []
+                    )
+                    if c["type"] == "QuotaReserved" and c["status"] == "False"
+                ),
+                None,
+            ),
+        )
+        assert "insufficient unused quota for cpu" in why["message"], why
+        assert not job_pods(cluster, ns, "second")
+        first = _succeeded_across_the_nodes(cluster, ns, "first")
+        second = _succeeded_across_the_nodes(cluster, ns, "second")
+        resumed = condition(_job(cluster, ns, "second"), "Suspended") or {}
+        assert (resumed.get("status"), resumed.get("reason")) == ("False", "TFJobResumed")
+        ended = max(finished_at(p) or 0 for p in first)
+        assert min(scheduled_at(p) or 0 for p in second) >= ended
+    finally:
+        cluster.kubectl(
+            "delete", "tfjob", "-n", ns, "--all", "--wait=true", "--timeout=60s", check=False
+        )
+        cleanup()
+
+
+def test_a_queued_job_whose_image_is_missing_is_evicted_after_the_pods_ready_timeout(
+    cluster: Cluster, gangs: SchedulingStack, ns: str
+) -> None:
+    queue, cleanup = kueue_queue(cluster, ns, cpu_milli=PER_WORKER_MILLICPU * 9 // 2)
+    try:
+        job = spread_job("missing", labels={QUEUE_LABEL: queue})
+        container = job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+        container["image"] = "registry.invalid/taas/not-there:1"  # Never pulled: no network
+        _apply(cluster, ns, job)
+        wait_for("its pods", lambda: len(job_pods(cluster, ns, "missing")) == 3)
+        running = wait_for(
+            "TaaS saying why it does not run",
+            lambda: (
+                (c := condition(_job(cluster, ns, "missing"), "Running"))
+                and c["reason"] == "ErrImageNeverPull"
+                and c
+            ),
+        )
+        assert running["status"] == "False", running
+        evicted = wait_for(
+            "Kueue's eviction",
+            lambda: next(
+                (
+                    c
+                    for c in ((workload_of(cluster, ns, "missing") or {}).get("status") or {}).get(
+                        "conditions", []
+                    )
+                    if c["type"] == "Evicted" and c["status"] == "True"
+                ),
+                None,
+            ),
+            timeout=PODS_READY_TIMEOUT + 60,
+        )
+        assert evicted["reason"] == "PodsReadyTimeout", evicted
+        suspended = wait_for(
+            "the job Suspended",
+            lambda: (
+                (c := condition(_job(cluster, ns, "missing"), "Suspended"))
+                and c["status"] == "True"
+                and c
+            ),
+        )
+        assert suspended["lastTransitionTime"] >= evicted["lastTransitionTime"], suspended
+        wait_for("its pods gone", lambda: not job_pods(cluster, ns, "missing"), timeout=60)
+        requeued = wait_for(
+            "Kueue's requeue",
+            lambda: ((workload_of(cluster, ns, "missing") or {}).get("status") or {}).get(
+                "requeueState"
+            ),
+        )
+        assert requeued.get("count") == 1, requeued
+        events = get_json(
+            cluster, "events", "-n", ns, "--field-selector", "involvedObject.name=missing"
+        )
+        assert any(
+            e.get("reason") == "Stopped"
+            and "Exceeded the PodsReady timeout" in e.get("message", "")
+            for e in events["items"]
+        ), [(e.get("reason"), e.get("message")) for e in events["items"]]
+    finally:
+        cluster.kubectl(
+            "delete", "tfjob", "-n", ns, "--all", "--wait=true", "--timeout=60s", check=False
+        )
+        cleanup()
