@@ -8,6 +8,7 @@
     waiting_detail(pod) -> str                         # "pod p (Worker 0), container c is ..."
     unschedulable_detail(job, pods) -> str | None      # "3 of 8 Worker pods unschedulable: ..."
     lost_detail(pod) -> str             # "pod p (Worker 1) on node n, which was deleted ..."
+    evicted_detail(pod) -> str          # "pod p (Worker 1) on node n, EvictionByEvictionAPI: ..."
 
 Pure; the lifecycle pass (`taas_operator.planner.lifecycle`) calls them with the pods of the
 current slots (`failed`: ended and not to be retried; `retry`: to be deleted and recreated).
@@ -94,6 +95,12 @@ def lost_detail(pod: ObservedPod) -> str:
         else "evicted after the node stopped responding"
     )
     return f"pod {pod.name} ({pod.replica_type} {pod.index}) on node {node}, {why}"
+
+
+def evicted_detail(pod: ObservedPod) -> str:
+    """TaaS: which replica was evicted from which node, and why in Kubernetes' words."""
+    node = pod.node or "unknown"
+    return f"pod {pod.name} ({pod.replica_type} {pod.index}) on node {node}, {pod.evicted}"
 
 
 def retryable(restart_policy: str, pod: ObservedPod) -> bool:
