@@ -222,10 +222,13 @@ def test_a_drained_replica_is_made_again_and_restarting_says_it_was_evicted(
 ) -> None:
     """`kubectl drain` evicts the pod (DisruptionTarget, EvictionByEvictionAPI, then a graceful
     delete its kubelet finishes): Restarting and a Warning event name the pod, its node and the
-    eviction; once the pod is gone its replica is made again, no failure counted."""
+    eviction, also when a peer then exits (its collective gone); once the pod is gone its
+    replica is made again, no failure counted for it."""
     name = unique("drain")
-    pods = _start(admin, ns, tfjob(name, {"Worker": {"restartPolicy": "ExitCode"}}), 1)
-    pod = f"{name}-worker-0"
+    workers = {"Worker": {"restartPolicy": "ExitCode", "replicas": 2}}
+    pods = _start(admin, ns, tfjob(name, workers), 2)
+    pod, peer = f"{name}-worker-1", f"{name}-worker-0"
+    admin.set_pod_phase(ns, peer, "Running")
     path = f"{PODS.format(ns=ns)}/{pod}"
     uid = pods[pod]["metadata"]["uid"]
     admin.merge_patch(path, {"spec": {"nodeName": "node-2"}})  # bound: a kubelet ends it
@@ -246,12 +249,19 @@ def test_a_drained_replica_is_made_again_and_restarting_says_it_was_evicted(
     message = condition(job, "Restarting")["message"]
     assert message == (
         f"TFJob {name} is restarting because 1 Worker replica(s) were evicted (pod {pod} "
-        "(Worker 0) on node node-2, EvictionByEvictionAPI: Eviction API: evicting); each is "
+        "(Worker 1) on node node-2, EvictionByEvictionAPI: Eviction API: evicting); each is "
         "made again once it has stopped."
     )
     events = [e for e in admin.events(ns, name) if e["message"] == message]
     assert len(events) == 1 and events[0]["type"] == "Warning", events
     assert admin.pods(ns, name)[pod]["metadata"]["uid"] == uid  # not replaced while it stops
+    peer_uid = admin.pods(ns, name)[peer]["metadata"]["uid"]
+    admin.set_pod_phase(ns, peer, "Failed", exit_code=143)  # stops with its evicted peer
+    wait_for(
+        lambda: (p := admin.pods(ns, name).get(peer)) and p["metadata"]["uid"] != peer_uid,
+        "the peer made again",
+    )
+    assert condition(admin.tfjob(ns, name) or {}, "Restarting")["message"] == message
     admin.set_pod_phase(ns, pod, "Failed", exit_code=143)  # the kubelet: SIGTERM, exit 143
     admin.delete(f"{path}?gracePeriodSeconds=0")  # ... then it confirms (if not gone already)
     wait_for(
@@ -259,7 +269,7 @@ def test_a_drained_replica_is_made_again_and_restarting_says_it_was_evicted(
         "the evicted replica made again",
     )
     job = dict(admin.tfjob(ns, name) or {})
-    assert not job["status"].get("recreations"), job["status"]  # an eviction is no failure
+    assert pod not in job["status"].get("recreations", {}), job["status"]  # no failure
     assert [e["message"] for e in admin.events(ns, name)].count(message) == 1
 
 

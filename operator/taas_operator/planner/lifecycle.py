@@ -95,7 +95,7 @@ from taas_operator.planner.conditions import fail_invalid_spec, set_condition
 from taas_operator.planner.failures import (
     count_recreation,
     detail,
-    evicted_detail,
+    evicted_why,
     failure_message,
     lost_detail,
     retryable,
@@ -374,12 +374,17 @@ class _Pass:
         if retry:
             first = retry[0]
             n = sum(1 for p in retry if p.replica_type == first.replica_type)
+            whole = self.restart_whole(slots, retry)
+            # Peers that stop with an evicted replica (its collective gone) fail after it: the
+            # eviction is the cause to name.
+            why = evicted_why(evicted) or (
+                f"{n} {first.replica_type} replica(s) failed ({detail(first)})."
+            )
             self.condition(
                 c.COND_RESTARTING,
                 "True",
                 c.REASON_RESTARTING,
-                f"TFJob {self.name} is restarting{self.restart_whole(slots, retry)} because {n} "
-                f"{first.replica_type} replica(s) failed ({detail(first)}).",
+                f"TFJob {self.name} is restarting{whole} because {why}",
                 event="Warning",
             )
             for pod in retry:
@@ -398,15 +403,11 @@ class _Pass:
                 event="Warning",
             )
         elif evicted:
-            first = evicted[0]
-            n = sum(1 for p in evicted if p.replica_type == first.replica_type)
             self.condition(
                 c.COND_RESTARTING,
                 "True",
                 c.REASON_RESTARTING,
-                f"TFJob {self.name} is restarting because {n} {first.replica_type} replica(s) "
-                f"were evicted ({evicted_detail(first)}); each is made again once it has "
-                "stopped.",
+                f"TFJob {self.name} is restarting because {evicted_why(evicted)}",
                 event="Warning",
             )
         elif looping := [p for p in waiting_pods(self.job, self.pods) if p.crash_looping]:
