@@ -103,7 +103,7 @@ def _power_off_web_node(cluster: Cluster) -> None:
     assert web, "web's processes are not found as its node's: the check could not fail"
     node.power_off()
     assert run_processes(*own) == []
-    assert not [pid for pid in web if Path(f"/proc/{pid}").exists()], web
+    assert not [pid for pid in web if _alive(pid)], web
     assert node.ns is not None
     link = subprocess.run(["ip", "-o", "link", "show", node.ns.host_link], capture_output=True,
                           text=True, check=True).stdout  # fmt: skip
@@ -111,6 +111,16 @@ def _power_off_web_node(cluster: Cluster) -> None:
     # Only the node died: the control plane's components (CoreDNS, whose files are in node 0's
     # directory) and the other nodes' are all there.
     assert cluster.exited() is None
+
+
+def _alive(pid: int) -> bool:
+    """Running still: not gone, not a zombie (a killed container's process whose shim was
+    killed too waits for its new parent to reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _pids_of(cluster: Cluster, pod: str) -> list[int]:
