@@ -5,6 +5,7 @@ it leaving nothing.
         cluster.load_image(archive)         # OCI/docker archive -> every node's containerd
         cluster.kubectl("apply", "-f", ...)
     Cluster(nodes=3)                        # 3 nodes, each in its own network namespace
+    cluster.node("taas-node-1").power_off()  # a node dies (nodes.py); cluster.power_on(name)
 
 Start order: the network (hostnet.py: one node's pod bridge, or the node network; then each
 node's namespace, nodens.py), etcd + kube-apiserver on the bridge address (launcher.py), the
