@@ -59,6 +59,7 @@ def test_an_evicted_pod_is_read_from_its_conditions() -> None:
     manifest["status"]["conditions"][0]["reason"] = "PreemptionByScheduler"  # type: ignore[index]
     observed = ObservedPod.from_manifest(manifest)
     assert observed is not None and not observed.evicted_from_node
+    assert observed.evicted == "PreemptionByScheduler: evicted"  # from a working node
 
 
 def test_with_on_failure_the_lost_replica_is_force_deleted_after_its_grace_then_recreated() -> None:

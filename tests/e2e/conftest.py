@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from taas_controlplane.cluster import Cluster, ClusterError
+from taas_controlplane.components import NodeTimings
 from taas_controlplane.images import ensure_image
 from taas_controlplane.oci import toolbox_archive
 from tests.e2e.node_helpers import OPERATOR_NS, RELEASE, SESSION_VALUES, helm, install_chart
@@ -61,7 +62,8 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     """A running cluster (one node; 3 for tests marked `nodes3`) with the toolbox image loaded;
     stopped and cleaned at the end."""
     nodes = getattr(request, "param", 1)
-    node = Cluster(nodes=nodes)
+    # Several nodes: a lost node NotReady in 20 s, not 40 (tests/e2e/test_node_loss.py).
+    node = Cluster(nodes=nodes, node_timings=NodeTimings.fast() if nodes > 1 else None)
     try:
         node.start()
     except ClusterError as err:

@@ -1,6 +1,6 @@
 """The one-node cluster itself: pods get addresses on the cluster's own bridge and nothing
 beyond it, ClusterIPs and service names work in pods, and stopping leaves nothing behind (a
-claimed volume's directory included)."""
+claimed volume's directory included; with three nodes, one of them powered off first)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from typing import IO
 import pytest
 
 from taas_controlplane.cluster import Cluster
+from taas_controlplane.hoststate import run_processes
 from taas_controlplane.oci import TOOLBOX_IMAGE, toolbox_archive, write_archive
 from taas_controlplane.runlock import clean_stale_run
 from tests.e2e.node_helpers import exec_in, get_json, wait_for, web_server
@@ -107,6 +108,7 @@ def test_stopping_leaves_nothing_behind(nodes: int) -> None:
         if nodes > 1:
             netns = [m for m in during.mounts if m.endswith("/netns")]
             assert len(netns) == nodes, during.mounts
+            _power_off_web_node(cluster)
     finally:
         cluster.stop()
     after = cluster.host_state()
@@ -116,6 +118,45 @@ def test_stopping_leaves_nothing_behind(nodes: int) -> None:
     assert cluster.containers_at_stop == []
     assert before.leftovers(after) == []
     assert after.sysctls == before.sysctls
+
+
+def _power_off_web_node(cluster: Cluster) -> None:
+    """The node of `web` powered off: no process of it is left (its kubelet, containerd,
+    kube-proxy, kube-router, its containers' shims and processes), its link is down; what it
+    leaves (mounts, cgroups, its namespace) is the cluster's stop's to remove."""
+    name = get_json(cluster, "-n", "leftovers", "pod", "web")["spec"]["nodeName"]
+    node = cluster.node(name)
+    own = node.directory, node.runtime.state
+    web = set(run_processes(*own)) & set(_pids_of(cluster, "web"))
+    assert web, "web's processes are not found as its node's: the check could not fail"
+    node.power_off()
+    assert run_processes(*own) == []
+    assert not [pid for pid in web if _alive(pid)], web
+    assert node.ns is not None
+    link = subprocess.run(["ip", "-o", "link", "show", node.ns.host_link], capture_output=True,
+                          text=True, check=True).stdout  # fmt: skip
+    assert "state DOWN" in link, link
+    # Only the node died: the control plane's components (CoreDNS, whose files are in node 0's
+    # directory) and the other nodes' are all there.
+    assert cluster.exited() is None
+
+
+def _alive(pid: int) -> bool:
+    """Running still: not gone, not a zombie (a killed container's process whose shim was
+    killed too waits for its new parent to reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _pids_of(cluster: Cluster, pod: str) -> list[int]:
+    """Host pids of the pod's container processes (found by its container id's cgroup)."""
+    status = get_json(cluster, "-n", "leftovers", "pod", pod)["status"]["containerStatuses"]
+    (container,) = [s["containerID"].split("://", 1)[1] for s in status]
+    procs = Path(f"/sys/fs/cgroup/pids/k8s.io/{container}/cgroup.procs").read_text()
+    return [int(pid) for pid in procs.split()]
 
 
 @pytest.mark.own_cluster

@@ -217,6 +217,62 @@ def test_exit_code_130_recreates_but_1_fails(admin: Api, ns: str) -> None:
     assert admin.pods(ns, name)[pod]["metadata"]["uid"] == recreated["metadata"]["uid"]
 
 
+def test_a_drained_replica_is_made_again_and_restarting_says_it_was_evicted(
+    admin: Api, ns: str
+) -> None:
+    """`kubectl drain` evicts the pod (DisruptionTarget, EvictionByEvictionAPI, then a graceful
+    delete its kubelet finishes): Restarting and a Warning event name the pod, its node and the
+    eviction, also when a peer then exits (its collective gone); once the pod is gone its
+    replica is made again, no failure counted for it."""
+    name = unique("drain")
+    workers = {"Worker": {"restartPolicy": "ExitCode", "replicas": 2}}
+    pods = _start(admin, ns, tfjob(name, workers), 2)
+    pod, peer = f"{name}-worker-1", f"{name}-worker-0"
+    admin.set_pod_phase(ns, peer, "Running")
+    path = f"{PODS.format(ns=ns)}/{pod}"
+    uid = pods[pod]["metadata"]["uid"]
+    admin.merge_patch(path, {"spec": {"nodeName": "node-2"}})  # bound: a kubelet ends it
+    admin.set_pod_phase(ns, pod, "Running")
+    _wait_condition(admin, ns, name, "Running")
+    target = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+              "message": "Eviction API: evicting"}  # fmt: skip
+    admin.merge_patch(f"{path}/status", {"status": {"conditions": [target]}})
+    admin.call("DELETE", path)  # graceful: deletionTimestamp, the pod stays for its kubelet
+    job = wait_for(
+        lambda: (
+            (j := admin.tfjob(ns, name))
+            and "evicted" in ((condition(j, "Restarting") or {}).get("message") or "")
+            and j
+        ),
+        "Restarting saying the replica was evicted",
+    )
+    message = condition(job, "Restarting")["message"]
+    assert message == (
+        f"TFJob {name} is restarting because 1 Worker replica(s) were evicted (pod {pod} "
+        "(Worker 1) on node node-2, EvictionByEvictionAPI: Eviction API: evicting); each is "
+        "made again once it has stopped."
+    )
+    events = [e for e in admin.events(ns, name) if e["message"] == message]
+    assert len(events) == 1 and events[0]["type"] == "Warning", events
+    assert admin.pods(ns, name)[pod]["metadata"]["uid"] == uid  # not replaced while it stops
+    peer_uid = admin.pods(ns, name)[peer]["metadata"]["uid"]
+    admin.set_pod_phase(ns, peer, "Failed", exit_code=143)  # stops with its evicted peer
+    wait_for(
+        lambda: (p := admin.pods(ns, name).get(peer)) and p["metadata"]["uid"] != peer_uid,
+        "the peer made again",
+    )
+    assert condition(admin.tfjob(ns, name) or {}, "Restarting")["message"] == message
+    admin.set_pod_phase(ns, pod, "Failed", exit_code=143)  # the kubelet: SIGTERM, exit 143
+    admin.delete(f"{path}?gracePeriodSeconds=0")  # ... then it confirms (if not gone already)
+    wait_for(
+        lambda: (p := admin.pods(ns, name).get(pod)) and p["metadata"]["uid"] != uid and p,
+        "the evicted replica made again",
+    )
+    job = dict(admin.tfjob(ns, name) or {})
+    assert pod not in job["status"].get("recreations", {}), job["status"]  # no failure
+    assert [e["message"] for e in admin.events(ns, name)].count(message) == 1
+
+
 def test_backoff_limit_caps_exit_code_recreations(admin: Api, ns: str) -> None:
     name = unique("backoff")
     manifest = tfjob(name, {"Worker": {"restartPolicy": "ExitCode"}}, runPolicy={"backoffLimit": 2})

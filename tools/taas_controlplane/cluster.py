@@ -5,6 +5,7 @@ it leaving nothing.
         cluster.load_image(archive)         # OCI/docker archive -> every node's containerd
         cluster.kubectl("apply", "-f", ...)
     Cluster(nodes=3)                        # 3 nodes, each in its own network namespace
+    cluster.node("taas-node-1").power_off()  # a node dies (nodes.py); cluster.power_on(name)
 
 Start order: the network (hostnet.py: one node's pod bridge, or the node network; then each
 node's namespace, nodens.py), etcd + kube-apiserver on the bridge address (launcher.py), the
@@ -92,11 +93,14 @@ class Cluster(Parts):
         scheduling: SchedulingOptions | None = None,
         nodes: int = 1,
         katib: KatibOptions | None = None,
+        node_timings: components.NodeTimings | None = None,
     ) -> None:
         self._own_dir = directory is None
         self.directory = directory or Path(tempfile.mkdtemp(prefix="taas-node-", dir="/tmp"))
         self.network = network or NetworkConfig(nodes=nodes)
         self.network_policy = network_policy
+        #: How fast a node is judged lost (components.NodeTimings; Kubernetes' by default).
+        self.node_timings = node_timings or components.NodeTimings()
         self.plane = ControlPlane(
             self.directory / "controlplane",
             bind_address=self.network.host_address,
@@ -187,6 +191,14 @@ class Cluster(Parts):
         (the nodes' imports side by side)."""
         with ThreadPoolExecutor(len(self.nodes)) as pool:
             list(pool.map(lambda node: node.load_image(archive), self.nodes))
+
+    def node(self, name: str) -> Node:
+        return next(node for node in self.nodes if node.name == name)
+
+    def power_on(self, name: str, timeout: float = 180.0) -> None:
+        """Bring back a node powered off (`Node.power_off`) and wait until it is Ready."""
+        self.node(name).power_on(self.network_policy)
+        self._wait_ready(timeout)
 
     def start(self, timeout: float = 300.0) -> Cluster:
         try:
@@ -296,8 +308,9 @@ class Cluster(Parts):
             node.runtime.hosts_dir = self.registry.hosts_dir
             node.start_runtime()
             node.ctx = components.NodeContext.create(
-                node.directory, self.network, self.plane, node.runtime.endpoint, node.index
-            )
+                node.directory, self.network, self.plane, node.runtime.endpoint, node.index,
+                self.node_timings,
+            )  # fmt: skip
         host = self.nodes[0].ctx
         assert host
         for build in (components.controller_manager, components.scheduler, components.coredns):

@@ -54,6 +54,28 @@ class Ports(BaseModel):
     dns_ready: int
 
 
+class NodeTimings(BaseModel):
+    """How fast the control plane judges a node lost. None: Kubernetes' default (the kubelet
+    renews its lease every 10 s, a node is NotReady after 40 s without one, its pods are
+    evicted 300 s later, the DefaultTolerationSeconds of every pod). `fast()`: the node tests'
+    (tests/e2e/test_node_loss.py), seconds in all; the pods' 300 s stay theirs to shorten
+    (a NoExecute toleration of not-ready/unreachable with a small tolerationSeconds)."""
+
+    #: kube-controller-manager --node-monitor-grace-period (s): NotReady after this long.
+    grace_period: int | None = None
+    #: kube-controller-manager --node-monitor-period (s): how often it looks.
+    monitor_period: int | None = None
+    #: kubelet nodeLeaseDurationSeconds (it renews at a quarter of it) and
+    #: nodeStatusUpdateFrequency (s): both well inside the grace period.
+    lease_duration: int | None = None
+    status_update: int | None = None
+
+    @classmethod
+    def fast(cls) -> NodeTimings:
+        """NotReady 20 s after a node's last lease renewal (renewed every 2.5 s)."""
+        return cls(grace_period=20, monitor_period=2, lease_duration=10, status_update=4)
+
+
 class NodeContext(BaseModel):
     """What the components of one node (and, for node 0, the control plane's) need to know."""
 
@@ -70,6 +92,7 @@ class NodeContext(BaseModel):
     #: Where the node's health endpoints listen: loopback on one node; with more, the node's
     #: own address (its loopback is its namespace's, out of the host's reach).
     health_host: str = "127.0.0.1"
+    timings: NodeTimings = NodeTimings()
 
     @property
     def dns_ip(self) -> str:
@@ -83,6 +106,7 @@ class NodeContext(BaseModel):
         plane: ControlPlane,
         containerd: str,
         index: int = 0,
+        timings: NodeTimings | None = None,
     ) -> NodeContext:
         """Credentials (from the control plane's CA) and ports for node `index`'s components:
         free host ports on one node; a node in its own namespace has every port to itself and
@@ -121,6 +145,7 @@ class NodeContext(BaseModel):
             node_name=name,
             node_ip=node_ip,
             health_host="127.0.0.1" if network.nodes == 1 else node_ip,
+            timings=timings or NodeTimings(),
         )
 
 
@@ -153,9 +178,18 @@ def controller_manager(ctx: NodeContext) -> Component:
             f"--cluster-cidr={ctx.network.pods_cidr}",
             f"--service-cluster-ip-range={ctx.network.service_cidr}",
             "--controllers=*",
+            *_flags(
+                node_monitor_grace_period=ctx.timings.grace_period,
+                node_monitor_period=ctx.timings.monitor_period,
+            ),
             "--v=1",
         ],
     )
+
+
+def _flags(**seconds: int | None) -> list[str]:
+    """`--name-with-dashes=<n>s` for each value set."""
+    return [f"--{k.replace('_', '-')}={v}s" for k, v in seconds.items() if v is not None]
 
 
 def scheduler(ctx: NodeContext) -> Component:
@@ -201,7 +235,10 @@ def kubelet(ctx: NodeContext) -> Component:
         "resolvConf": str(resolv),
         "containerRuntimeEndpoint": ctx.containerd_endpoint,
         "podLogsDir": str(ctx.directory / "pod-logs"),
-        # cgroup v1 and no CAP_SYS_RESOURCE on this machine (NODE-NOTES.md).
+        # cgroup v1 and no CAP_SYS_RESOURCE on this machine (NODE-NOTES.md). Without QoS
+        # cgroups kubelet gives the runtime no cgroup parent (its cgroupRoot is unused), so
+        # every node's containers are containerd's `/k8s.io/<id>`: a node's own are told by
+        # the ids in its containerd's state (hoststate.run_processes, Node.power_off).
         "failCgroupV1": False,
         "cgroupDriver": "cgroupfs",
         "cgroupsPerQOS": False,
@@ -218,6 +255,10 @@ def kubelet(ctx: NodeContext) -> Component:
         "serverTLSBootstrap": False,
         "registerNode": True,
     }
+    if ctx.timings.lease_duration is not None:
+        config["nodeLeaseDurationSeconds"] = ctx.timings.lease_duration
+    if ctx.timings.status_update is not None:
+        config["nodeStatusUpdateFrequency"] = f"{ctx.timings.status_update}s"
     path = _write(ctx.directory / "kubelet.yaml", config)
     return Component(
         name="kubelet",

@@ -107,11 +107,11 @@ def _container_of(entry: Path) -> str:
     return ""
 
 
-def run_processes(run_dir: Path) -> list[int]:
-    """Pids of processes of a run: those naming the run directory, and its containers' (by
-    root file system, or, once its shim is gone, by the container's cgroup: a container in its
-    own mount namespace shows `/` as its root)."""
-    marker = str(run_dir).encode()
+def run_processes(run_dir: Path, named: Path | None = None) -> list[int]:
+    """Pids of processes of a run: those naming the run directory (or `named`), and its
+    containers' (by root file system, or, once its shim is gone, by the container's cgroup: a
+    container in its own mount namespace shows `/` as its root)."""
+    marker = str(named or run_dir).encode()
     ids = container_ids(run_dir)
     found = []
     for entry in Path("/proc").iterdir():
@@ -123,7 +123,7 @@ def run_processes(run_dir: Path) -> list[int]:
             container = _container_of(entry) if ids else ""
         except OSError:
             continue
-        if marker in cmdline or root.startswith(str(run_dir) + "/") or container in ids:
+        if marker in cmdline or root.startswith(marker.decode() + "/") or container in ids:
             found.append(int(entry.name))
     return found
 
@@ -217,11 +217,12 @@ def remove_pod_cgroups() -> None:
             path.rmdir()
 
 
-def kill_run_processes(run_dir: Path) -> None:
-    """SIGKILL every process of the run (by pid), until none is left or 10 s have passed."""
+def kill_run_processes(run_dir: Path, named: Path | None = None) -> None:
+    """SIGKILL every process of the run (`run_processes`, by pid), until none is left or 10 s
+    have passed."""
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        pids = run_processes(run_dir)
+        pids = run_processes(run_dir, named)
         if not pids:
             return
         for pid in pids:

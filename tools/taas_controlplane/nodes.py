@@ -7,6 +7,7 @@ cluster) its network namespace.
     node.ctx = components.NodeContext.create(...); node.spawn(components.kubelet(node.ctx))
     node.load_image(archive)               # once per archive content (a marker in the root)
     node.stop_components(); node.stop_runtime()
+    node.power_off(); node.power_on(policy)  # many nodes: a node dies (and comes back)
 
 On one node (`network.nodes` 1) everything is as it always was: the node's files are the run
 directory's, its processes run in the host's namespaces, its name is `taas-node`. With more,
@@ -124,6 +125,38 @@ class Node:
         left = self.runtime.containers()
         self.runtime.stop()
         return left
+
+    def power_off(self) -> None:
+        """A node that dies (many nodes only): SIGKILL its kubelet, containerd, kube-proxy,
+        kube-router and every process of its containers and their shims (a command line or a
+        root file system naming its containerd's state, or the cgroup of one of its
+        containers; not its directory: node 0's holds the control plane's CoreDNS files too),
+        then set its link down, so the control plane hears nothing from it any more. What it
+        leaves (mounts, cgroups, its namespace) is the cluster's stop's to remove, or a
+        `power_on`'s components' to reuse."""
+        if self.ns is None:
+            raise ValueError("only a node of a many-node cluster (in its own namespace) powers off")
+        procs = [*self.procs.values(), *([self.runtime.proc] if self.runtime.proc else [])]
+        for proc in procs:
+            proc.kill()
+        hoststate.kill_run_processes(self.directory, named=self.runtime.state)
+        for proc in procs:
+            proc.wait()
+        self.procs.clear()
+        self.runtime.proc = None
+        subprocess.run(["ip", "link", "set", self.ns.host_link, "down"], check=True)
+
+    def power_on(self, network_policy: bool) -> None:
+        """A node powered off comes back: its link up, containerd, kube-proxy and kubelet
+        started again (kube-router too with `network_policy`) with the same context."""
+        if self.ns is None or self.ctx is None:
+            raise ValueError("only a started node of a many-node cluster powers on")
+        subprocess.run(["ip", "link", "set", self.ns.host_link, "up"], check=True)
+        self._in_namespace(lambda fds: self.runtime.start(namespaces=fds))
+        self.spawn(components.kube_proxy(self.ctx))
+        self.spawn(components.kubelet(self.ctx))
+        if network_policy:
+            self.spawn(components.kube_router(self.ctx))
 
     def _in_namespace(self, start: Callable[[list[int]], None]) -> None:
         fds = [] if self.ns is None else [self.ns.fd()]

@@ -8,6 +8,7 @@
     waiting_detail(pod) -> str                         # "pod p (Worker 0), container c is ..."
     unschedulable_detail(job, pods) -> str | None      # "3 of 8 Worker pods unschedulable: ..."
     lost_detail(pod) -> str             # "pod p (Worker 1) on node n, which was deleted ..."
+    evicted_why(pods) -> str            # "1 Worker replica(s) were evicted (pod p ..."
 
 Pure; the lifecycle pass (`taas_operator.planner.lifecycle`) calls them with the pods of the
 current slots (`failed`: ended and not to be retried; `retry`: to be deleted and recreated).
@@ -94,6 +95,20 @@ def lost_detail(pod: ObservedPod) -> str:
         else "evicted after the node stopped responding"
     )
     return f"pod {pod.name} ({pod.replica_type} {pod.index}) on node {node}, {why}"
+
+
+def evicted_why(evicted: Sequence[ObservedPod]) -> str:
+    """TaaS: how many replicas of the first one's type were evicted, which one from which node
+    and why in Kubernetes' words; "" when none was."""
+    if not evicted:
+        return ""
+    first = evicted[0]
+    n = sum(1 for p in evicted if p.replica_type == first.replica_type)
+    where = f"pod {first.name} ({first.replica_type} {first.index}) on node {first.node or '?'}"
+    return (
+        f"{n} {first.replica_type} replica(s) were evicted ({where}, {first.evicted}); each is "
+        "made again once it has stopped."
+    )
 
 
 def retryable(restart_policy: str, pod: ObservedPod) -> bool:

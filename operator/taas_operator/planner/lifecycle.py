@@ -63,6 +63,11 @@ Rules (Kubeflow's unless marked TaaS):
   collector marks it Failed and deletes it) is lost the same way, named as such, and never
   counted as a failure of its container; once it is gone (the watch remembers it,
   `ObservedPod.gone`) its replica is made again, or with Never the job has failed.
+- TaaS: a pod evicted from a working node (`kubectl drain` or another client of the Eviction
+  API, the scheduler's preemption, its kubelet under pressure: condition DisruptionTarget with
+  any other reason) is stopped by its kubelet (SIGTERM: a TaaS trainer saves a checkpoint) and
+  made again once gone, as any missing replica, without counting a failure; Restarting says
+  why (the pod, its node, the condition's reason and message), one Warning event.
 - TaaS: replicas the scheduler cannot place (PodScheduled False, reason Unschedulable) set
   Running False with reason Unschedulable and a message counting them per type with the
   scheduler's words ("3 of 8 Worker pods unschedulable: 0/20 nodes are available: ..."), kept
@@ -90,6 +95,7 @@ from taas_operator.planner.conditions import fail_invalid_spec, set_condition
 from taas_operator.planner.failures import (
     count_recreation,
     detail,
+    evicted_why,
     failure_message,
     lost_detail,
     retryable,
@@ -286,6 +292,7 @@ class _Pass:
         failed: list[ObservedPod] = []
         retry_lost: list[ObservedPod] = []  # evicted from a lost node, force-deleted now
         failed_lost: list[ObservedPod] = []
+        evicted: list[ObservedPod] = []  # being evicted from a working node (drain, ...)
         for rtype in self.job.replica_types():
             spec = self.specs[rtype]
             for index in range(spec.replicas):
@@ -304,6 +311,8 @@ class _Pass:
                             missing.append((rtype, index))
                     elif kueue.ended(pod):  # stopped (by Kueue, or by TaaS for a restart)
                         self.release(pod)
+                    if pod.evicted:
+                        evicted.append(pod)
                     continue
                 if pod.phase == "Running":
                     counts[rtype].active += 1
@@ -365,12 +374,17 @@ class _Pass:
         if retry:
             first = retry[0]
             n = sum(1 for p in retry if p.replica_type == first.replica_type)
+            whole = self.restart_whole(slots, retry)
+            # Peers that stop with an evicted replica (its collective gone) fail after it: the
+            # eviction is the cause to name.
+            why = evicted_why(evicted) or (
+                f"{n} {first.replica_type} replica(s) failed ({detail(first)})."
+            )
             self.condition(
                 c.COND_RESTARTING,
                 "True",
                 c.REASON_RESTARTING,
-                f"TFJob {self.name} is restarting{self.restart_whole(slots, retry)} because {n} "
-                f"{first.replica_type} replica(s) failed ({detail(first)}).",
+                f"TFJob {self.name} is restarting{whole} because {why}",
                 event="Warning",
             )
             for pod in retry:
@@ -386,6 +400,14 @@ class _Pass:
                 f"TFJob {self.name} is restarting{self.restart_whole(slots, retry_lost)} because "
                 f"{n} {first.replica_type} replica(s) were lost with their node "
                 f"({lost_detail(first)}).",
+                event="Warning",
+            )
+        elif evicted:
+            self.condition(
+                c.COND_RESTARTING,
+                "True",
+                c.REASON_RESTARTING,
+                f"TFJob {self.name} is restarting because {evicted_why(evicted)}",
                 event="Warning",
             )
         elif looping := [p for p in waiting_pods(self.job, self.pods) if p.crash_looping]:

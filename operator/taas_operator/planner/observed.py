@@ -39,6 +39,8 @@ from taas_operator.api.validation import normalize_replica_type
 PodPhase = Literal["Pending", "Running", "Succeeded", "Failed", "Unknown"]
 #: Waiting reasons of a container that is merely on its way (not a problem to report).
 _STARTING = frozenset({"ContainerCreating", "PodInitializing"})
+#: DisruptionTarget reasons of a pod lost with its node (`lost_with_node`), not evicted from it.
+_LOST_WITH_NODE = frozenset({"DeletionByTaintManager", "DeletionByPodGC"})
 
 
 class ObservedPod(BaseModel):
@@ -86,6 +88,11 @@ class ObservedPod(BaseModel):
     #: condition DisruptionTarget, reason DeletionByPodGC ("PodGC: node no longer exists"), and
     #: deletes it at once. It only does so to pods that had not ended.
     node_deleted: bool = False
+    #: Being deleted because something evicted it from a working node: `kubectl drain` or
+    #: another client of the Eviction API (DisruptionTarget reason EvictionByEvictionAPI), the
+    #: scheduler preempting it, its kubelet (node pressure): "<reason>: <message>" of the
+    #: condition. Its kubelet stops it (SIGTERM, its grace period); TaaS makes it again.
+    evicted: str | None = None
     #: metadata.deletionTimestamp: when its grace period ends (a kubelet would have stopped it).
     deletion_deadline: datetime | None = None
     #: Deleted from the apiserver already: the operator remembers a pod lost with its node after
@@ -165,14 +172,15 @@ class ObservedPod(BaseModel):
             ),
             None,
         )
-        disruption = next(
+        target: Mapping[str, Any] = next(
             (
-                str(cond.get("reason") or "")
+                cond
                 for cond in status.get("conditions") or []
                 if cond.get("type") == "DisruptionTarget" and cond.get("status") == "True"
             ),
-            "",
+            {},
         )
+        disruption = str(target.get("reason") or "")
         evicted = disruption == "DeletionByTaintManager"
         deadline = meta.get("deletionTimestamp")
         stopped = next(
@@ -204,6 +212,11 @@ class ObservedPod(BaseModel):
             node=(pod.get("spec") or {}).get("nodeName") or None,
             evicted_from_node=evicted and bool(deadline),
             node_deleted=disruption == "DeletionByPodGC",
+            evicted=(
+                f"{disruption}: {target.get('message') or 'evicted'}"
+                if disruption and disruption not in _LOST_WITH_NODE and deadline
+                else None
+            ),
             deletion_deadline=_timestamp(deadline),
             kueue_group=labels.get(KUEUE_GROUP_LABEL) or None,
             kueue_finalizer=KUEUE_FINALIZER in (meta.get("finalizers") or []),
