@@ -4,6 +4,7 @@ one-node cluster, waiting without hanging, and small TFJobs that need no TensorF
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -95,6 +96,40 @@ def wait_finished(cluster: Cluster, ns: str, name: str, timeout: float = 600.0) 
         return job if done else None
 
     return dict(wait_for(f"TFJob {ns}/{name} to finish", finished, timeout=timeout, every=2.0))
+
+
+def kill_container_and_await_replacement(
+    cluster: Cluster, ns: str, pod_name: str, timeout: float, every: float = 1.0
+) -> dict[str, Any]:
+    """SIGKILL the pod's one container through containerd, as an OOM kill or a crash would end
+    it; wait until a new pod of that name (another uid) is Running and return it."""
+    before = get_json(cluster, "-n", ns, "pod", pod_name)
+    (container_id,) = [
+        s["containerID"].split("://", 1)[1] for s in before["status"]["containerStatuses"]
+    ]
+    cluster.runtime.ctr("tasks", "kill", "--signal", "SIGKILL", container_id)
+
+    def recreated() -> dict[str, Any] | None:
+        pods = get_json(cluster, "-n", ns, "pods", "--field-selector", f"metadata.name={pod_name}")
+        items = [p for p in pods["items"] if p["metadata"]["uid"] != before["metadata"]["uid"]]
+        return items[0] if items and items[0]["status"].get("phase") == "Running" else None
+
+    return dict(
+        wait_for(f"pod {pod_name} recreated and running", recreated, timeout=timeout, every=every)
+    )
+
+
+def await_resumed_step(cluster: Cluster, ns: str, chief: str, timeout: float) -> int:
+    """Wait until the chief's log says it resumed from a checkpoint; return that step."""
+    resumed = wait_for(
+        "the new chief resuming from the checkpoint",
+        lambda: re.search(
+            r"chief; resuming from checkpoint \S+-(\d+)",
+            cluster.kubectl("logs", "-n", ns, chief, check=False).stdout,
+        ),
+        timeout=timeout,
+    )
+    return int(resumed.group(1))
 
 
 def toolbox_tfjob(

@@ -14,7 +14,16 @@ import pytest
 import yaml
 
 from taas_controlplane.cluster import Cluster
-from tests.e2e.node_helpers import REPO, condition, get_json, toolbox_tfjob, wait_finished, wait_for
+from tests.e2e.node_helpers import (
+    REPO,
+    await_resumed_step,
+    condition,
+    get_json,
+    kill_container_and_await_replacement,
+    toolbox_tfjob,
+    wait_finished,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.node]
 
@@ -99,27 +108,8 @@ def test_exit_code_recreates_a_killed_chief_which_resumes_from_the_checkpoint(
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(tfjob))
     chief = f"{name}-worker-0"
     wait_for("a checkpoint in the shared model dir", lambda: _checkpoint_step(shared), timeout=600)
-    before = get_json(cluster, "-n", ns, "pod", chief)
-    (container_id,) = [
-        s["containerID"].split("://", 1)[1] for s in before["status"]["containerStatuses"]
-    ]
-    cluster.runtime.ctr("tasks", "kill", "--signal", "SIGKILL", container_id)
-
-    def recreated() -> dict | None:
-        pod = get_json(cluster, "-n", ns, "pods", "--field-selector", f"metadata.name={chief}")
-        items = [p for p in pod["items"] if p["metadata"]["uid"] != before["metadata"]["uid"]]
-        return items[0] if items and items[0]["status"].get("phase") == "Running" else None
-
-    wait_for("the chief recreated and running", recreated, timeout=300)
-    resumed = wait_for(
-        "the new chief resuming from the checkpoint",
-        lambda: re.search(
-            r"chief; resuming from checkpoint \S+-(\d+)",
-            cluster.kubectl("logs", "-n", ns, chief, check=False).stdout,
-        ),
-        timeout=300,
-    )
-    assert int(resumed.group(1)) > 0
+    kill_container_and_await_replacement(cluster, ns, chief, timeout=300)
+    assert await_resumed_step(cluster, ns, chief, timeout=300) > 0
     job = wait_finished(cluster, ns, name, timeout=900)
     assert (condition(job, "Succeeded") or {}).get("status") == "True", job["status"]
     recreation = job["status"]["recreations"][chief]

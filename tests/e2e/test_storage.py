@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-import signal
-import sys
-import urllib.error
 import urllib.parse
-import urllib.request
 import uuid
 from pathlib import Path
 from typing import Any
@@ -24,8 +20,16 @@ import yaml
 
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.oci import TOOLBOX_IMAGE
-from taas_operator.processes import spawn, stop
-from tests.e2e.node_helpers import REPO, condition, get_json, wait_finished, wait_for
+from tests.e2e.node_helpers import (
+    REPO,
+    await_resumed_step,
+    condition,
+    get_json,
+    kill_container_and_await_replacement,
+    wait_finished,
+    wait_for,
+)
+from tests.e2e.tensorboard_helpers import served_tensorboard
 
 pytestmark = [pytest.mark.node, pytest.mark.tensorflow, pytest.mark.slow]
 
@@ -170,28 +174,9 @@ def test_a_killed_chief_resumes_from_its_claim_and_tensorboard_reads_the_claim(
     )
     wait_for("a checkpoint on the claim", lambda: [s for s in _checkpoints(directory) if s > 0],
              timeout=600)  # fmt: skip
-    before = get_json(cluster, "-n", ns, "pod", chief)
-    (container_id,) = [
-        s["containerID"].split("://", 1)[1] for s in before["status"]["containerStatuses"]
-    ]
-    cluster.runtime.ctr("tasks", "kill", "--signal", "SIGKILL", container_id)
-
-    def recreated() -> dict | None:
-        pod = get_json(cluster, "-n", ns, "pods", "--field-selector", f"metadata.name={chief}")
-        items = [p for p in pod["items"] if p["metadata"]["uid"] != before["metadata"]["uid"]]
-        return items[0] if items and items[0]["status"].get("phase") == "Running" else None
-
-    wait_for("the chief recreated and running", recreated, timeout=300, every=0.5)
+    kill_container_and_await_replacement(cluster, ns, chief, timeout=300, every=0.5)
     written = _checkpoints(directory)  # the first chief's, before the new one restores
-    resumed = wait_for(
-        "the new chief resuming from the checkpoint",
-        lambda: re.search(
-            r"chief; resuming from checkpoint \S+-(\d+)",
-            cluster.kubectl("logs", "-n", ns, chief, check=False).stdout,
-        ),
-        timeout=300,
-    )
-    step = int(resumed.group(1))
+    step = await_resumed_step(cluster, ns, chief, timeout=300)
     assert step > 0 and step == written[-1], (step, written)
     job = wait_finished(cluster, ns, name, timeout=900)
     assert (condition(job, "Succeeded") or {}).get("status") == "True", job["status"]
@@ -207,36 +192,12 @@ def test_a_killed_chief_resumes_from_its_claim_and_tensorboard_reads_the_claim(
         {"name": "model", "mountPath": "/model", "readOnly": True}
     ]
     # ... and `taas tensorboard` serves its scalars: both chiefs' summaries, from the claim.
-    said = tmp_path / "tensorboard.stderr"
-    with said.open("wb") as stderr:
-        tensorboard = spawn(
-            [sys.executable, "-m", "taas_operator.cli", "tensorboard", name, "-n", ns,
-             "--kubeconfig", cluster.kubeconfig, "--port", "0", "--timeout", "180"],
-            stderr=stderr,
-        )  # fmt: skip
-
-    def fetch(path: str) -> Any:
-        request = urllib.request.Request(url + path, headers={"Authorization": f"Bearer {token}"})
-        try:
-            return json.loads(urllib.request.urlopen(request, timeout=60).read())
-        except urllib.error.HTTPError as err:
-            said_text = said.read_text(errors="replace")[-2000:]
-            pytest.fail(
-                f"GET {path}: HTTP {err.code} {err.read()[:2000]!r}; taas tensorboard said: "
-                f"{said_text}",
-                pytrace=False,
-            )
-
-    try:
-        assert tensorboard.stdout is not None
-        line = tensorboard.stdout.readline().decode()
-        found = re.search(r" at (http://\S+/)\?token=(\S+) ", line)
-        assert found, f"{line!r}; stderr: {said.read_text(errors='replace')[-2000:]}"
-        url, token = found.groups()
-        query = urllib.parse.urlencode({"run": ".", "tag": "loss"})
+    query = urllib.parse.urlencode({"run": ".", "tag": "loss"})
+    with served_tensorboard(cluster, ns, name, tmp_path / "tensorboard.stderr") as fetch:
 
         def steps() -> list[int]:
-            return sorted(s for _, s, _ in fetch(f"data/plugin/scalars/scalars?{query}"))
+            points = json.loads(fetch(f"data/plugin/scalars/scalars?{query}"))
+            return sorted(s for _, s, _ in points)
 
         # The last summaries show up within a reload or two (--reload_interval=5).
         def through_the_end() -> list[int] | None:
@@ -245,8 +206,6 @@ def test_a_killed_chief_resumes_from_its_claim_and_tensorboard_reads_the_claim(
 
         shown = wait_for("TensorBoard's loss to reach step 2900", through_the_end, timeout=120)
         assert shown[0] < step, (shown[:5], step)  # the first chief's summaries too
-    finally:
-        stop(tensorboard, signal.SIGTERM, grace=10)
 
 
 def _pod_on(name: str, node: str, script: str, claim: str) -> dict[str, Any]:

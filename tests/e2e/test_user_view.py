@@ -21,12 +21,9 @@ import json
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,6 +35,7 @@ import yaml
 from taas_controlplane.cluster import Cluster
 from taas_operator.processes import spawn, stop
 from tests.e2e.node_helpers import REPO, condition, get_json, wait_finished, wait_for
+from tests.e2e.tensorboard_helpers import served_tensorboard
 
 pytestmark = [pytest.mark.node, pytest.mark.tensorflow]
 
@@ -226,30 +224,7 @@ def test_progress_while_it_runs_100_percent_after_and_its_tensorboard(
 
     # Its TensorBoard, served here through the apiserver, has the chief's scalars.
     said = tmp_path / "tensorboard.stderr"
-    with said.open("wb") as stderr:
-        tensorboard = spawn(
-            [sys.executable, "-m", "taas_operator.cli", "tensorboard", name, "-n", ns,
-             "--kubeconfig", cluster.kubeconfig, "--port", "0", "--timeout", "180"],
-            stderr=stderr,
-        )  # fmt: skip
-
-    def fetch(path: str) -> bytes:
-        request = urllib.request.Request(url + path, headers={"Authorization": f"Bearer {token}"})
-        try:
-            return bytes(urllib.request.urlopen(request, timeout=60).read())
-        except urllib.error.HTTPError as err:
-            pytest.fail(
-                f"GET {path or '/'}: HTTP {err.code} {err.read()[:2000]!r}\ntaas tensorboard "
-                f"said: {said.read_text(errors='replace')[-2000:]}\n{_board_state(cluster, ns)}",
-                pytrace=False,
-            )
-
-    try:
-        assert tensorboard.stdout is not None
-        line = tensorboard.stdout.readline().decode()
-        found = re.search(r" at (http://\S+/)\?token=(\S+) ", line)  # the proxy's token
-        assert found, f"{line!r}; stderr: {said.read_text(errors='replace')[-2000:]}"
-        url, token = found.groups()
+    with served_tensorboard(cluster, ns, name, said, lambda: _board_state(cluster, ns)) as fetch:
         page = fetch("").decode()  # its page loads what it needs
         assert 'src="index.js' in page and "/api/v1/" not in page, page[-500:]  # by relative URLs
         tags = json.loads(fetch("data/plugin/scalars/tags"))
@@ -263,8 +238,6 @@ def test_progress_while_it_runs_100_percent_after_and_its_tensorboard(
             return max(step for _, step, _ in points)
 
         wait_for("TensorBoard's loss to reach step 2900", lambda: last_step() >= 2900, timeout=60)
-    finally:
-        stop(tensorboard, signal.SIGTERM, grace=10)
 
 
 def _board_state(cluster: Cluster, ns: str) -> str:
