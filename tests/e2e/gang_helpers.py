@@ -7,7 +7,11 @@ objects.
     free_millicpu(cluster) -> int                          # allocatable minus pods' requests
     barrier_job(name, workers, millicpu, hold_s=3, ...) -> dict   # workers wait for each other
     kueue_queue(cluster, cpu_milli, preemption=False) -> (cluster_queue, cleanup)
-    placed(pod) / scheduled_at(pod) / finished_at(pod)
+    job_pods(cluster, ns, job) / scheduled_at(pod) / finished_at(pod)
+    workload_of(cluster, ns, job) -> Kueue's Workload of the TFJob, or None
+    workload_condition(cluster, ns, job, type_) -> one of its conditions, or None
+    wait_job_condition(cluster, ns, job, type_, what, status=, reason=) -> the condition
+    wait_workload_condition(cluster, ns, job, type_, status, what) -> the Workload's condition
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from typing import Any
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.oci import TOOLBOX_IMAGE
 from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
-from tests.e2e.node_helpers import SESSION_VALUES, get_json, install_chart, wait_for
+from tests.e2e.node_helpers import SESSION_VALUES, condition, get_json, install_chart, wait_for
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -201,15 +205,61 @@ def finished_at(pod: dict[str, Any]) -> float | None:
     return None
 
 
-def condition_of(job: dict[str, Any], type_: str) -> dict[str, Any] | None:
-    for cond in (job.get("status") or {}).get("conditions") or []:
-        if cond["type"] == type_:
-            return dict(cond)
-    return None
-
-
 def workload_of(cluster: Cluster, ns: str, job: str) -> dict[str, Any] | None:
     for item in get_json(cluster, "workloads.kueue.x-k8s.io", "-n", ns)["items"]:
         if any(o["name"] == job for o in item["metadata"].get("ownerReferences") or []):
             return dict(item)
     return None
+
+
+def workload_condition(cluster: Cluster, ns: str, job: str, type_: str) -> dict[str, Any] | None:
+    """The condition `type_` of Kueue's Workload of the TFJob, whatever its status."""
+    conditions = ((workload_of(cluster, ns, job) or {}).get("status") or {}).get("conditions")
+    return next((dict(c) for c in conditions or [] if c["type"] == type_), None)
+
+
+def _matching(
+    cond: dict[str, Any] | None, status: str | None, reason: str | None
+) -> dict[str, Any] | None:
+    if cond is None or (status is not None and cond["status"] != status):
+        return None
+    return cond if reason is None or cond.get("reason") == reason else None
+
+
+def wait_job_condition(
+    cluster: Cluster,
+    ns: str,
+    job: str,
+    type_: str,
+    what: str,
+    *,
+    status: str | None = None,
+    reason: str | None = None,
+    timeout: float = 120.0,
+) -> dict[str, Any]:
+    """Wait until the TFJob has a condition `type_` with `status` and `reason` (each if given);
+    return that condition."""
+
+    def probe() -> dict[str, Any] | None:
+        found = condition(get_json(cluster, "-n", ns, "tfjob", job), type_)
+        return _matching(found, status, reason)
+
+    return dict(wait_for(what, probe, timeout=timeout))
+
+
+def wait_workload_condition(
+    cluster: Cluster,
+    ns: str,
+    job: str,
+    type_: str,
+    status: str,
+    what: str,
+    timeout: float = 120.0,
+) -> dict[str, Any]:
+    """Wait until Kueue's Workload of the TFJob has a condition `type_` with `status`; return
+    that condition."""
+
+    def probe() -> dict[str, Any] | None:
+        return _matching(workload_condition(cluster, ns, job, type_), status, None)
+
+    return dict(wait_for(what, probe, timeout=timeout))

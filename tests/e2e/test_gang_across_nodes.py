@@ -29,6 +29,8 @@ from tests.e2e.gang_helpers import (
     kueue_queue,
     scheduled_at,
     scheduling_on,
+    wait_job_condition,
+    wait_workload_condition,
     workload_of,
 )
 from tests.e2e.node_helpers import condition, get_json, wait_finished, wait_for
@@ -96,13 +98,8 @@ def test_a_gang_of_three_waits_whole_while_a_node_is_cordoned_and_runs_across_al
     cluster.kubectl("cordon", NODES[2])
     try:
         _apply(cluster, ns, spread_job("gang"))
-        waiting = wait_for(
-            "the job waiting for its gang",
-            lambda: (
-                (c := condition(_job(cluster, ns, "gang"), "Running"))
-                and c["reason"] == "WaitingForGang"
-                and c
-            ),
+        waiting = wait_job_condition(
+            cluster, ns, "gang", "Running", "the job waiting for its gang", reason="WaitingForGang"
         )
         assert waiting["status"] == "False", waiting
         assert "waiting for 3 pods to be scheduled together" in waiting["message"], waiting
@@ -135,27 +132,12 @@ def test_a_queue_spanning_the_nodes_admits_the_second_job_when_the_first_finishe
         _apply(cluster, ns, spread_job("first", hold_s=8, labels=labels))
         wait_for("first admitted", lambda: len(job_pods(cluster, ns, "first")) == 3)
         _apply(cluster, ns, spread_job("second", labels=labels))
-        suspended = wait_for(
-            "second Suspended",
-            lambda: (
-                (c := condition(_job(cluster, ns, "second"), "Suspended"))
-                and c["status"] == "True"
-                and c
-            ),
+        suspended = wait_job_condition(
+            cluster, ns, "second", "Suspended", "second Suspended", status="True"
         )
         assert suspended["reason"] == "TFJobSuspended", suspended
-        why = wait_for(
-            "Kueue's reason",
-            lambda: next(
-                (
-                    c
-                    for c in ((workload_of(cluster, ns, "second") or {}).get("status") or {}).get(
-                        "conditions", []
-                    )
-                    if c["type"] == "QuotaReserved" and c["status"] == "False"
-                ),
-                None,
-            ),
+        why = wait_workload_condition(
+            cluster, ns, "second", "QuotaReserved", "False", "Kueue's reason"
         )
         assert "insufficient unused quota for cpu" in why["message"], why
         assert not job_pods(cluster, ns, "second")
@@ -182,37 +164,27 @@ def test_a_queued_job_whose_image_is_missing_is_evicted_after_the_pods_ready_tim
         container["image"] = "registry.invalid/taas/not-there:1"  # Never pulled: no network
         _apply(cluster, ns, job)
         wait_for("its pods", lambda: len(job_pods(cluster, ns, "missing")) == 3)
-        running = wait_for(
+        running = wait_job_condition(
+            cluster,
+            ns,
+            "missing",
+            "Running",
             "TaaS saying why it does not run",
-            lambda: (
-                (c := condition(_job(cluster, ns, "missing"), "Running"))
-                and c["reason"] == "ErrImageNeverPull"
-                and c
-            ),
+            reason="ErrImageNeverPull",
         )
         assert running["status"] == "False", running
-        evicted = wait_for(
+        evicted = wait_workload_condition(
+            cluster,
+            ns,
+            "missing",
+            "Evicted",
+            "True",
             "Kueue's eviction",
-            lambda: next(
-                (
-                    c
-                    for c in ((workload_of(cluster, ns, "missing") or {}).get("status") or {}).get(
-                        "conditions", []
-                    )
-                    if c["type"] == "Evicted" and c["status"] == "True"
-                ),
-                None,
-            ),
             timeout=PODS_READY_TIMEOUT + 60,
         )
         assert evicted["reason"] == "PodsReadyTimeout", evicted
-        suspended = wait_for(
-            "the job Suspended",
-            lambda: (
-                (c := condition(_job(cluster, ns, "missing"), "Suspended"))
-                and c["status"] == "True"
-                and c
-            ),
+        suspended = wait_job_condition(
+            cluster, ns, "missing", "Suspended", "the job Suspended", status="True"
         )
         assert suspended["lastTransitionTime"] >= evicted["lastTransitionTime"], suspended
         wait_for("its pods gone", lambda: not job_pods(cluster, ns, "missing"), timeout=60)

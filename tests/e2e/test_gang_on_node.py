@@ -30,16 +30,17 @@ from tests.e2e.gang_helpers import (
     PRIORITY_LABEL,
     QUEUE_LABEL,
     barrier_job,
-    condition_of,
     finished_at,
     free_millicpu,
     job_pods,
     kueue_queue,
     scheduled_at,
     scheduling_on,
-    workload_of,
+    wait_job_condition,
+    wait_workload_condition,
+    workload_condition,
 )
-from tests.e2e.node_helpers import REPO, get_json, wait_finished, wait_for
+from tests.e2e.node_helpers import REPO, condition, get_json, wait_finished, wait_for
 from tests.e2e.sdk_venv import sdk_python
 
 pytestmark = [pytest.mark.node]
@@ -111,19 +112,19 @@ def test_two_gangs_without_a_gang_scheduler_can_deadlock(
     # Each job says what holds it (its pods go to the default scheduler: no gang); nothing
     # finishes while the placed workers wait for peers.
     for name in ("a", "b"):
-        running = wait_for(
+        running = wait_job_condition(
+            cluster,
+            ns,
+            name,
+            "Running",
             f"{name} saying it is not running",
-            lambda n=name: (
-                (c := condition_of(_job(cluster, ns, n), "Running"))
-                and c["status"] == "False"
-                and c["reason"] == "Unschedulable"
-                and c
-            ),
+            status="False",
+            reason="Unschedulable",
         )
         assert "Insufficient cpu" in running["message"], running
     for _ in range(2):
         jobs = [_job(cluster, ns, n) for n in ("a", "b")]
-        assert not any((condition_of(j, "Succeeded") or {}).get("status") == "True" for j in jobs)
+        assert not any((condition(j, "Succeeded") or {}).get("status") == "True" for j in jobs)
         cluster.kubectl(
             "wait", "-n", ns, "--for=condition=Ready", "pod/a-worker-0", "--timeout=60s"
         )
@@ -139,7 +140,7 @@ def test_two_gangs_under_coscheduling_run_one_after_the_other(
     _apply(cluster, ns, barrier_job("first", 3, per), barrier_job("second", 3, per))
     for name in ("first", "second"):
         job = wait_finished(cluster, ns, name, timeout=240)
-        assert (condition_of(job, "Succeeded") or {}).get("status") == "True", job["status"]
+        assert (condition(job, "Succeeded") or {}).get("status") == "True", job["status"]
     spans = {}
     for name in ("first", "second"):
         pods = job_pods(cluster, ns, name)
@@ -168,35 +169,20 @@ def test_a_queue_with_quota_for_one_job_admits_the_second_when_the_first_finishe
         _apply(cluster, ns, barrier_job("first", 2, per, hold_s=8, labels=labels))
         wait_for("first admitted", lambda: len(job_pods(cluster, ns, "first")) == 2)
         _apply(cluster, ns, barrier_job("second", 2, per, labels=labels))
-        suspended = wait_for(
-            "second Suspended",
-            lambda: (
-                (c := condition_of(_job(cluster, ns, "second"), "Suspended"))
-                and c["status"] == "True"
-                and c
-            ),
+        suspended = wait_job_condition(
+            cluster, ns, "second", "Suspended", "second Suspended", status="True"
         )
         assert suspended["reason"] == "TFJobSuspended", suspended
-        why = wait_for(
-            "Kueue's reason",
-            lambda: next(
-                (
-                    c
-                    for c in ((workload_of(cluster, ns, "second") or {}).get("status") or {}).get(
-                        "conditions", []
-                    )
-                    if c["type"] == "QuotaReserved" and c["status"] == "False"
-                ),
-                None,
-            ),
+        why = wait_workload_condition(
+            cluster, ns, "second", "QuotaReserved", "False", "Kueue's reason"
         )
         assert "insufficient unused quota for cpu" in why["message"], why
         assert not job_pods(cluster, ns, "second")
         first = wait_finished(cluster, ns, "first", timeout=180)
-        assert (condition_of(first, "Succeeded") or {}).get("status") == "True"
+        assert (condition(first, "Succeeded") or {}).get("status") == "True"
         second = wait_finished(cluster, ns, "second", timeout=180)
-        assert (condition_of(second, "Succeeded") or {}).get("status") == "True"
-        resumed = condition_of(second, "Suspended") or {}
+        assert (condition(second, "Succeeded") or {}).get("status") == "True"
+        resumed = condition(second, "Suspended") or {}
         assert (resumed.get("status"), resumed.get("reason")) == ("False", "TFJobResumed")
         ended = max(finished_at(p) or 0 for p in job_pods(cluster, ns, "first"))
         assert min(scheduled_at(p) or 0 for p in job_pods(cluster, ns, "second")) >= ended
@@ -262,25 +248,16 @@ def test_a_higher_priority_job_preempts_a_lower_one_which_resumes_from_its_check
         )  # fmt: skip
         high_labels = {QUEUE_LABEL: queue, PRIORITY_LABEL: high_class}
         _apply(cluster, ns, barrier_job("high", 2, per, hold_s=8, labels=high_labels))
-        suspended = wait_for(
-            "low preempted",
-            lambda: (
-                (c := condition_of(_job(cluster, ns, "low"), "Suspended"))
-                and c["status"] == "True"
-                and c
-            ),
+        suspended = wait_job_condition(
+            cluster, ns, "low", "Suspended", "low preempted", status="True"
         )
         assert suspended["reason"] == "TFJobSuspended"
-        evicted = next(
-            c
-            for c in workload_of(cluster, ns, "low")["status"]["conditions"]
-            if c["type"] == "Evicted"
-        )
-        assert evicted["reason"] == "Preempted", evicted
+        evicted = workload_condition(cluster, ns, "low", "Evicted") or {}
+        assert evicted.get("reason") == "Preempted", evicted
         high = wait_finished(cluster, ns, "high", timeout=180)
-        assert (condition_of(high, "Succeeded") or {}).get("status") == "True"
+        assert (condition(high, "Succeeded") or {}).get("status") == "True"
         low = wait_finished(cluster, ns, "low", timeout=600)
-        assert (condition_of(low, "Succeeded") or {}).get("status") == "True", low["status"]
+        assert (condition(low, "Succeeded") or {}).get("status") == "True", low["status"]
         log = cluster.kubectl("logs", "-n", ns, "low-worker-0").stdout
         done = re.search(r"training done: (\d+) local steps, global step (\d+)", log)
         assert done, log[-3000:]

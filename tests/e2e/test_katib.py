@@ -24,8 +24,8 @@ from taas_controlplane.cluster import Cluster
 from taas_controlplane.katib import KatibOptions, KatibStack
 from taas_controlplane.katib.config import INJECTION_LABEL
 from taas_controlplane.oci import TOOLBOX_IMAGE
-from tests.e2e.gang_helpers import QUEUE_LABEL, condition_of, kueue_queue, scheduling_on
-from tests.e2e.node_helpers import REPO, get_json, wait_for
+from tests.e2e.gang_helpers import QUEUE_LABEL, kueue_queue, scheduling_on
+from tests.e2e.node_helpers import REPO, condition, get_json, wait_for
 
 pytestmark = [pytest.mark.node]
 EXAMPLE = REPO / "examples" / "hyperparameter_search" / "experiment.yaml"
@@ -240,7 +240,7 @@ def test_trials_queued_by_kueue_run_one_at_a_time_within_the_quota(
         assert _loss(trial) == 0.5
     # Kueue created both suspended and resumed each when admitted: the second only once the
     # first had finished (the quota holds one).
-    resumed = [condition_of(j, "Suspended") or {} for j in jobs]
+    resumed = [condition(j, "Suspended") or {} for j in jobs]
     assert all((r.get("status"), r.get("reason")) == ("False", "TFJobResumed") for r in resumed)
     first, second = sorted(
         zip((_time(r["lastTransitionTime"]) for r in resumed), jobs, strict=True),

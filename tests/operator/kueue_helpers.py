@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.operator.operator_harness import Api, tfjob, unique
+from tests.operator.operator_harness import Api, tfjob, unique, wait_for
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -82,6 +82,19 @@ def workload_condition(admin: Api, ns: str, job: str, type_: str) -> dict[str, A
         if cond["type"] == type_:
             return dict(cond)
     return None
+
+
+def wait_workload_condition(
+    admin: Api, ns: str, job: str, type_: str, what: str, timeout: float, status: str | None = None
+) -> dict[str, Any]:
+    """Wait until the TFJob's Workload has a condition `type_` (with `status`, if given); return
+    that condition."""
+
+    def probe() -> dict[str, Any] | None:
+        cond = workload_condition(admin, ns, job, type_)
+        return cond if cond and (status is None or cond["status"] == status) else None
+
+    return wait_for(probe, what, timeout)
 
 
 def live_pods(admin: Api, ns: str, job: str) -> dict[str, dict[str, Any]]:

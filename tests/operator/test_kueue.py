@@ -24,6 +24,7 @@ from tests.operator.kueue_helpers import (
     live_pods,
     queued_job,
     queues,
+    wait_workload_condition,
     workload_condition,
 )
 from tests.operator.operator_harness import (
@@ -76,14 +77,8 @@ def test_a_second_job_waits_suspended_until_the_first_frees_the_quota(
         lambda: condition(admin.tfjob(ns, second), "Suspended"), "the second job Suspended", 60
     )
     assert suspended["reason"] == "TFJobSuspended"
-    pending = wait_for(
-        lambda: (
-            (c := workload_condition(admin, ns, second, "QuotaReserved"))
-            and c["status"] == "False"
-            and c
-        ),
-        "Kueue's reason the second job waits",
-        60,
+    pending = wait_workload_condition(
+        admin, ns, second, "QuotaReserved", "Kueue's reason the second job waits", 60, "False"
     )
     assert "insufficient unused quota for cpu" in pending["message"], pending
     assert not admin.pods(ns, second)

@@ -23,7 +23,14 @@ import pytest
 
 from taas_controlplane.launcher import ControlPlane
 from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
-from tests.operator.kueue_helpers import live_pods, queued_job, queues, workload, workload_condition
+from tests.operator.kueue_helpers import (
+    live_pods,
+    queued_job,
+    queues,
+    wait_workload_condition,
+    workload,
+    workload_condition,
+)
 from tests.operator.operator_harness import Api, StartOperator, condition, new_namespace, wait_for
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
@@ -72,14 +79,8 @@ def test_a_job_whose_pods_all_run_is_ready_to_kueue_and_stays_admitted(
 
     for pod in pods:
         admin.set_pod_phase(ns, pod, "Running")
-    ready = wait_for(
-        lambda: (
-            (c := workload_condition(admin, ns, "ready", "PodsReady"))
-            and c["status"] == "True"
-            and c
-        ),
-        "Kueue's PodsReady True",
-        30,
+    ready = wait_workload_condition(
+        admin, ns, "ready", "PodsReady", "Kueue's PodsReady True", 30, "True"
     )
     assert condition(admin.tfjob(ns, "ready"), "Running")["status"] == "True"
     assert ready["reason"] == "Started", ready
@@ -110,10 +111,8 @@ def test_a_job_with_a_pod_that_cannot_start_is_evicted_after_the_timeout_and_req
     )
     assert (running["status"], running["reason"]) == ("False", "ImagePullBackOff"), running
 
-    evicted = wait_for(
-        lambda: (c := workload_condition(admin, ns, "stuck", "Evicted")) and c,
-        "Kueue's eviction",
-        TIMEOUT + 45,
+    evicted = wait_workload_condition(
+        admin, ns, "stuck", "Evicted", "Kueue's eviction", TIMEOUT + 45
     )
     # Timed from the admission (the conditions' times are in whole seconds).
     waited = stamp(evicted["lastTransitionTime"]) - stamp(admitted["lastTransitionTime"])
@@ -134,11 +133,7 @@ def test_a_job_with_a_pod_that_cannot_start_is_evicted_after_the_timeout_and_req
     assert all(s.get("active", 0) == 0 for s in job["status"]["replicaStatuses"].values())
 
     # Requeued: with the replicas inactive Kueue releases the quota and counts the requeue.
-    requeued = wait_for(
-        lambda: (c := workload_condition(admin, ns, "stuck", "Requeued")) and c,
-        "Kueue's requeue",
-        30,
-    )
+    requeued = wait_workload_condition(admin, ns, "stuck", "Requeued", "Kueue's requeue", 30)
     assert requeued["reason"] == "PodsReadyTimeout", requeued
     state = (workload(admin, ns, "stuck") or {})["status"].get("requeueState") or {}
     assert state.get("count") == 1, state
