@@ -7,7 +7,7 @@ objects.
     free_millicpu(cluster) -> int                          # allocatable minus pods' requests
     barrier_job(name, workers, millicpu, hold_s=3, ...) -> dict   # workers wait for each other
     kueue_queue(cluster, cpu_milli, preemption=False) -> (cluster_queue, cleanup)
-    job_pods(cluster, ns, job) / scheduled_at(pod) / finished_at(pod)
+    scheduled_at(pod) / finished_at(pod)
     workload_of(cluster, ns, job) -> Kueue's Workload of the TFJob, or None
     workload_condition(cluster, ns, job, type_) -> one of its conditions, or None
     wait_job_condition(cluster, ns, job, type_, what, status=, reason=) -> the condition
@@ -179,11 +179,6 @@ def kueue_queue(
         )  # fmt: skip
 
     return "team", cleanup
-
-
-def job_pods(cluster: Cluster, ns: str, job: str) -> list[dict[str, Any]]:
-    selector = f"training.kubeflow.org/job-name={job}"
-    return list(get_json(cluster, "pods", "-n", ns, "-l", selector)["items"])
 
 
 def _stamp(value: str) -> float:

@@ -1,5 +1,6 @@
 """Helpers of the end-to-end tests (fixtures are in conftest.py): kubectl and Helm against the
-one-node cluster, waiting without hanging, and small TFJobs that need no TensorFlow."""
+cluster, waiting without hanging, a job's pods, a container killed as a crash would end it, and
+small TFJobs that need no TensorFlow."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ from taas_controlplane.oci import TOOLBOX_IMAGE
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "taas"
 RELEASE, OPERATOR_NS = "taas", "taas-system"
+#: Kubeflow's label on a TFJob's pods and services (its value: the job's name).
+JOB_LABEL = "training.kubeflow.org/job-name"
+#: The label naming a node (a topology key, a nodeSelector).
+HOSTNAME = "kubernetes.io/hostname"
 #: The chart values of the session's release (conftest's `operator`): progress read every 5 s,
 #: so jobs of a few tens of seconds show theirs.
 SESSION_VALUES = ("logLevel=DEBUG", "progress.intervalSeconds=5")
@@ -61,6 +66,11 @@ def wait_for(
             return last
         time.sleep(every)
     pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+def job_pods(cluster: Cluster, ns: str, job: str) -> list[dict[str, Any]]:
+    """The pods of the TFJob (by its job-name label), deleted or not."""
+    return list(get_json(cluster, "-n", ns, "pods", "-l", f"{JOB_LABEL}={job}")["items"])
 
 
 def exec_in(

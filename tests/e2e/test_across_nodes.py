@@ -21,10 +21,13 @@ import yaml
 
 from taas_controlplane.cluster import Cluster
 from tests.e2e.node_helpers import (
+    HOSTNAME,
+    JOB_LABEL,
     REPO,
     condition,
     exec_in,
     get_json,
+    job_pods,
     toolbox_tfjob,
     wait_finished,
     wait_for,
@@ -33,8 +36,6 @@ from tests.e2e.node_helpers import (
 
 pytestmark = [pytest.mark.node, pytest.mark.nodes3]
 
-JOB_LABEL = "training.kubeflow.org/job-name"
-HOSTNAME = "kubernetes.io/hostname"
 # Every replica answers "ok from <name>" on its TF port (2222), one connection at a time.
 SERVE = 'while true; do echo "ok from $HOSTNAME" | nc -l -p 2222; done'
 
@@ -59,13 +60,9 @@ def _spread(job: dict[str, Any]) -> dict[str, Any]:
     return job
 
 
-def _pods(cluster: Cluster, ns: str, job: str) -> list[dict[str, Any]]:
-    return list(get_json(cluster, "-n", ns, "pods", "-l", f"{JOB_LABEL}={job}")["items"])
-
-
 def _running(cluster: Cluster, ns: str, job: str, count: int) -> list[dict[str, Any]]:
     def ready() -> list[dict[str, Any]] | None:
-        pods = _pods(cluster, ns, job)
+        pods = job_pods(cluster, ns, job)
         up = [p for p in pods if p["status"].get("phase") == "Running"]
         return up if len(up) == count else None
 
@@ -205,7 +202,7 @@ def test_mwms_across_three_nodes_trains_the_same_weights_as_on_one(
         cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(job))
 
     def placed(job: str) -> list[str] | None:
-        nodes = [p["spec"].get("nodeName") for p in _pods(cluster, ns, job)]
+        nodes = [p["spec"].get("nodeName") for p in job_pods(cluster, ns, job)]
         return nodes if len(nodes) == 3 and None not in nodes else None
 
     assert sorted(wait_for("spread's 3 workers placed", lambda: placed("spread"))) == sorted(
@@ -267,7 +264,7 @@ def test_ps_jobs_train_across_three_nodes(
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(_spread_evenly(job)))
 
     def placed() -> list[str] | None:
-        nodes = [p["spec"].get("nodeName") for p in _pods(cluster, ns, name)]
+        nodes = [p["spec"].get("nodeName") for p in job_pods(cluster, ns, name)]
         return nodes if len(nodes) == count and None not in nodes else None
 
     nodes = wait_for(f"{name}'s {count} replicas placed", placed)

@@ -16,17 +16,12 @@ import yaml
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.images import ensure_image
 from taas_controlplane.oci import derived_archive
-from tests.e2e.node_helpers import REPO, condition, get_json, wait_finished, wait_for
+from tests.e2e.node_helpers import REPO, condition, get_json, job_pods, wait_finished, wait_for
 
 pytestmark = [pytest.mark.node, pytest.mark.tensorflow, pytest.mark.slow]
 
 KATIB_IMAGE = "taas.local/tf-mnist-with-summaries:1"
 KATIB_PROGRAM = Path(__file__).parent / "programs" / "tf_mnist_with_summaries.py"
-
-
-def _pods(cluster: Cluster, ns: str, job: str) -> list[dict]:
-    selector = f"training.kubeflow.org/job-name={job}"
-    return list(get_json(cluster, "-n", ns, "pods", "-l", selector)["items"])
 
 
 def _tf_config(cluster: Cluster, ns: str, pod: str) -> dict:
@@ -43,7 +38,7 @@ def test_mnist_example_trains_in_containers(
     name = f"mnist-{mode}"
     assert trainer_image in example.read_text()  # the example runs as it is
     cluster.kubectl("apply", "-n", ns, "-f", str(example))
-    wait_for("the job's 3 pods", lambda: len(_pods(cluster, ns, name)) == 3)
+    wait_for("the job's 3 pods", lambda: len(job_pods(cluster, ns, name)) == 3)
     hosts = _tf_config(cluster, ns, f"{name}-worker-0")["cluster"]
     assert hosts["ps"] == [f"{name}-ps-0.{ns}.svc:2222"]  # Kubeflow's host form, no domain
     job = wait_finished(cluster, ns, name, timeout=900)
@@ -55,7 +50,7 @@ def test_mnist_example_trains_in_containers(
         "no PS pod left running",
         lambda: all(
             p["status"].get("phase") != "Running"
-            for p in _pods(cluster, ns, name)
+            for p in job_pods(cluster, ns, name)
             if p["metadata"]["name"] == f"{name}-ps-0"
         ),
     )
@@ -65,7 +60,7 @@ def test_mnist_example_trains_in_containers(
 
 
 def _names(cluster: Cluster, ns: str, job: str) -> list[str]:
-    return [p["metadata"]["name"] for p in _pods(cluster, ns, job)]
+    return [p["metadata"]["name"] for p in job_pods(cluster, ns, job)]
 
 
 def test_seed_style_example_gets_its_flags_from_kubernetes_expansion(

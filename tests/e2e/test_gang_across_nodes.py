@@ -25,7 +25,6 @@ from tests.e2e.gang_helpers import (
     QUEUE_LABEL,
     barrier_job,
     finished_at,
-    job_pods,
     kueue_queue,
     scheduled_at,
     scheduling_on,
@@ -33,12 +32,18 @@ from tests.e2e.gang_helpers import (
     wait_workload_condition,
     workload_of,
 )
-from tests.e2e.node_helpers import condition, get_json, wait_finished, wait_for
+from tests.e2e.node_helpers import (
+    HOSTNAME,
+    JOB_LABEL,
+    condition,
+    get_json,
+    job_pods,
+    wait_finished,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.node, pytest.mark.nodes3]
 
-JOB_LABEL = "training.kubeflow.org/job-name"
-HOSTNAME = "kubernetes.io/hostname"
 NODES = ["taas-node-0", "taas-node-1", "taas-node-2"]
 PER_WORKER_MILLICPU = 200
 NUDGE = "taas.dev/retry-gang"

@@ -32,7 +32,6 @@ from tests.e2e.gang_helpers import (
     barrier_job,
     finished_at,
     free_millicpu,
-    job_pods,
     kueue_queue,
     scheduled_at,
     scheduling_on,
@@ -40,7 +39,7 @@ from tests.e2e.gang_helpers import (
     wait_workload_condition,
     workload_condition,
 )
-from tests.e2e.node_helpers import REPO, condition, get_json, wait_finished, wait_for
+from tests.e2e.node_helpers import REPO, condition, get_json, job_pods, wait_finished, wait_for
 from tests.e2e.sdk_venv import sdk_python
 
 pytestmark = [pytest.mark.node]

@@ -31,9 +31,12 @@ import yaml
 
 from taas_controlplane.cluster import Cluster
 from tests.e2e.node_helpers import (
+    HOSTNAME,
+    JOB_LABEL,
     REPO,
     condition,
     get_json,
+    job_pods,
     operator_pods,
     wait_finished,
     wait_for,
@@ -41,8 +44,6 @@ from tests.e2e.node_helpers import (
 
 pytestmark = [pytest.mark.node, pytest.mark.nodes3, pytest.mark.tensorflow, pytest.mark.slow]
 
-JOB_LABEL = "training.kubeflow.org/job-name"
-HOSTNAME = "kubernetes.io/hostname"
 PROGRAM = Path(__file__).parent / "programs" / "seeded_digits.py"
 CHECKPOINT_STEPS = 50
 MAX_STEPS = 600
@@ -153,10 +154,6 @@ def _job(example: str, name: str, trainer_image: str, avoid: str) -> dict[str, A
     return job
 
 
-def _pods(cluster: Cluster, ns: str, job: str) -> list[dict[str, Any]]:
-    return list(get_json(cluster, "-n", ns, "pods", "-l", f"{JOB_LABEL}={job}")["items"])
-
-
 def _checkpoint_step(directory: Path) -> int:
     index = directory / "checkpoint"
     text = index.read_text() if index.exists() else ""
@@ -176,7 +173,7 @@ def _node_ready(cluster: Cluster, name: str) -> bool:
 
 
 def _running_elsewhere(cluster: Cluster, ns: str, job: str, count: int, gone: str) -> bool:
-    pods = _pods(cluster, ns, job)
+    pods = job_pods(cluster, ns, job)
     live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
     return len(live) == count and all(
         p["status"].get("phase") == "Running" and p["spec"].get("nodeName") != gone for p in live
@@ -231,7 +228,7 @@ def _victim(cluster: Cluster, ns: str, job: str, pod: str, count: int) -> str:
     """The node of `pod` once every replica of the job runs."""
 
     def placed() -> str | None:
-        pods = {p["metadata"]["name"]: p for p in _pods(cluster, ns, job)}
+        pods = {p["metadata"]["name"]: p for p in job_pods(cluster, ns, job)}
         running = [p for p in pods.values() if p["status"].get("phase") == "Running"]
         return pods[pod]["spec"]["nodeName"] if len(running) == count else None
 
@@ -338,7 +335,7 @@ def test_a_drained_node_moves_a_worker_after_a_checkpoint_and_says_why(
         assert resumed_step == saved  # no step lost beyond the eviction's checkpoint
         done = wait_finished(cluster, ns, name, timeout=900)
         assert (condition(done, "Succeeded") or {}).get("status") == "True", done.get("status")
-        assert all(p["spec"]["nodeName"] != victim for p in _pods(cluster, ns, name))
+        assert all(p["spec"]["nodeName"] != victim for p in job_pods(cluster, ns, name))
         events = get_json(cluster, "-n", ns, "events", "--field-selector",
                           f"involvedObject.kind=TFJob,involvedObject.name={name}")  # fmt: skip
         messages = [e["message"] for e in events["items"]]

@@ -21,6 +21,7 @@ import yaml
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.oci import TOOLBOX_IMAGE
 from tests.e2e.node_helpers import (
+    HOSTNAME,
     REPO,
     await_resumed_step,
     condition,
@@ -216,7 +217,7 @@ def _pod_on(name: str, node: str, script: str, claim: str) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {
             "restartPolicy": "Never",
-            "nodeSelector": {"kubernetes.io/hostname": node},
+            "nodeSelector": {HOSTNAME: node},
             "containers": [
                 {
                     "name": name,

@@ -34,12 +34,11 @@ import yaml
 
 from taas_controlplane.cluster import Cluster
 from taas_operator.processes import spawn, stop
-from tests.e2e.node_helpers import REPO, condition, get_json, wait_finished, wait_for
+from tests.e2e.node_helpers import JOB_LABEL, REPO, condition, get_json, wait_finished, wait_for
 from tests.e2e.tensorboard_helpers import served_tensorboard
 
 pytestmark = [pytest.mark.node, pytest.mark.tensorflow]
 
-JOB_LABEL = "training.kubeflow.org/job-name"
 UID_LABEL = "taas.dev/job-uid"
 
 
