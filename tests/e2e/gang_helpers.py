@@ -12,6 +12,7 @@ objects.
     workload_condition(cluster, ns, job, type_) -> one of its conditions, or None
     wait_job_condition(cluster, ns, job, type_, what, status=, reason=) -> the condition
     wait_workload_condition(cluster, ns, job, type_, status, what) -> the Workload's condition
+    assert_queued_for_quota(cluster, ns, job)              # suspended, no quota, no pods
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ from typing import Any
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.oci import TOOLBOX_IMAGE
 from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
-from tests.e2e.node_helpers import SESSION_VALUES, condition, get_json, install_chart, wait_for
+from tests.e2e.node_helpers import (
+    SESSION_VALUES,
+    condition,
+    get_json,
+    install_chart,
+    job_pods,
+    wait_for,
+)
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -258,3 +266,13 @@ def wait_workload_condition(
         return _matching(workload_condition(cluster, ns, job, type_), status, None)
 
     return dict(wait_for(what, probe, timeout=timeout))
+
+
+def assert_queued_for_quota(cluster: Cluster, ns: str, job: str) -> None:
+    """The queued TFJob waits for quota: Suspended by Kueue (TFJobSuspended), its Workload's
+    QuotaReserved False for want of CPU, and no pod of it."""
+    suspended = wait_job_condition(cluster, ns, job, "Suspended", f"{job} Suspended", status="True")
+    assert suspended["reason"] == "TFJobSuspended", suspended
+    why = wait_workload_condition(cluster, ns, job, "QuotaReserved", "False", "Kueue's reason")
+    assert "insufficient unused quota for cpu" in why["message"], why
+    assert not job_pods(cluster, ns, job)

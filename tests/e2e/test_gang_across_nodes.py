@@ -23,6 +23,7 @@ from taas_controlplane.cluster import Cluster
 from taas_controlplane.scheduling import SchedulingStack
 from tests.e2e.gang_helpers import (
     QUEUE_LABEL,
+    assert_queued_for_quota,
     barrier_job,
     finished_at,
     kueue_queue,
@@ -137,15 +138,7 @@ def test_a_queue_spanning_the_nodes_admits_the_second_job_when_the_first_finishe
         _apply(cluster, ns, spread_job("first", hold_s=8, labels=labels))
         wait_for("first admitted", lambda: len(job_pods(cluster, ns, "first")) == 3)
         _apply(cluster, ns, spread_job("second", labels=labels))
-        suspended = wait_job_condition(
-            cluster, ns, "second", "Suspended", "second Suspended", status="True"
-        )
-        assert suspended["reason"] == "TFJobSuspended", suspended
-        why = wait_workload_condition(
-            cluster, ns, "second", "QuotaReserved", "False", "Kueue's reason"
-        )
-        assert "insufficient unused quota for cpu" in why["message"], why
-        assert not job_pods(cluster, ns, "second")
+        assert_queued_for_quota(cluster, ns, "second")
         first = _succeeded_across_the_nodes(cluster, ns, "first")
         second = _succeeded_across_the_nodes(cluster, ns, "second")
         resumed = condition(_job(cluster, ns, "second"), "Suspended") or {}

@@ -29,6 +29,7 @@ from taas_controlplane.scheduling import SchedulingStack
 from tests.e2e.gang_helpers import (
     PRIORITY_LABEL,
     QUEUE_LABEL,
+    assert_queued_for_quota,
     barrier_job,
     finished_at,
     free_millicpu,
@@ -36,7 +37,6 @@ from tests.e2e.gang_helpers import (
     scheduled_at,
     scheduling_on,
     wait_job_condition,
-    wait_workload_condition,
     workload_condition,
 )
 from tests.e2e.node_helpers import REPO, condition, get_json, job_pods, wait_finished, wait_for
@@ -168,15 +168,7 @@ def test_a_queue_with_quota_for_one_job_admits_the_second_when_the_first_finishe
         _apply(cluster, ns, barrier_job("first", 2, per, hold_s=8, labels=labels))
         wait_for("first admitted", lambda: len(job_pods(cluster, ns, "first")) == 2)
         _apply(cluster, ns, barrier_job("second", 2, per, labels=labels))
-        suspended = wait_job_condition(
-            cluster, ns, "second", "Suspended", "second Suspended", status="True"
-        )
-        assert suspended["reason"] == "TFJobSuspended", suspended
-        why = wait_workload_condition(
-            cluster, ns, "second", "QuotaReserved", "False", "Kueue's reason"
-        )
-        assert "insufficient unused quota for cpu" in why["message"], why
-        assert not job_pods(cluster, ns, "second")
+        assert_queued_for_quota(cluster, ns, "second")
         first = wait_finished(cluster, ns, "first", timeout=180)
         assert (condition(first, "Succeeded") or {}).get("status") == "True"
         second = wait_finished(cluster, ns, "second", timeout=180)

@@ -60,19 +60,20 @@ def stamp(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
-def admitted_pods(admin: Api, ns: str, job: str) -> list[str]:
+def admitted_job(admin: Api, start_operator: StartOperator, job: str) -> tuple[str, list[str]]:
+    """A namespace `job` with its operator and a queue of 2 CPUs, and the TFJob `job` of 2
+    workers of 1 CPU in it, admitted; returns the namespace and the names of its 2 pods."""
+    ns = new_namespace(admin, job)
+    start_operator(ns)
+    admin.create_tfjob(ns, queued_job(job, queues(admin, ns, cpu=2), 2, "1"))
     pods = wait_for(lambda: len(p := live_pods(admin, ns, job)) == 2 and p, f"{job}'s pods", 60)
-    return sorted(pods)
+    return ns, sorted(pods)
 
 
 def test_a_job_whose_pods_all_run_is_ready_to_kueue_and_stays_admitted(
     admin: Api, kueue: SchedulingStack, start_operator: StartOperator
 ) -> None:
-    ns = new_namespace(admin, "ready")
-    start_operator(ns)
-    queue = queues(admin, ns, cpu=2)
-    admin.create_tfjob(ns, queued_job("ready", queue, 2, "1"))
-    pods = admitted_pods(admin, ns, "ready")
+    ns, pods = admitted_job(admin, start_operator, "ready")
     admitted_at = time.monotonic()
     waiting = workload_condition(admin, ns, "ready", "PodsReady")
     assert waiting and waiting["status"] == "False", waiting
@@ -96,11 +97,7 @@ def test_a_job_whose_pods_all_run_is_ready_to_kueue_and_stays_admitted(
 def test_a_job_with_a_pod_that_cannot_start_is_evicted_after_the_timeout_and_requeued(
     admin: Api, kueue: SchedulingStack, start_operator: StartOperator
 ) -> None:
-    ns = new_namespace(admin, "stuck")
-    start_operator(ns)
-    queue = queues(admin, ns, cpu=2)
-    admin.create_tfjob(ns, queued_job("stuck", queue, 2, "1"))
-    first, second = admitted_pods(admin, ns, "stuck")
+    ns, (first, second) = admitted_job(admin, start_operator, "stuck")
     admitted = workload_condition(admin, ns, "stuck", "Admitted")
     assert admitted and admitted["status"] == "True", admitted
     # Worker 0 runs; worker 1's image can never be pulled: the job is not ready.
