@@ -136,12 +136,9 @@ class Node:
         `power_on`'s components' to reuse."""
         if self.ns is None:
             raise ValueError("only a node of a many-node cluster (in its own namespace) powers off")
-        procs = [*self.procs.values(), *([self.runtime.proc] if self.runtime.proc else [])]
-        for proc in procs:
-            proc.kill()
+        for proc in [*self.procs.values(), *([self.runtime.proc] if self.runtime.proc else [])]:
+            stop_process(proc, signal.SIGKILL, grace=0)  # its whole process group
         hoststate.kill_run_processes(self.directory, named=self.runtime.state)
-        for proc in procs:
-            proc.wait()
         self.procs.clear()
         self.runtime.proc = None
         subprocess.run(["ip", "link", "set", self.ns.host_link, "down"], check=True)
