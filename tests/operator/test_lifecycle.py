@@ -273,6 +273,37 @@ def test_a_drained_replica_is_made_again_and_restarting_says_it_was_evicted(
     assert [e["message"] for e in admin.events(ns, name)].count(message) == 1
 
 
+def test_a_pods_long_eviction_message_is_cut_in_the_condition_and_the_event(
+    admin: Api, ns: str
+) -> None:
+    """Text of the pods (here an eviction's message of 4 KiB, as a kubelet under pressure may
+    write) reaches the job's condition and event cut to 1,024 characters, saying so."""
+    name = unique("long")
+    pods = _start(admin, ns, tfjob(name, {"Worker": {"restartPolicy": "ExitCode"}}), 1)
+    pod = f"{name}-worker-0"
+    path = f"{PODS.format(ns=ns)}/{pod}"
+    admin.merge_patch(path, {"spec": {"nodeName": "node-1"}})
+    admin.set_pod_phase(ns, pod, "Running")
+    target = {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
+              "message": "x" * 4096}  # fmt: skip
+    admin.merge_patch(f"{path}/status", {"status": {"conditions": [target]}})
+    admin.call("DELETE", path)
+    job = wait_for(
+        lambda: (j := admin.tfjob(ns, name)) and condition(j, "Restarting") and j,
+        "Restarting",
+    )
+    message = condition(job, "Restarting")["message"]
+    assert len(message) == 1024, len(message)
+    assert message.startswith(f"TFJob {name} is restarting because 1 Worker replica(s)")
+    assert message.endswith("... (cut: longer than 1024 characters)")
+    events = wait_for(
+        lambda: [e for e in admin.events(ns, name) if e["message"] == message],
+        "the event of the eviction",
+    )
+    assert len(events) == 1 and events[0]["type"] == "Warning", events
+    assert pods[pod]["metadata"]["uid"] == admin.pods(ns, name)[pod]["metadata"]["uid"]
+
+
 def test_backoff_limit_caps_exit_code_recreations(admin: Api, ns: str) -> None:
     name = unique("backoff")
     manifest = tfjob(name, {"Worker": {"restartPolicy": "ExitCode"}}, runPolicy={"backoffLimit": 2})

@@ -7,6 +7,7 @@
 - nothing changes once the job has a Failed=True condition (terminal stays terminal);
 - a condition with the same status and reason is left as it is (TaaS: unless `refresh` and
   its message changed, e.g. a count of unschedulable replicas: the message is replaced);
+- a message is kept to `api.text.MESSAGE_LIMIT` characters (pod text in it is unbounded);
 - lastTransitionTime is kept when only reason/message change;
 - setting a type removes its older entry and appends the new one; Running and Restarting replace
   each other; Succeeded or Failed turn an existing Running condition to False.
@@ -31,6 +32,7 @@ from taas_operator.api.constants import (
     REASON_INVALID_SPEC,
 )
 from taas_operator.api.models import JobCondition, TFJobStatus
+from taas_operator.api.text import bounded
 
 _EXCLUSIVE = {COND_RUNNING: COND_RESTARTING, COND_RESTARTING: COND_RUNNING}
 
@@ -47,6 +49,7 @@ def set_condition(
     """Set a condition like Kubeflow does; return whether anything changed."""
     if status.is_true(COND_FAILED):
         return False
+    message = bounded(message)
     current = status.condition(type_)
     same = current is not None and current.status == value and current.reason == reason
     if same and (not refresh or (current is not None and current.message == message)):

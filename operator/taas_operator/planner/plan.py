@@ -29,20 +29,27 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from taas_operator.api.constants import OWN_MANAGERS
 from taas_operator.api.models import TFJobStatus
+from taas_operator.api.text import bounded
 
 EventType = Literal["Normal", "Warning"]
 
 
 class Event(BaseModel):
-    """A Kubernetes event to record on the TFJob."""
+    """A Kubernetes event to record on the TFJob; its message kept to `api.text.MESSAGE_LIMIT`
+    characters (pod text in it is unbounded)."""
 
     type: EventType
     reason: str
     message: str
+
+    @field_validator("message")
+    @classmethod
+    def _bounded(cls, message: str) -> str:
+        return bounded(message)
 
 
 class Plan(BaseModel):
