@@ -8,6 +8,7 @@ requests. Used by bench.scale, bench.scheduling and bench.katib.
     clock.request(method, path, body=None, content_type=...) -> (status, answer)
     clock.requests([(method, path, body, content_type), ...]) -> [(status, answer), ...]
     clock.stop()
+    clock.errors, clock.resumed                     # what broke a watch; cuts it went on from
 
 `pods`: pod uid -> PodTimes (first seen, bound to a node, first seen Running, ended, deletion
 asked, gone; its namespace and node; a terminal phase seen to end again, which no kubelet
@@ -19,6 +20,10 @@ as the watch shows it (the apiserver's creationTimestamp has whole seconds only)
 is measured as SIG Scalability's pod-startup SLI is: creation until Running observed by a watch.
 The watches are the operator's own list-then-watch loop (`taas_operator.apiserver.listwatch`,
 orjson parsing on one aiohttp pool): at 10,000 pods the harness must not be what is slow.
+
+A watch whose stream was cut (a connection reset) goes on from the last version it saw: no
+event is missed, and the cut is only noted (`resumed`). Any other error, and a 410 Gone, lists
+again: a change in the gap is seen late or not at all, so the figures may be off (`errors`).
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ from typing import Any, TypeVar
 from taas_operator.api.resources import POD, TFJOB, Kind
 from taas_operator.apiserver.credentials import load
 from taas_operator.apiserver.listwatch import Retry, list_then_watch
-from taas_operator.apiserver.transport import Transport
+from taas_operator.apiserver.transport import CUT, Transport
 
 JOB_LABEL = "training.kubeflow.org/job-name"
 TYPE_LABEL = "training.kubeflow.org/replica-type"
@@ -157,6 +162,7 @@ class _Sink:
 
     def __init__(self, clock: Clock, on_object: Handler):
         self.clock, self.on_object = clock, on_object
+        self.lists = 0
 
     def page(self, items: list[dict[str, Any]]) -> None:
         now = time.monotonic()
@@ -165,7 +171,11 @@ class _Sink:
                 self.on_object("LISTED", item, now)
 
     def listed(self) -> None:
-        self.clock.synced.release()
+        self.lists += 1
+        if self.lists == 1:
+            self.clock.synced.release()
+        elif not self.clock.errors:  # no error before it: the apiserver's 410 Gone
+            self.clock.errors.append("listed again (410 Gone): a change in the gap may be missed")
 
     def changed(self, event_type: str, obj: dict[str, Any]) -> None:
         now = time.monotonic()
@@ -173,7 +183,8 @@ class _Sink:
             self.on_object(event_type, obj, now)
 
     def failed(self, error: BaseException, delay: float) -> None:
-        self.clock.errors.append(f"{type(error).__name__}: {error}")
+        noted = self.clock.resumed if isinstance(error, CUT) else self.clock.errors
+        noted.append(f"{type(error).__name__}: {error}")
 
 
 class Clock:
@@ -194,7 +205,9 @@ class Clock:
         self.synced = threading.Semaphore(0)
         self.pods: dict[str, PodTimes] = {}
         self.jobs: dict[str, JobTimes] = {}
+        #: What made a watch list again (a change may be missed); cuts it went on from.
         self.errors: list[str] = []
+        self.resumed: list[str] = []
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="clock", daemon=True)
         self._tasks: list[asyncio.Task[None]] = []

@@ -90,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         print(table(result))
         for problem in result.problems:
             print(f"PROBLEM: {problem}")
+        for note in result.notes:
+            print(f"note: {note}")
         results[controller.label] = result
     if len(results) > 1:
         print(comparison(results))

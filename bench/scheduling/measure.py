@@ -58,6 +58,7 @@ class GangResult:
     peak_admitted: dict[int, int] = field(default_factory=dict)  # queue -> GPUs, Kueue's view
     peak_held: dict[int, int] = field(default_factory=dict)  # queue -> GPUs held by pods
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # worth knowing, not wrong
 
     def percentiles(self, attr: str) -> tuple[float, float, float]:
         values = sorted(getattr(j, attr) for j in self.jobs)

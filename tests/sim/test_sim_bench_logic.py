@@ -2,13 +2,18 @@
 cluster: two pods of one replica Running at once are found, a replica replaced only after its
 old pod was given up is not; the nodes lost are PS 0's first; goals compare within one run; the
 GPUs a queue's pods held at once are counted from the watch's events (an end and a start at the
-same event do not overlap), and a pod that ends and runs again is found."""
+same event do not overlap), and a pod that ends and runs again is found; a watch cut and resumed
+is a note, a watch that listed again an error."""
 
 from __future__ import annotations
 
+import threading
+from types import SimpleNamespace
+
+import aiohttp
 import pytest
 
-from bench.clock import PodTimes, _stamp, _started, record_pod
+from bench.clock import PodTimes, _Sink, _stamp, _started, record_pod
 from bench.scale.load import _stamped_starts
 from bench.scale.nodeloss import _chosen_nodes, duplicates
 from bench.scale.report import goals
@@ -134,3 +139,16 @@ def test_a_pod_seen_running_after_it_ended_is_reported() -> None:
     assert pods["u1"].reopened == 3.0
     held = pods_held(pods.values(), {"q0": 0})
     assert held.problems == ["q0/j-worker-0 was seen running again after it ended"]
+
+
+def test_the_clock_notes_a_cut_watch_but_counts_a_new_list_as_an_error() -> None:
+    clock = SimpleNamespace(errors=[], resumed=[], synced=threading.Semaphore(0))
+    sink = _Sink(clock, lambda *_: None)  # type: ignore[arg-type]
+    sink.listed()  # the first list: the clock has synced
+    assert clock.synced.acquire(blocking=False) and not clock.errors
+    sink.failed(aiohttp.ServerDisconnectedError(), 1.0)  # cut: the loop goes on from its version
+    assert len(clock.resumed) == 1 and not clock.errors
+    sink.listed()  # listed again with no error before it: a 410 Gone
+    assert clock.errors == ["listed again (410 Gone): a change in the gap may be missed"]
+    sink.failed(ValueError("an undecodable event"), 1.0)
+    assert clock.errors[-1] == "ValueError: an undecodable event"
