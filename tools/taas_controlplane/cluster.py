@@ -197,8 +197,24 @@ class Cluster(Parts):
 
     def power_on(self, name: str, timeout: float = 180.0) -> None:
         """Bring back a node powered off (`Node.power_off`) and wait until it is Ready."""
-        self.node(name).power_on(self.network_policy)
+        node = self.node(name)
+        node.power_on()
+        self._start_kube_router([node], timeout)
         self._wait_ready(timeout)
+
+    def _start_kube_router(self, nodes: list[Node], timeout: float) -> None:
+        """With NetworkPolicy: kube-router on each of `nodes`, once its kube-proxy has written
+        its service rules. kube-router (v1.6.1) rewrites the whole filter table from a copy it
+        read just before (iptables-save, then iptables-restore): a chain kube-proxy makes in
+        between is lost, kube-proxy's first sync then fails ("Chain 'KUBE-SERVICES' does not
+        exist") and, seen once, it never synced again: the node's pods had no Service, so no
+        DNS. Started after that first sync, kube-router's copy holds kube-proxy's chains."""
+        if not self.network_policy:
+            return
+        self._wait_ready(timeout, only=[f"{node.name} service rules" for node in nodes])
+        for node in nodes:
+            assert node.ctx
+            node.spawn(components.kube_router(node.ctx))
 
     def start(self, timeout: float = 300.0) -> Cluster:
         try:
@@ -323,10 +339,8 @@ class Cluster(Parts):
             self._wait_ready(timeout, only=["registered"])
         if len(self.nodes) > 1:
             self._set_pod_cidrs()
-        if self.network_policy:  # kube-router reads its node's address from the Node object
-            for node in self.nodes:
-                assert node.ctx
-                node.spawn(components.kube_router(node.ctx))
+        # kube-router reads its node's address from the Node object
+        self._start_kube_router(self.nodes, timeout)
         self._wait_ready(timeout)
         try:
             self.storage.start()
@@ -380,6 +394,9 @@ class Cluster(Parts):
             )
             checks[f"node {node.name} Ready"] = partial(self._node_ready, node.name)
             checks[f"node {node.name} registered"] = partial(self._node_registered, node.name)
+            checks[f"node {node.name} service rules"] = partial(
+                lambda n: "-A KUBE-SERVICES " in n.iptables("nat"), node
+            )
             if self.network_policy:
                 checks[node.label("kube-router")] = partial(
                     lambda n: ":KUBE-ROUTER-FORWARD" in n.iptables_filter(), node

@@ -56,7 +56,7 @@ class Ports(BaseModel):
 
 class NodeTimings(BaseModel):
     """How fast the control plane judges a node lost. None: Kubernetes' default (the kubelet
-    renews its lease every 10 s, a node is NotReady after 40 s without one, its pods are
+    renews its lease every 10 s, a node is NotReady after 50 s without one, its pods are
     evicted 300 s later, the DefaultTolerationSeconds of every pod). `fast()`: the node tests'
     (tests/e2e/test_node_loss.py), seconds in all; the pods' 300 s stay theirs to shorten
     (a NoExecute toleration of not-ready/unreachable with a small tolerationSeconds)."""

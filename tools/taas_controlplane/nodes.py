@@ -7,7 +7,7 @@ cluster) its network namespace.
     node.ctx = components.NodeContext.create(...); node.spawn(components.kubelet(node.ctx))
     node.load_image(archive)               # once per archive content (a marker in the root)
     node.stop_components(); node.stop_runtime()
-    node.power_off(); node.power_on(policy)  # many nodes: a node dies (and comes back)
+    node.power_off(); node.power_on()  # many nodes: a node dies (and comes back)
 
 On one node (`network.nodes` 1) everything is as it always was: the node's files are the run
 directory's, its processes run in the host's namespaces, its name is `taas-node`. With more,
@@ -94,9 +94,13 @@ class Node:
 
     def iptables_filter(self) -> str:
         """`iptables-save -t filter` as the node's components see it."""
+        return self.iptables("filter")
+
+    def iptables(self, table: str) -> str:
+        """`iptables-save -t <table>` as the node's components see it."""
         if self.ns is None:
-            return hoststate.output("iptables-save", "-t", "filter")
-        return self.ns.run("iptables-save", "-t", "filter", check=False).stdout
+            return hoststate.output("iptables-save", "-t", table)
+        return self.ns.run("iptables-save", "-t", table, check=False).stdout
 
     def running_tasks(self) -> list[str]:
         return self.runtime.ctr("tasks", "list", "--quiet", check=False).stdout.split()
@@ -143,17 +147,16 @@ class Node:
         self.runtime.proc = None
         subprocess.run(["ip", "link", "set", self.ns.host_link, "down"], check=True)
 
-    def power_on(self, network_policy: bool) -> None:
+    def power_on(self) -> None:
         """A node powered off comes back: its link up, containerd, kube-proxy and kubelet
-        started again (kube-router too with `network_policy`) with the same context."""
+        started again with the same context (kube-router is the cluster's to start, once
+        kube-proxy has written its rules: see Cluster.power_on)."""
         if self.ns is None or self.ctx is None:
             raise ValueError("only a started node of a many-node cluster powers on")
         subprocess.run(["ip", "link", "set", self.ns.host_link, "up"], check=True)
         self._in_namespace(lambda fds: self.runtime.start(namespaces=fds))
         self.spawn(components.kube_proxy(self.ctx))
         self.spawn(components.kubelet(self.ctx))
-        if network_policy:
-            self.spawn(components.kube_router(self.ctx))
 
     def _in_namespace(self, start: Callable[[list[int]], None]) -> None:
         fds = [] if self.ns is None else [self.ns.fd()]
