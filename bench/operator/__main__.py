@@ -8,6 +8,8 @@
     python -m bench.operator --workloads b --controllers taas,floor --json out.json
     python -m bench.operator --workloads c --controllers taas --profile prof/   # py-spy
     python -m bench.operator e2e [--rounds N]   # one TFJob on a real node (bench/operator/e2e.py)
+    python -m bench.operator node-loss [--timings fast|default]   # a node powered off under
+                                             #       real training, 3 nodes (nodeloss.py)
 
 Each (workload, controller) pair gets its own fresh etcd + kube-apiserver; controllers run in
 turn for each workload so noise spreads evenly. Exit 0 when every run finished (slow or not),
@@ -49,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.operator.e2e import main as e2e_main
 
         return e2e_main(argv[1:])
+    if argv[:1] == ["node-loss"]:
+        from bench.operator.nodeloss import main as node_loss_main
+
+        return node_loss_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m bench.operator",
         description=__doc__,

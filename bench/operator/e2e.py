@@ -127,9 +127,9 @@ def run_job(
         cluster.kubectl("delete", "namespace", ns, "--wait=false", check=False)
 
 
-def turns(round_: int) -> tuple[str, ...]:
+def turns(round_: int, contestants: tuple[str, ...] = CONTESTANTS) -> tuple[str, ...]:
     """The contestants in the order they run in round `round_` (alternating each round)."""
-    return CONTESTANTS if round_ % 2 == 0 else CONTESTANTS[::-1]
+    return contestants if round_ % 2 == 0 else contestants[::-1]
 
 
 def start_controller(cluster: Cluster, name: str, workdir: Path) -> RunningController:
@@ -163,17 +163,18 @@ def contest(
     run_turn: Callable[[str, int], Sequence[R]],
     report: Callable[[list[R]], str],
     json_path: str | None,
+    contestants: tuple[str, ...] = CONTESTANTS,
 ) -> int:
-    """Start `cluster` with the trainer image; for each round, each contestant in turn:
-    start it, `run_turn(name, round)` (its runs), stop it. Print `report(runs)`, write the runs
-    as JSON to `json_path` when given. Exit code: 1 when a run failed or the cluster or a
-    controller broke, else 0."""
+    """Start `cluster` with the trainer image; for each round, each of `contestants` in turn
+    (alternating who goes first): start it, `run_turn(name, round)` (its runs), stop it.
+    Print `report(runs)`, write the runs as JSON to `json_path` when given. Exit code: 1 when
+    a run failed or the cluster or a controller broke, else 0."""
     runs: list[R] = []
     try:
         cluster.start()
         cluster.load_image(ensure_image("trainer").archive)
         for round_ in range(rounds):
-            for name in turns(round_):
+            for name in turns(round_, contestants):
                 print(f"[{label}] round {round_ + 1}: {name} ...", file=sys.stderr, flush=True)
                 running = start_controller(cluster, name, workdir)
                 try:

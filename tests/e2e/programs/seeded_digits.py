@@ -1,4 +1,5 @@
-"""examples/keras_digits with its random seeds fixed, printing the chief's final weights.
+"""examples/keras_digits with its random seeds fixed, printing the chief's final weights and
+its loss on the test set ("test loss: <value>").
 
 Run from the trainer image's working directory (it holds `examples/`); tests/e2e/
 test_across_nodes.py mounts it from a ConfigMap and compares the weights of the same
@@ -26,6 +27,12 @@ class SeededDigits(keras_digits.Digits):
     def after_train(self, model, is_chief):
         super().after_train(model, is_chief)
         if is_chief:
+            import tf_keras as keras
+
+            logits = model(self.data.test_images, training=False)
+            entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+            loss = float(entropy(self.data.test_labels, logits))
+            print(f"[{self.cluster.task_name}] test loss: {loss:.4f}", flush=True)
             flat = [float(x) for w in model.weights for x in w.numpy().ravel()]
             print("final weights: " + json.dumps(flat), flush=True)
 
