@@ -17,10 +17,10 @@ ReadWriteMany volume (one host directory every node sees, standing in for NFS), 
 alone until it Succeeds (the reference), then again with the node of one replica powered off
 (`Node.power_off`) once a checkpoint is written. Figures, from the power-off: the node NotReady,
 every replica Running on the other nodes, the chief's first training step after that (a
-ParameterServerStrategy chief goes on without a lost worker: with Kubernetes' 300 s before the
-eviction, the job may Succeed first, and says so); the checkpoint's step at the power-off and
-the step the chief resumed from; and the interrupted
-run's test loss and accuracy against the reference's (ratios). The node is powered on again
+ParameterServerStrategy chief is not restarted when a worker is lost, and the job may Succeed
+before every replica is seen Running elsewhere: the report says so); the checkpoint's step at
+the power-off and the step the chief resumed from; and the interrupted run's test loss and
+accuracy against the reference's (ratios). The node is powered on again
 before the next shape. Exit 1 when a run broke (no Succeeded, the cluster or TaaS died).
 """
 
@@ -371,7 +371,7 @@ def _interrupted(
                     "the chief's resume", lambda: resumed(timed_log(cluster, ns, chief)), 300
                 )
                 run.resumed_from = step
-            else:  # a PSS chief goes on without a worker
+            else:  # a PSS chief is not restarted when a worker is lost
                 stamp = _poll(
                     "the chief's next step",
                     lambda: first_step(timed_log(cluster, ns, chief), running),
@@ -447,7 +447,7 @@ def report(runs: list[LossRun]) -> str:
             f"{_loss(mine):>11}{_loss(ref):>8}"
             f"{ratio(*_pair(mine, ref, 'test_loss')):>8}"
             f"{ratio(*_pair(mine, ref, 'test_accuracy')):>11}"
-            + ("  Succeeded before the replicas moved" if r.finished_first else "")
+            + ("  Succeeded before every replica was seen elsewhere" if r.finished_first else "")
             + (f"  error: {r.error}" if r.error else "")
         )
     return "\n".join(lines)

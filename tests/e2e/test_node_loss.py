@@ -63,10 +63,11 @@ pytestmark = [pytest.mark.node, pytest.mark.nodes3, pytest.mark.tensorflow, pyte
 #: have this long to stop (Kubernetes: 30 s).
 TOLERATION_S, GRACE_S = 2, 15
 #: The tolerance of the run left alone: test accuracy at most 0.02 below its (7 images of the
-#: 360), test loss at most twice its. ParameterServerStrategy trains asynchronously, so two
-#: runs differ: one run interrupted against one left alone, bench.operator.nodeloss measured
-#: test losses 0.68x-1.33x the reference's (docs/benchmarks.md).
-ACCURACY_TOLERANCE, LOSS_TOLERANCE = 0.02, 2.0
+#: 360), test loss at most twice its plus 0.02. ParameterServerStrategy trains asynchronously,
+#: so two runs differ: one run interrupted against one left alone, bench.operator.nodeloss
+#: measured test losses 0.68x-1.60x the reference's, accuracies 0.99x-1.01x
+#: (docs/benchmarks.md). A model that had lost its training would be near 2.3 (chance).
+ACCURACY_TOLERANCE, LOSS_FACTOR, LOSS_MARGIN = 0.02, 2.0, 0.02
 
 
 @pytest.fixture
@@ -178,7 +179,7 @@ def test_a_node_powered_off_mid_training_loses_at_most_one_checkpoint_interval(
                 timeout=300,
             )
             assert resumed_step >= before, (resumed_step, before)  # at most one interval lost
-        else:  # ParameterServerStrategy goes on without a worker: the chief never stopped
+        else:  # ParameterServerStrategy keeps its chief when a worker is lost: never stopped
             assert victim_replica.startswith("worker") and "PS" in job["spec"]["tfReplicaSpecs"]
             resumed_step = -1
             # The chief may even finish before the lost worker is made again elsewhere (its
@@ -200,7 +201,7 @@ def test_a_node_powered_off_mid_training_loses_at_most_one_checkpoint_interval(
         )
         # Within the tolerance of the run left alone.
         assert mine.test_accuracy >= alone.test_accuracy - ACCURACY_TOLERANCE, (mine, alone)
-        assert mine.test_loss <= alone.test_loss * LOSS_TOLERANCE, (mine, alone)
+        assert mine.test_loss <= alone.test_loss * LOSS_FACTOR + LOSS_MARGIN, (mine, alone)
     finally:
         cluster.power_on(victim)
     assert node_ready(cluster, victim)
