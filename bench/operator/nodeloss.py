@@ -285,6 +285,13 @@ def pod_uid(cluster: Cluster, ns: str, pod: str) -> str:
     return str(_get(cluster, "pod", "-n", ns, pod)["metadata"]["uid"])
 
 
+def node_once_running(cluster: Cluster, ns: str, job: str, pod: str, count: int) -> str | None:
+    """The node of `pod` once the job has its `count` pods, every one Running; else None."""
+    pods = {p["metadata"]["name"]: p for p in _pods(cluster, ns, job)}
+    running = [p for p in pods.values() if p["status"].get("phase") == "Running"]
+    return str(pods[pod]["spec"]["nodeName"]) if len(running) == len(pods) == count else None
+
+
 def running_elsewhere(cluster: Cluster, ns: str, job: str, count: int, gone: str) -> bool:
     """Whether the job's `count` live pods all run, none on the node `gone`."""
     live = [p for p in _pods(cluster, ns, job) if not p["metadata"].get("deletionTimestamp")]
@@ -340,16 +347,11 @@ def _interrupted(
     name, chief = job["metadata"]["name"], chief_pod(job)
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(job))
 
-    def placed() -> str | None:
-        pods = {p["metadata"]["name"]: p for p in _pods(cluster, ns, name)}
-        running = [p for p in pods.values() if p["status"].get("phase") == "Running"]
-        return (
-            pods[f"{name}-{shape.victim}"]["spec"]["nodeName"]
-            if len(running) == len(pods) == shape.replicas
-            else None
-        )
-
-    victim = _poll(f"{name}'s replicas Running", placed, 300)
+    victim = _poll(
+        f"{name}'s replicas Running",
+        lambda: node_once_running(cluster, ns, name, f"{name}-{shape.victim}", shape.replicas),
+        300,
+    )
     _poll("a first checkpoint", lambda: checkpoint_step(model_dir), 600, every=0.2)
     chief_uid = pod_uid(cluster, ns, chief)
     off, clock = datetime.now(UTC), time.monotonic()

@@ -116,7 +116,7 @@ def test_three_nodes_each_with_its_own_pod_range_reach_each_other(
     assert "unreachable" in off_machine.stdout.lower(), off_machine.stdout
     # Each node's kube-proxy and kube-router chains are in its own namespace, not the host's.
     for node in cluster.nodes:
-        rules = node.iptables_filter()
+        rules = node.iptables("filter")
         assert ":KUBE-ROUTER-FORWARD" in rules and ":KUBE-SERVICES" in rules, node.name
     assert not [r for r in cluster.host_state().iptables if "KUBE-" in r]
 

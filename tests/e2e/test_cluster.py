@@ -100,7 +100,7 @@ def test_stopping_leaves_nothing_behind(nodes: int) -> None:
         # One node: kube-proxy's and kube-router's chains are the host's; more: each node's
         # are in its namespace (whose file is one of the mounts, gone with it).
         chains = [cluster.host_state().iptables] if nodes == 1 else [
-            n.iptables_filter().splitlines() for n in cluster.nodes
+            n.iptables("filter").splitlines() for n in cluster.nodes
         ]  # fmt: skip
         for rules in chains:
             assert [r for r in rules if "KUBE-ROUTER" in r], rules

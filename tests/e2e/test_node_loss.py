@@ -39,6 +39,7 @@ from bench.operator.nodeloss import (
     chief_pod,
     first_step,
     moved_or_done,
+    node_once_running,
     node_ready,
     outcome,
     pod_uid,
@@ -116,13 +117,13 @@ def _succeeded(cluster: Cluster, ns: str, job: dict[str, Any]) -> Outcome:
 
 def _victim(cluster: Cluster, ns: str, job: str, pod: str, count: int) -> str:
     """The node of `pod` once every replica of the job runs."""
-
-    def placed() -> str | None:
-        pods = {p["metadata"]["name"]: p for p in job_pods(cluster, ns, job)}
-        running = [p for p in pods.values() if p["status"].get("phase") == "Running"]
-        return pods[pod]["spec"]["nodeName"] if len(running) == count else None
-
-    return str(wait_for(f"{job}'s {count} replicas running", placed, timeout=300))
+    return str(
+        wait_for(
+            f"{job}'s {count} replicas running",
+            lambda: node_once_running(cluster, ns, job, pod, count),
+            timeout=300,
+        )
+    )
 
 
 @pytest.mark.parametrize(

@@ -399,7 +399,7 @@ class Cluster(Parts):
             )
             if self.network_policy:
                 checks[node.label("kube-router")] = partial(
-                    lambda n: ":KUBE-ROUTER-FORWARD" in n.iptables_filter(), node
+                    lambda n: ":KUBE-ROUTER-FORWARD" in n.iptables("filter"), node
                 )
         return checks
 

@@ -92,10 +92,6 @@ class Node:
 
         self._in_namespace(start)
 
-    def iptables_filter(self) -> str:
-        """`iptables-save -t filter` as the node's components see it."""
-        return self.iptables("filter")
-
     def iptables(self, table: str) -> str:
         """`iptables-save -t <table>` as the node's components see it."""
         if self.ns is None:
