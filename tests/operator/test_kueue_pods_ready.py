@@ -100,13 +100,24 @@ def test_a_job_with_a_pod_that_cannot_start_is_evicted_after_the_timeout_and_req
     ns, (first, second) = admitted_job(admin, start_operator, "stuck")
     admitted = workload_condition(admin, ns, "stuck", "Admitted")
     assert admitted and admitted["status"] == "True", admitted
-    # Worker 0 runs; worker 1's image can never be pulled: the job is not ready.
-    admin.set_pod_phase(ns, first, "Running")
+    # Worker 1's image can never be pulled; worker 0 runs: the job is not ready. (In this
+    # order: a pass that saw worker 0 running before worker 1 waiting would rightly say Running,
+    # as Kubeflow does while a worker runs and none reports a problem.)
     admin.set_pod_phase(ns, second, "Pending", reason="ImagePullBackOff")
-    running = wait_for(
-        lambda: job_condition(admin.tfjob(ns, "stuck"), "Running"), "TaaS's Running condition", 30
+    admin.set_pod_phase(ns, first, "Running")
+    seen = wait_for(
+        lambda: (
+            (job := admin.tfjob(ns, "stuck"))
+            and (job["status"].get("replicaStatuses") or {}).get("Worker", {}).get("active") == 1
+            and job
+        ),
+        "TaaS counting worker 0 active",
+        30,
     )
-    assert (running["status"], running["reason"]) == ("False", "ImagePullBackOff"), running
+    running = job_condition(seen, "Running")
+    assert running and (running["status"], running["reason"]) == ("False", "ImagePullBackOff"), (
+        running
+    )
 
     evicted = wait_workload_condition(
         admin, ns, "stuck", "Evicted", "Kueue's eviction", TIMEOUT + 45
