@@ -47,7 +47,11 @@ pytestmark = [pytest.mark.node, pytest.mark.nodes3]
 
 NODES = ["taas-node-0", "taas-node-1", "taas-node-2"]
 PER_WORKER_MILLICPU = 200
-NUDGE = "taas.dev/retry-gang"
+#: The annotation TaaS writes on a waiting gang's PodGroup (operator: actions.py).
+RETRY = "taas.dev/retry-gang"
+#: The operator's longest interval between two such writes (60 s) and time to bind, well
+#: under the scheduler's 5-minute flush, which alone would place the gang.
+PLACED_AFTER_UNCORDON = 120.0
 #: Long enough for a job's pods to start on a busy machine, short enough to wait out.
 PODS_READY_TIMEOUT = 60.0
 
@@ -119,12 +123,19 @@ def test_a_gang_of_three_waits_whole_while_a_node_is_cordoned_and_runs_across_al
             time.sleep(1)
     finally:
         cluster.kubectl("uncordon", NODES[2])
+    uncordoned = time.monotonic()
     # Coscheduling (v0.33.5) looks again at a gang it rejected only on a new pod or a change of
-    # its PodGroup, not when a node becomes usable (else within the scheduler's 5-minute flush
-    # of unschedulable pods): the nudge docs/gang-scheduling.md gives for this.
-    cluster.kubectl(
-        "annotate", "podgroup", "-n", ns, "gang", f"{NUDGE}={time.time():.0f}", "--overwrite"
+    # its PodGroup, not when a node becomes usable (else at the scheduler's flush of pods
+    # unschedulable for 5 minutes): TaaS writes the waiting gang's PodGroup again, at most a
+    # minute apart, so the gang is placed well before that flush, with nobody touching it.
+    wait_for(
+        f"the gang placed within {PLACED_AFTER_UNCORDON:.0f}s of the uncordon",
+        lambda: all(p["spec"].get("nodeName") for p in job_pods(cluster, ns, "gang")),
+        PLACED_AFTER_UNCORDON,
     )
+    print(f"\ngang placed {time.monotonic() - uncordoned:.1f}s after the uncordon", file=sys.stderr)
+    group = get_json(cluster, "-n", ns, "podgroup", "gang")
+    assert RETRY in (group["metadata"].get("annotations") or {}), group["metadata"]
     _succeeded_across_the_nodes(cluster, ns, "gang")
 
 

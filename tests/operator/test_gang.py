@@ -12,6 +12,7 @@ and check the PodGroup's controller ownerReference (what makes the GC delete it 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import pytest
 
 from taas_controlplane.binaries import KUEUE_VERSION, module_source
 from taas_controlplane.launcher import ControlPlane
+from taas_operator.controller.reconcile import actions
 from tests.crds import install_crd
 from tests.harness.fakeapi import Store
 from tests.operator.fake_operator import FakeCluster
@@ -27,6 +29,7 @@ from tests.operator.operator_harness import (
     PODS,
     Api,
     StartOperator,
+    condition,
     new_namespace,
     tfjob,
     unique,
@@ -38,10 +41,20 @@ pytestmark = pytest.mark.timeout(150)
 PODGROUPS = "/apis/scheduling.x-k8s.io/v1alpha1/namespaces/{ns}/podgroups"
 GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
 GANG = ("--gang-scheduler-name=scheduler-plugins",)
+RETRY = "taas.dev/retry-gang"
 
 
 def _group(admin: Api, ns: str, name: str) -> dict[str, Any] | None:
     return admin.find(f"{PODGROUPS.format(ns=ns)}/{name}")
+
+
+def _unschedulable(admin: Api, ns: str, pod: str, said: str) -> None:
+    """Write what the scheduler writes when it cannot place the pod."""
+    condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    admin.merge_patch(
+        f"{PODS.format(ns=ns)}/{pod}/status",
+        {"status": {"phase": "Pending", "conditions": [{**condition, "message": said}]}},
+    )
 
 
 def _resources(cpu: str, gpu: int) -> dict[str, Any]:
@@ -123,23 +136,8 @@ def test_waiting_gang_is_said_in_status_and_events(
     )
     assert {p["spec"]["schedulerName"] for p in pods.values()} == {"coscheduler"}
     said = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
-    for pod in pods:  # what the scheduler writes when it cannot place the pod
-        fake_admin.merge_patch(
-            f"{PODS.format(ns=ns)}/{pod}/status",
-            {
-                "status": {
-                    "phase": "Pending",
-                    "conditions": [
-                        {
-                            "type": "PodScheduled",
-                            "status": "False",
-                            "reason": "Unschedulable",
-                            "message": said,
-                        }
-                    ],
-                }
-            },
-        )
+    for pod in pods:
+        _unschedulable(fake_admin, ns, pod, said)
 
     def running_false() -> dict[str, Any] | None:
         job = fake_admin.tfjob(ns, name) or {}
@@ -157,6 +155,49 @@ def test_waiting_gang_is_said_in_status_and_events(
         "the WaitingForGang event",
     )
     assert [(e["type"], e["message"]) for e in events] == [("Warning", message)]
+
+
+@pytest.mark.fast
+def test_a_waiting_gangs_pod_group_is_written_again_until_the_gang_runs(
+    fake_admin: Api, start_fake_operator: StartOperator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Coscheduling does not look again at a gang it held back when a node becomes usable; the
+    # operator writes the PodGroup again while the gang waits (intervals shortened here; the
+    # placement after `kubectl uncordon` itself: tests/e2e/test_gang_across_nodes.py).
+    monkeypatch.setattr(actions, "GANG_RETRY_FIRST_SECONDS", 0.2)
+    monkeypatch.setattr(actions, "GANG_RETRY_MAX_SECONDS", 0.4)
+    ns = new_namespace(fake_admin, "gangr")
+    start_fake_operator(ns, args=GANG)
+    name = unique("gangr")
+    fake_admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 2}}))
+    pods = wait_for(
+        lambda: len(fake_admin.pods(ns, name)) == 2 and fake_admin.pods(ns, name), "2 pods"
+    )
+
+    def retried() -> str | None:
+        return ((_group(fake_admin, ns, name) or {})["metadata"].get("annotations") or {}).get(
+            RETRY
+        )
+
+    assert retried() is None  # nothing waits yet
+    for pod in pods:
+        _unschedulable(
+            fake_admin, ns, pod, "0/3 nodes are available: 1 node(s) were unschedulable."
+        )
+    first = wait_for(retried, "the waiting gang's PodGroup written again")
+    wait_for(lambda: retried() not in (None, first), "and again while it waits")
+
+    for pod in pods:  # the gang placed and running: no more writes
+        scheduled = {"type": "PodScheduled", "status": "True"}
+        fake_admin.merge_patch(
+            f"{PODS.format(ns=ns)}/{pod}/status", {"status": {"conditions": [scheduled]}}
+        )
+        fake_admin.set_pod_phase(ns, pod, "Running")
+    wait_for(lambda: condition(fake_admin.tfjob(ns, name), "Running"), "Running True")
+    time.sleep(0.5)  # a write already under way when the pass ran
+    last = retried()
+    time.sleep(1.5)
+    assert retried() == last
 
 
 @pytest.mark.fast

@@ -93,6 +93,9 @@ LABEL_POD_GROUP: Final = "scheduling.x-k8s.io/pod-group"
 #: TaaS: when it last changed the PodGroup's spec, written a moment after the change so that
 #: coscheduling looks at a waiting gang again (`controller.reconcile.actions`).
 ANNOTATION_POD_GROUP_CHANGED: Final = "taas.dev/pod-group-spec-changed"
+#: TaaS: when it last wrote the PodGroup of a gang still waiting, so that coscheduling looks at
+#: it again (a node may have become usable; `controller.reconcile.actions`).
+ANNOTATION_GANG_RETRY: Final = "taas.dev/retry-gang"
 
 # Kueue (`kueue.x-k8s.io`): what its `pod` integration reads on pods and writes on them
 # (`--kueue-pod-groups`, `taas_operator.planner.kueue`).

@@ -31,7 +31,12 @@ moment later, by one more write (the annotation `taas.dev/pod-group-spec-changed
 (scheduler-plugins v0.33) wakes a waiting gang on the PodGroup's update event but reads the
 PodGroup through a second cache that can lag that event, and a gang judged by its old spec (say,
 before its `minAvailable` was lowered) would otherwise wait for the scheduler's 5-minute flush
-of unschedulable pods.
+of unschedulable pods. Nor does coscheduling look again at a gang it held back when a node
+becomes usable (uncordoned, added, freed): while a pass says the job waits for its gang (Running
+False, WaitingForGang), its PodGroup is written again (the annotation `taas.dev/retry-gang`)
+after GANG_RETRY_FIRST_SECONDS, then at doubling intervals up to GANG_RETRY_MAX_SECONDS, so the
+gang is placed within about a minute of room appearing; one timer per waiting job, stopped
+when a pass no longer says it waits or the job is gone.
 
 Kueue's pod groups (`options.kueue_pod_groups`, `planner.kueue`): `plan.release_pods` lose
 Kueue's finalizer and `plan.close_pods` get `kueue.x-k8s.io/retriable-in-group: "false"`, each
@@ -84,6 +89,10 @@ from taas_operator.planner.batches import SLOW_START
 
 #: Seconds between a PodGroup's spec change and the write that wakes its gang again (above).
 POD_GROUP_NUDGE_SECONDS = 2.0
+#: Seconds a waiting gang's PodGroup is first written again after, and at most between two
+#: such writes (the interval doubles; the module docstring says why).
+GANG_RETRY_FIRST_SECONDS = 10.0
+GANG_RETRY_MAX_SECONDS = 60.0
 
 # replica-type label value (lowercase) -> the tfReplicaSpecs key, for messages
 _REPLICA_KEYS = {kind.lower(): kind for kind in c.REPLICA_TYPES}
@@ -148,6 +157,8 @@ class Actions:
         #: job -> (uid, PodGroup spec) last made or found so (`_sync_pod_group`)
         self._pod_groups: dict[JobKey, tuple[str, dict[str, Any]]] = {}
         self._nudges: set[asyncio.Task[None]] = set()  # `_nudge_pod_group`s not yet done
+        #: job -> (uid, its `_retry_gang` timer) while a pass says its gang waits
+        self._gang_retries: dict[JobKey, tuple[str, asyncio.Task[None]]] = {}
         self.network_policy, self.extra_namespaces = network_policy, tuple(extra_namespaces)
         self.progress_namespace = progress_namespace  # admitted to the chief's progress port
 
@@ -155,6 +166,7 @@ class Actions:
         """Deletions and creations of `plan`, concurrently (and the NetworkPolicy); the
         PodGroup first, so that no pod reaches the gang scheduler before its group.
         `children`: the job's objects as the pass read them."""
+        self._follow_gang(job, plan)
         group = None
         if not plan.delete_job and not plan.status.finished:
             group = await self._sync_pod_group(job)
@@ -198,8 +210,9 @@ class Actions:
         return [o for o in outcomes if isinstance(o, Event)]
 
     def forget(self, key: JobKey) -> None:
-        """The job is gone: drop what was remembered of its PodGroup."""
+        """The job is gone: drop what was remembered of its PodGroup, stop its gang's timer."""
         self._pod_groups.pop(key, None)
+        self._stop_gang_retry(key)
 
     async def delete_job(self, job: TFJob, children: Children) -> bool:
         """Delete the TFJob (and its NetworkPolicy, when the job controls one of its name);
@@ -384,6 +397,52 @@ class Actions:
         task = asyncio.get_running_loop().create_task(work)
         self._nudges.add(task)
         task.add_done_callback(self._nudges.discard)
+
+    def _follow_gang(self, job: TFJob, plan: Plan) -> None:
+        """Start the job's `_retry_gang` timer when the pass says its gang waits (and none
+        runs for this incarnation), stop it when the pass says otherwise."""
+        key, uid = (job.namespace, job.name), job.metadata.uid or ""
+        running = plan.status.condition(c.COND_RUNNING)
+        waits = (
+            running is not None
+            and running.status == "False"
+            and running.reason == c.REASON_WAITING_FOR_GANG
+            and not plan.delete_job
+            and not plan.status.finished
+        )
+        current = self._gang_retries.get(key)
+        if not waits:
+            self._stop_gang_retry(key)
+        elif current is None or current[0] != uid or current[1].done():
+            self._stop_gang_retry(key)
+            task = asyncio.get_running_loop().create_task(self._retry_gang(key, uid))
+            self._gang_retries[key] = (uid, task)
+
+    def _stop_gang_retry(self, key: JobKey) -> None:
+        current = self._gang_retries.pop(key, None)
+        if current is not None:
+            current[1].cancel()
+
+    async def _retry_gang(self, key: JobKey, owner: str) -> None:
+        """Write the waiting gang's PodGroup again and again, at doubling intervals up to
+        GANG_RETRY_MAX_SECONDS, so coscheduling looks at the gang again (the module's
+        docstring says why); ends when the PodGroup is gone or not the job's."""
+        wait = GANG_RETRY_FIRST_SECONDS
+        while True:
+            await asyncio.sleep(wait)
+            wait = min(wait * 2, GANG_RETRY_MAX_SECONDS)
+            try:
+                current = await self.kube.get(POD_GROUP, *key)
+                if current is None:
+                    return
+                seen = Seen.read(POD_GROUP, current)
+                if holder(seen, owner) != "job":
+                    return
+                stamp = format_time(datetime.now(UTC))
+                if not await self.owned.annotate(seen, owner, {c.ANNOTATION_GANG_RETRY: stamp}):
+                    return
+            except ApiError as err:  # tried again at the next interval
+                log_api_error(err)
 
     async def _nudge_pod_group(self, seen: Seen, owner: str) -> None:
         """Write the PodGroup once more after its spec changed, so coscheduling looks at its
