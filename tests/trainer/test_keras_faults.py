@@ -11,7 +11,10 @@ then fails with 138 again (seen once under CI load, not on an idle machine)."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -73,3 +76,41 @@ def test_a_dead_ps_stops_the_coordinator_and_the_job_resumes(tmp_path: Path) -> 
         assert accuracy > 0.9
     finally:
         cluster.close()
+
+
+@pytest.mark.timeout(400)
+def test_a_silent_worker_does_not_stall_the_coordinator(tmp_path: Path) -> None:
+    """A worker that stops answering (SIGSTOP: its sockets stay open and nothing comes back, as
+    from a node powered off) fails the coordinator's calls to it once a keepalive ping goes
+    unanswered (`taas.runtime.keepalive`), and the other worker carries the training to its
+    end. Without the keepalive the coordinator waits on that worker for as long as it is
+    silent: here, for ever."""
+    steps = 600
+    cluster = LocalCluster(
+        DIGITS,
+        tmp_path / "logs",
+        {"chief": 1, "ps": 1, "worker": 2},
+        env={
+            "TAAS_MODEL_DIR": str(tmp_path / "model"),
+            "TF_MAX_STEPS": str(steps),
+            "TAAS_BATCH_SIZE": "64",
+            "TAAS_SAVE_CHECKPOINTS_STEPS": str(INTERVAL),
+            "TAAS_LOG_EVERY_STEPS": "50",
+            "TAAS_STARTUP_TIMEOUT_SECS": "120",
+        },
+    )
+    try:
+        cluster.start_all()
+        cluster.wait_for_line("chief:0", "] step 100 global", 180)
+        os.killpg(cluster.tasks["worker:1"].proc.pid, signal.SIGSTOP)
+        try:
+            code = cluster.tasks["chief:0"].proc.wait(240)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"the coordinator stalled; logs:\n{cluster.logs()}") from None
+        assert code == 0, cluster.logs()
+        chief = cluster.tasks["chief:0"].text()
+        assert f"global step {steps}" in chief, cluster.logs()
+        accuracy = float(re.findall(r"test accuracy: ([0-9.]+)", chief)[-1])
+        assert accuracy > 0.9
+    finally:
+        cluster.close()  # SIGKILL ends the stopped worker too

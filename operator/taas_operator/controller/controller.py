@@ -144,13 +144,14 @@ class Controller:
         self.queue.request(key, background=event_type is None)  # listed: a re-check
 
     async def close(self) -> None:
-        """Stop the watches, the work queue and the progress reads, then close the API
-        connections."""
+        """Stop the watches, the work queue, the progress reads and the PodGroup writes to
+        come, then close the API connections."""
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.queue.close()
         await self.passes.progress.close()
+        await self.passes.actions.close()
         await self.kube.close()
 
     async def _open_when_listed(self) -> None:

@@ -33,7 +33,7 @@ from taas.keras.fit import fit_keras, run_fit
 from taas.keras.hooks import FIT_ONLY_HOOKS, KerasHooks, custom_step, overrides_hook
 from taas.keras.steps import run_custom_steps
 from taas.keras.strategies import StrategyPlan, plan_strategy
-from taas.runtime import coordination
+from taas.runtime import coordination, keepalive
 from taas.runtime.preflight import require_writable_model_dir
 
 DONE_SIGNAL_TIMEOUT_SECS = 10.0
@@ -135,6 +135,7 @@ class KerasEngine:
                 None,
             )
         coordination.wait_for_ps(self.cluster, self.settings.startup_timeout_secs)
+        keepalive.ensure_keepalive()  # before the strategy makes the coordinator's channels
         strategy = tf.distribute.ParameterServerStrategy(resolver)
         return strategy, resolver, tf.distribute.coordinator.ClusterCoordinator(strategy)
 

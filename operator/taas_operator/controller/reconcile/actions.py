@@ -5,6 +5,7 @@ the TTL delete.
                       progress_namespace="", options=BuildOptions())
     await actions.apply(job, plan, children) -> Applied     # children: what exists, as read
     await actions.delete_job(job, children) -> bool         # ttlSecondsAfterFinished passed
+    await actions.close()                                   # the operator stops: its timers
 
 `apply` deletes `plan.delete_pods`/`delete_services` and creates `plan.create_pods`/
 `create_services` concurrently, and creates the NetworkPolicy `<job>` (or puts its spec back if
@@ -208,6 +209,14 @@ class Actions:
         closing = (self._close(pod.owner or "", pod) for pod in pods)
         outcomes = await asyncio.gather(*closing)
         return [o for o in outcomes if isinstance(o, Event)]
+
+    async def close(self) -> None:
+        """Stop the gangs' timers and the PodGroup writes still to come."""
+        tasks = [task for _, task in self._gang_retries.values()] + list(self._nudges)
+        self._gang_retries.clear()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def forget(self, key: JobKey) -> None:
         """The job is gone: drop what was remembered of its PodGroup, stop its gang's timer."""
