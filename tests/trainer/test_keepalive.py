@@ -14,7 +14,12 @@ def test_keepalive_options_are_set_when_none_are() -> None:
     env: dict[str, str] = {}
     assert ensure_keepalive(env)
     options = dict(pair.split("=") for pair in env[ENV].split(","))
-    assert options == {"grpc.keepalive_time_ms": "10000", "grpc.keepalive_timeout_ms": "10000"}
+    assert options == {
+        "grpc.keepalive_time_ms": "10000",
+        "grpc.keepalive_timeout_ms": "20000",
+        "grpc.http2.ping_timeout_ms": "20000",
+        "grpc.min_reconnect_backoff_ms": "5000",
+    }
 
 
 def test_the_users_own_grpc_options_stand() -> None:

@@ -15,6 +15,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,9 @@ def test_a_silent_worker_does_not_stall_the_coordinator(tmp_path: Path) -> None:
         cluster.start_all()
         cluster.wait_for_line("chief:0", "] step 100 global", 180)
         os.killpg(cluster.tasks["worker:1"].proc.pid, signal.SIGSTOP)
+        stopped = time.monotonic()
+        cluster.wait_for_line("chief:0", "] step 150 global", 240)
+        print(f"\nstep 150 came {time.monotonic() - stopped:.1f}s after worker 1 went silent")
         try:
             code = cluster.tasks["chief:0"].proc.wait(240)
         except subprocess.TimeoutExpired:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import socket
 import sys
+import threading
 import time
 from typing import Any
 
@@ -167,25 +168,42 @@ def serve_until_done(
 def signal_done_to(task: str, me: int, targets: list[tuple[str, int, str]], timeout: float) -> None:
     """Tell each ``(job, index, host)`` task that ``me`` is done, each through its own server.
 
-    One session per target, filtered to that task, so a peer that is down (a worker being
-    recreated) costs ``timeout`` seconds and a note, never a hang.
+    One session per target, filtered to that task, all at once, each in a thread of its own:
+    a peer that is down (a worker being recreated) or silent (its node powered off: making
+    the session waits for an answer that never comes) costs at most ``timeout`` seconds in
+    all and a note, never a hang.
     """
+    deadline = time.monotonic() + timeout
+    threads = [
+        threading.Thread(
+            target=_signal_done, args=(task, me, job, index, host, timeout), daemon=True
+        )
+        for job, index, host in targets
+    ]
+    for thread in threads:
+        thread.start()
+    for thread, (job, index, _) in zip(threads, targets, strict=True):
+        thread.join(max(0.0, deadline - time.monotonic()) + 1.0)
+        if thread.is_alive():  # left behind: the process ends without it
+            print(f"[{task}] note: done-signal to {job}:{index}: no answer", flush=True)
+
+
+def _signal_done(task: str, me: int, job: str, index: int, host: str, timeout: float) -> None:
     import tensorflow as tf
 
     v1 = tf.compat.v1
-    for job, index, host in targets:
-        graph = tf.Graph()
-        with graph.as_default():
-            enqueue = _queue(DONE_QUEUE, index, job).enqueue(tf.constant(me, tf.int64))
-        config = v1.ConfigProto(device_filters=[f"/job:{job}/task:{index}"])
-        options = v1.RunOptions(timeout_in_ms=int(timeout * 1000))
-        session = v1.Session(f"grpc://{host}", graph=graph, config=config)
-        try:
-            session.run(enqueue, options=options)
-        except tf.errors.OpError as exc:
-            print(f"[{task}] note: done-signal to {job}:{index}: {exc.message[:120]}", flush=True)
-        # Not closed: closing a session whose server just exited can block; the process ends.
-        _KEPT.append(session)
+    graph = tf.Graph()
+    with graph.as_default():
+        enqueue = _queue(DONE_QUEUE, index, job).enqueue(tf.constant(me, tf.int64))
+    config = v1.ConfigProto(device_filters=[f"/job:{job}/task:{index}"])
+    options = v1.RunOptions(timeout_in_ms=int(timeout * 1000))
+    session = v1.Session(f"grpc://{host}", graph=graph, config=config)
+    # Not closed: closing a session whose server just exited can block; the process ends.
+    _KEPT.append(session)
+    try:
+        session.run(enqueue, options=options)
+    except tf.errors.OpError as exc:
+        print(f"[{task}] note: done-signal to {job}:{index}: {exc.message[:120]}", flush=True)
 
 
 _KEPT: list[Any] = []

@@ -9,7 +9,9 @@ coordinator treats the worker as lost: its work goes to the other workers until 
 TensorFlow reads its channels' options from ``TF_GRPC_DEFAULT_OPTIONS`` once, when it makes its
 first channel: :func:`ensure_keepalive` must run before that. A value the user set stands.
 Pings go only while a call is open, and gRPC's own limits (two pings until the client sends
-data again) keep an idle open stream within what a server accepts.
+data again) keep an idle open stream within what a server accepts. A peer too busy to answer
+a ping for 20 s counts as lost as well: the coordinator gives its work to the others and takes
+it back when it answers again (a PS counts as lost only after the same).
 """
 
 from __future__ import annotations
@@ -19,13 +21,20 @@ from collections.abc import MutableMapping
 
 #: Where TensorFlow reads its default gRPC channel options ("name=value,...").
 ENV = "TF_GRPC_DEFAULT_OPTIONS"
-#: A ping after this long without a frame from the peer on a channel with a call open.
-KEEPALIVE_TIME_MS = 10_000
-#: The channel (and its calls) fails when the ping's answer has not come within this.
-KEEPALIVE_TIMEOUT_MS = 10_000
-OPTIONS = (
-    f"grpc.keepalive_time_ms={KEEPALIVE_TIME_MS},grpc.keepalive_timeout_ms={KEEPALIVE_TIMEOUT_MS}"
-)
+#: Channel options (gRPC core's names), milliseconds.
+CHANNEL_OPTIONS = {
+    # A ping after this long without a frame from the peer, while a call is open...
+    "grpc.keepalive_time_ms": 10_000,
+    # ...and the channel (with its calls) fails when no answer came within this. Any ping:
+    # gRPC's own flow-control pings, sent while data flows, wait 60 s for theirs by default,
+    # and while one is out no keepalive ping is sent.
+    "grpc.keepalive_timeout_ms": 20_000,
+    "grpc.http2.ping_timeout_ms": 20_000,
+    # A new connection that gets no answer (a silent peer accepts nothing) is given up after
+    # this, not gRPC's default 20 s, so the coordinator's next try on that worker fails fast.
+    "grpc.min_reconnect_backoff_ms": 5_000,
+}
+OPTIONS = ",".join(f"{name}={value}" for name, value in CHANNEL_OPTIONS.items())
 
 
 def ensure_keepalive(environ: MutableMapping[str, str] | None = None) -> bool:
