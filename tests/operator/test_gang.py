@@ -21,7 +21,7 @@ import pytest
 
 from taas_controlplane.binaries import KUEUE_VERSION, module_source
 from taas_controlplane.launcher import ControlPlane
-from taas_operator.controller.reconcile import actions
+from taas_operator.controller.reconcile import podgroups
 from tests.crds import install_crd
 from tests.harness.fakeapi import Store
 from tests.operator.fake_operator import FakeCluster
@@ -164,8 +164,8 @@ def test_a_waiting_gangs_pod_group_is_written_again_until_the_gang_runs(
     # Coscheduling does not look again at a gang it held back when a node becomes usable; the
     # operator writes the PodGroup again while the gang waits (intervals shortened here; the
     # placement after `kubectl uncordon` itself: tests/e2e/test_gang_across_nodes.py).
-    monkeypatch.setattr(actions, "GANG_RETRY_FIRST_SECONDS", 0.2)
-    monkeypatch.setattr(actions, "GANG_RETRY_MAX_SECONDS", 0.4)
+    monkeypatch.setattr(podgroups, "GANG_RETRY_FIRST_SECONDS", 0.2)
+    monkeypatch.setattr(podgroups, "GANG_RETRY_MAX_SECONDS", 0.4)
     ns = new_namespace(fake_admin, "gangr")
     start_fake_operator(ns, args=GANG)
     name = unique("gangr")

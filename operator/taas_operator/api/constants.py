@@ -91,10 +91,10 @@ POD_GROUP_API_VERSION: Final = "scheduling.x-k8s.io/v1alpha1"
 #: The label that makes a pod a member of the PodGroup it names.
 LABEL_POD_GROUP: Final = "scheduling.x-k8s.io/pod-group"
 #: TaaS: when it last changed the PodGroup's spec, written a moment after the change so that
-#: coscheduling looks at a waiting gang again (`controller.reconcile.actions`).
+#: coscheduling looks at a waiting gang again (`controller.reconcile.podgroups`).
 ANNOTATION_POD_GROUP_CHANGED: Final = "taas.dev/pod-group-spec-changed"
 #: TaaS: when it last wrote the PodGroup of a gang still waiting, so that coscheduling looks at
-#: it again (a node may have become usable; `controller.reconcile.actions`).
+#: it again (a node may have become usable; `controller.reconcile.podgroups`).
 ANNOTATION_GANG_RETRY: Final = "taas.dev/retry-gang"
 
 # Kueue (`kueue.x-k8s.io`): what its `pod` integration reads on pods and writes on them

@@ -22,6 +22,8 @@ here, so `taas_operator.controller.flags` stays light for the `taas` command lin
                           CRD
     reconcile/actions     Actions: create/delete pods and services, the NetworkPolicy, the TTL
                           delete
+    reconcile/podgroups   PodGroups: a job's PodGroup made, kept, written again while its gang
+                          waits
     reconcile/recorder    pass_events, EventRecorder: one event per pass naming what it did;
                           Warnings once
     metrics               Prometheus metrics (Kubeflow's job counters and TaaS's own), /metrics
