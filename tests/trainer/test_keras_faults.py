@@ -30,21 +30,26 @@ RESTARTS = 3  # coordinator restarts allowed after the PS is back (a backoffLimi
 RETRYABLE = 138
 
 
-@pytest.mark.timeout(400)
-def test_a_dead_ps_stops_the_coordinator_and_the_job_resumes(tmp_path: Path) -> None:
-    cluster = LocalCluster(
+def _digits(tmp_path: Path, workers: int, steps: int) -> LocalCluster:
+    """keras_digits under ParameterServerStrategy: a chief, a PS and `workers` workers."""
+    return LocalCluster(
         DIGITS,
         tmp_path / "logs",
-        {"chief": 1, "ps": 1, "worker": 1},
+        {"chief": 1, "ps": 1, "worker": workers},
         env={
             "TAAS_MODEL_DIR": str(tmp_path / "model"),
-            "TF_MAX_STEPS": str(STEPS),
+            "TF_MAX_STEPS": str(steps),
             "TAAS_BATCH_SIZE": "64",
             "TAAS_SAVE_CHECKPOINTS_STEPS": str(INTERVAL),
             "TAAS_LOG_EVERY_STEPS": "50",
             "TAAS_STARTUP_TIMEOUT_SECS": "120",
         },
     )
+
+
+@pytest.mark.timeout(400)
+def test_a_dead_ps_stops_the_coordinator_and_the_job_resumes(tmp_path: Path) -> None:
+    cluster = _digits(tmp_path, workers=1, steps=STEPS)
     try:
         cluster.start_all()
         cluster.wait_for_line("chief:0", "] step 250 global", 180)  # two checkpoints by then
@@ -87,19 +92,7 @@ def test_a_silent_worker_does_not_stall_the_coordinator(tmp_path: Path) -> None:
     end. Without the keepalive the coordinator waits on that worker for as long as it is
     silent: here, for ever."""
     steps = 600
-    cluster = LocalCluster(
-        DIGITS,
-        tmp_path / "logs",
-        {"chief": 1, "ps": 1, "worker": 2},
-        env={
-            "TAAS_MODEL_DIR": str(tmp_path / "model"),
-            "TF_MAX_STEPS": str(steps),
-            "TAAS_BATCH_SIZE": "64",
-            "TAAS_SAVE_CHECKPOINTS_STEPS": str(INTERVAL),
-            "TAAS_LOG_EVERY_STEPS": "50",
-            "TAAS_STARTUP_TIMEOUT_SECS": "120",
-        },
-    )
+    cluster = _digits(tmp_path, workers=2, steps=steps)
     try:
         cluster.start_all()
         cluster.wait_for_line("chief:0", "] step 100 global", 180)
