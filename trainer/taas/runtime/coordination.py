@@ -170,10 +170,10 @@ def signal_done_to(task: str, me: int, targets: list[tuple[str, int, str]], time
 
     One session per target, filtered to that task, all at once, each in a thread of its own:
     a peer that is down (a worker being recreated) or silent (its node powered off: making
-    the session waits for an answer that never comes) costs at most ``timeout`` seconds in
-    all and a note, never a hang.
+    the session waits for an answer that never comes) costs at most ``timeout`` seconds (and
+    one more) in all and a note, never a hang.
     """
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + timeout + 1.0  # a moment for a run's own timeout to report
     threads = [
         threading.Thread(
             target=_signal_done, args=(task, me, job, index, host, timeout), daemon=True
@@ -183,7 +183,7 @@ def signal_done_to(task: str, me: int, targets: list[tuple[str, int, str]], time
     for thread in threads:
         thread.start()
     for thread, (job, index, _) in zip(threads, targets, strict=True):
-        thread.join(max(0.0, deadline - time.monotonic()) + 1.0)
+        thread.join(max(0.0, deadline - time.monotonic()))
         if thread.is_alive():  # left behind: the process ends without it
             print(f"[{task}] note: done-signal to {job}:{index}: no answer", flush=True)
 

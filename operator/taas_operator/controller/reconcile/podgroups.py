@@ -171,8 +171,7 @@ class PodGroups:
                 seen = Seen.read(POD_GROUP, current)
                 if holder(seen, owner) != "job":
                     return
-                stamp = format_time(datetime.now(UTC))
-                if not await self.owned.annotate(seen, owner, {c.ANNOTATION_GANG_RETRY: stamp}):
+                if not await self._stamp(seen, owner, c.ANNOTATION_GANG_RETRY):
                     return
             except ApiError as err:  # tried again at the next interval
                 log_api_error(err)
@@ -181,8 +180,13 @@ class PodGroups:
         """Write the PodGroup once more after its spec changed, so coscheduling looks at its
         waiting gang again with the new spec in its cache (the module's docstring says why)."""
         await asyncio.sleep(POD_GROUP_NUDGE_SECONDS)
-        stamp = format_time(datetime.now(UTC))
         try:
-            await self.owned.annotate(seen, owner, {c.ANNOTATION_POD_GROUP_CHANGED: stamp})
+            await self._stamp(seen, owner, c.ANNOTATION_POD_GROUP_CHANGED)
         except ApiError as err:  # the scheduler's 5-minute flush remains
             log_api_error(err)
+
+    async def _stamp(self, seen: Seen, owner: str, annotation: str) -> bool:
+        """Write the time now as `annotation` on the job's PodGroup `seen` (a write that
+        coscheduling sees as the PodGroup's update); False when it is gone or replaced."""
+        stamp = format_time(datetime.now(UTC))
+        return await self.owned.annotate(seen, owner, {annotation: stamp})
