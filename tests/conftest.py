@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from taas_controlplane.launcher import ControlPlane
+from tests import builds
 
 HERE = Path(__file__).resolve().parent
 #: Folders whose every test is pure (no apiserver, no process of TaaS's, no TensorFlow): all in
@@ -39,7 +40,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 class _HeaviestLast:
     """The simulated-cluster tests, then the node tests, run last (each group in its own
     order): they need the most binaries, which CI builds in that order while the first tests
-    run (.ci/run)."""
+    run (.ci/run). Before them, the other tests by the latest CI build they need
+    (`builds.order`), e.g. Kueue's after the registry's."""
 
     @pytest.hookimpl(trylast=True)  # after the folders' own orderings, which this one keeps
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
@@ -49,13 +51,18 @@ class _HeaviestLast:
             return 1 if item.get_closest_marker("sim") else 0
 
         items[:] = sorted(items, key=rank)  # stable
+        first = [item for item in items if rank(item) == 0]
+        builds.order(first)
+        items[: len(first)] = first
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_HeaviestLast(), "taas-heaviest-last")
+    config.pluginmanager.register(builds.BuildsFirst(config), "taas-builds-first")
 
 
 @pytest.fixture(scope="session")
+@builds.needs("etcd", "kube-apiserver")
 def control_plane() -> Iterator[ControlPlane]:
     """A running etcd + kube-apiserver; `.kubeconfig` is an admin (system:masters)."""
     plane = ControlPlane()

@@ -27,6 +27,7 @@ def _get(url: str, context: ssl.SSLContext) -> tuple[int, dict[str, str]]:
         return int(response.status), dict(response.headers)
 
 
+@pytest.mark.builds("registry")
 def test_serves_over_tls_with_the_cluster_ca_and_leaves_nothing_running(
     control_plane: ControlPlane, tmp_path: Path
 ) -> None:
@@ -69,6 +70,7 @@ def test_serves_over_tls_with_the_cluster_ca_and_leaves_nothing_running(
     assert (tmp_path / "storage").is_dir()  # kept, as the nodes' image stores are
 
 
+@pytest.mark.builds("registry")
 def test_a_port_taken_is_a_clear_error(control_plane: ControlPlane, tmp_path: Path) -> None:
     first = Registry(tmp_path / "a", tmp_path / "storage", "127.0.0.1", free_ports(1)[0])
     first.start(control_plane)

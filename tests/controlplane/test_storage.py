@@ -60,6 +60,7 @@ def test_one_default_node_local_class_and_one_shared_class_in_one_config(tmp_pat
 
 
 @pytest.mark.controlplane
+@pytest.mark.builds("local-path-provisioner")
 @pytest.mark.timeout(300)
 def test_the_provisioner_starts_its_class_is_the_default_and_stop_leaves_nothing(
     control_plane: ControlPlane, namespace: str, tmp_path: Path

@@ -111,6 +111,7 @@ def test_missing_go_prints_nothing_to_eval_and_says_why(tmp_path: Path) -> None:
 
 
 @pytest.mark.controlplane
+@pytest.mark.builds("kubectl")
 def test_built_kubectl_is_the_clusters_version_and_talks_to_it(
     control_plane: ControlPlane,
 ) -> None:

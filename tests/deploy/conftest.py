@@ -15,11 +15,13 @@ import pytest
 import yaml
 
 from taas_controlplane.binaries import ensure
+from tests.builds import needs
 from tests.deploy.rendered import Docs
 from tests.deploy.sync_chart import render
 
 
 @pytest.fixture(scope="session")
+@needs("helm")
 def helm() -> Path:
     """The Helm binary (built once from Go modules, then cached)."""
     return ensure("helm")

@@ -23,10 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from taas_controlplane.cluster import Cluster, ClusterError
+from taas_controlplane.cluster import NODE_BINARIES, Cluster, ClusterError
 from taas_controlplane.components import NodeTimings
 from taas_controlplane.images import ensure_image
 from taas_controlplane.oci import toolbox_archive
+from tests.builds import needs
 from tests.e2e.node_helpers import OPERATOR_NS, RELEASE, SESSION_VALUES, helm, install_chart
 
 
@@ -58,6 +59,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture(scope="session")
+@needs(*NODE_BINARIES, "helm")
 def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     """A running cluster (one node; 3 for tests marked `nodes3`) with the toolbox image loaded;
     stopped and cleaned at the end."""
@@ -77,6 +79,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="session")
+@needs(images=("operator",))
 def operator_image(cluster: Cluster) -> str:
     """The Dockerfile's `operator` image, built once and loaded into the node: its reference."""
     image = ensure_image("operator")
@@ -85,6 +88,7 @@ def operator_image(cluster: Cluster) -> str:
 
 
 @pytest.fixture(scope="session")
+@needs(images=("trainer",))
 def trainer_image(cluster: Cluster) -> str:
     """The Dockerfile's `trainer` image (the one the examples name), loaded into the node."""
     image = ensure_image("trainer")

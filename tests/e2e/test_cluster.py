@@ -16,7 +16,7 @@ from typing import IO
 
 import pytest
 
-from taas_controlplane.cluster import Cluster
+from taas_controlplane.cluster import NODE_BINARIES, Cluster
 from taas_controlplane.hoststate import run_processes
 from taas_controlplane.oci import TOOLBOX_IMAGE, toolbox_archive, write_archive
 from taas_controlplane.runlock import clean_stale_run
@@ -73,6 +73,7 @@ def _start_web(cluster: Cluster, ns: str) -> None:
 
 
 @pytest.mark.own_cluster
+@pytest.mark.builds(*NODE_BINARIES)
 @pytest.mark.parametrize("nodes", [1, 3])
 def test_stopping_leaves_nothing_behind(nodes: int) -> None:
     work = Path(tempfile.mkdtemp(prefix="taas-e2e-", dir="/tmp"))
@@ -160,6 +161,7 @@ def _pids_of(cluster: Cluster, pod: str) -> list[int]:
 
 
 @pytest.mark.own_cluster
+@pytest.mark.builds(*NODE_BINARIES)
 @pytest.mark.parametrize("nodes", [1, 3])
 def test_a_killed_run_is_scrubbed_by_the_next_start(nodes: int) -> None:
     """`cluster up` SIGKILLed with a pod running (its components get SIGTERM from the kernel,

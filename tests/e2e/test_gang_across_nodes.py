@@ -21,6 +21,7 @@ import pytest
 
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.scheduling import SchedulingStack
+from tests.builds import SCHEDULERS, needs
 from tests.e2e.gang_helpers import (
     QUEUE_LABEL,
     assert_queued_for_quota,
@@ -57,6 +58,7 @@ PODS_READY_TIMEOUT = 60.0
 
 
 @pytest.fixture(scope="module")
+@needs(*SCHEDULERS)
 def gangs(
     cluster: Cluster, operator: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[SchedulingStack]:

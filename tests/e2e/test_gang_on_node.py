@@ -26,6 +26,7 @@ import yaml
 from taas_controlplane.cluster import Cluster
 from taas_controlplane.oci import TOOLBOX_IMAGE
 from taas_controlplane.scheduling import SchedulingStack
+from tests.builds import SCHEDULERS, needs
 from tests.e2e.gang_helpers import (
     PRIORITY_LABEL,
     QUEUE_LABEL,
@@ -47,6 +48,7 @@ GATE = "taas.dev/e2e-order"
 
 
 @pytest.fixture(scope="module")
+@needs(*SCHEDULERS)
 def gangs(
     cluster: Cluster, operator: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[SchedulingStack]:

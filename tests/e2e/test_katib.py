@@ -24,10 +24,11 @@ from taas_controlplane.cluster import Cluster
 from taas_controlplane.katib import KatibOptions, KatibStack
 from taas_controlplane.katib.config import INJECTION_LABEL
 from taas_controlplane.oci import TOOLBOX_IMAGE
+from tests.builds import KATIB, SCHEDULERS
 from tests.e2e.gang_helpers import QUEUE_LABEL, kueue_queue, scheduling_on
 from tests.e2e.node_helpers import REPO, condition, get_json, wait_for
 
-pytestmark = [pytest.mark.node]
+pytestmark = [pytest.mark.node, pytest.mark.builds(*KATIB, *SCHEDULERS)]
 EXAMPLE = REPO / "examples" / "hyperparameter_search" / "experiment.yaml"
 COLLECTOR = "metrics-logger-and-collector"  # the sidecar's name (Katib's inject webhook)
 

@@ -31,6 +31,7 @@ from bench.operator.controllers import (
 )
 from bench.operator.controllers import CONTROLLERS as _CONTROLLERS
 from taas_controlplane.launcher import ControlPlane
+from tests.builds import needs
 
 HERE = Path(__file__).resolve().parent
 
@@ -51,6 +52,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture
+@needs("etcd", "kube-apiserver")
 def fault_plane() -> Iterator[ControlPlane]:
     """A fresh etcd + kube-apiserver with TaaS's TFJob CRD, for this test alone."""
     plane = ControlPlane(directory=Path(tempfile.mkdtemp(prefix="taas-fault-")))

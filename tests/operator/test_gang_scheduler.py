@@ -18,6 +18,7 @@ import pytest
 
 from taas_controlplane.launcher import ControlPlane
 from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
+from tests.builds import needs
 from tests.operator.operator_harness import (
     Api,
     StartOperator,
@@ -66,6 +67,7 @@ def node(admin: Api, scheduler_name: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+@needs("scheduler-plugins-scheduler", "scheduler-plugins-controller")
 def gang_scheduler(
     control_plane: ControlPlane,
     podgroup_crd: Path,

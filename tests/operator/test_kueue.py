@@ -18,6 +18,7 @@ import pytest
 
 from taas_controlplane.launcher import ControlPlane
 from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
+from tests.builds import needs
 from tests.operator.kueue_helpers import (
     KUEUE,
     kueue_object,
@@ -40,6 +41,7 @@ pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
 
 
 @pytest.fixture(scope="module")
+@needs("kueue")
 def kueue(
     control_plane: ControlPlane, tfjob_crd: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[SchedulingStack]:

@@ -17,6 +17,7 @@ import pytest
 
 from taas_controlplane.launcher import ControlPlane
 from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
+from tests.builds import needs
 from tests.operator.kueue_helpers import KUEUE, PRIORITY_LABEL, QUEUE_LABEL, kueue_object, queues
 from tests.operator.operator_harness import (
     PODS,
@@ -39,6 +40,7 @@ POD_GROUPS = ("--kueue-pod-groups",)
 
 
 @pytest.fixture(scope="module")
+@needs("kueue")
 def kueue_pods(
     control_plane: ControlPlane, tfjob_crd: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[SchedulingStack]:

@@ -23,6 +23,7 @@ import pytest
 
 from taas_controlplane.launcher import ControlPlane
 from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
+from tests.builds import needs
 from tests.operator.kueue_helpers import (
     live_pods,
     queued_job,
@@ -39,6 +40,7 @@ TIMEOUT = 15.0
 
 
 @pytest.fixture(scope="module")
+@needs("kueue")
 def kueue(
     control_plane: ControlPlane, tfjob_crd: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[SchedulingStack]:

@@ -25,7 +25,8 @@ from bench.operator.controllers import (
     apply_crd,
     wait_alive,
 )
-from taas_controlplane.sim.cluster import SimCluster
+from taas_controlplane.sim.cluster import SIM_BINARIES, SimCluster
+from tests.builds import needs
 
 NODES, GPU_NODES = 20, 4
 
@@ -56,6 +57,7 @@ class OperatorHandle:
 
 
 @pytest.fixture(scope="session")
+@needs(*SIM_BINARIES)
 def sim() -> Iterator[SimCluster]:
     """20 kwok nodes (4 with 8 nvidia.com/gpu each) behind the real control plane, with TaaS's
     TFJob CRD."""

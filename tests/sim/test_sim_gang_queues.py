@@ -21,8 +21,15 @@ import pytest
 from bench.operator.controllers import CONTROLLERS
 from bench.scheduling.scenario import GangRun
 from bench.scheduling.shape import GangShape
+from taas_controlplane.sim.cluster import SIM_BINARIES
+from tests.builds import SCHEDULERS
 
-pytestmark = [pytest.mark.sim, pytest.mark.controlplane, pytest.mark.timeout(420)]
+pytestmark = [
+    pytest.mark.sim,
+    pytest.mark.controlplane,
+    pytest.mark.builds(*SIM_BINARIES, *SCHEDULERS),
+    pytest.mark.timeout(420),
+]
 
 
 def test_gang_jobs_over_gpu_quotas_never_deadlock_nor_exceed_a_quota(tmp_path: Path) -> None:

@@ -43,6 +43,8 @@ from taas_operator.processes import stop as stop_process
 
 STAGES = Path(__file__).resolve().parent / "stages.yaml"
 KWOK_USER = "system:taas:kwok"
+#: What a simulated cluster runs (scheduler-plugins and Kueue besides, when asked).
+SIM_BINARIES = ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager", "kwok")
 
 
 class SimClusterError(RuntimeError):
@@ -117,11 +119,7 @@ class SimCluster(Parts):
         return {**found, **self.schedulers.pids()}
 
     def start(self, timeout: float = 180.0) -> SimCluster:
-        binaries = {
-            name: ensure(name)
-            for name in ("etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager")
-        }
-        binaries["kwok"] = ensure("kwok")
+        binaries = {name: ensure(name) for name in SIM_BINARIES}
         try:
             self.plane.directory.mkdir(parents=True, exist_ok=True)
             self.plane.start()
