@@ -20,7 +20,7 @@
   value). Its client keeps controller-runtime's default rate limit (20 requests/s, bursts of
   30): v1.8.1 has no flag to change it.
 - floor: `python -m bench.operator.floor`, no controller logic: watch TFJobs, create the
-  engine's desired pods and services concurrently, nothing else (TaaS's CRD).
+  planner's desired pods and services concurrently, nothing else (TaaS's CRD).
 
 Every controller runs in its own process group under the identity `CONTROLLER_USER` (group
 system:masters), so the audit log tells its requests from the harness's.

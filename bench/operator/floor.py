@@ -2,7 +2,7 @@
 
     python -m bench.operator.floor --kubeconfig K [--concurrency 32]
 
-One watch on TFJobs in every namespace; for each new TFJob, build the engine's desired pods and
+One watch on TFJobs in every namespace; for each new TFJob, build the planner's desired pods and
 services (the very objects TaaS creates) and POST them concurrently from a thread pool. No status,
 no events, no reads, no retries, no reconcile: exactly one create per object. Its time, writes,
 CPU and memory are what any Python controller on this apiserver cannot beat by much.

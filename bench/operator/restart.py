@@ -3,7 +3,7 @@
     run_restart(controller, workload, workdir, keep_files=False, profile=None) -> RunResult
 
 Steps, on a fresh control plane with the controller started and warmed up (`measure.staged`):
-1. the workload's TFJobs are created with their pods and services (the engine's manifests,
+1. the workload's TFJobs are created with their pods and services (the planner's manifests,
    owned by the job, as a controller makes them; 16 client threads), as if a controller had
    run them before: quicker than having a rate-limited controller create 5,000 jobs' objects;
 2. the controller catches up (status, TaaS's NetworkPolicy) until every job has its Created

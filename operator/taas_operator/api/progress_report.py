@@ -2,7 +2,7 @@
 
     ProgressReport.model_validate_json(text) -> ProgressReport   # what GET /progress returns
 
-Written by the trainer library (`taas.publish`, which never imports this package: the two sides
+Written by the trainer library (`taas.core.publish`, which never imports this package: the two sides
 agree on this JSON only, and a test sends one through the other). camelCase, one object:
 
     {"version": 1, "task": "worker:0", "time": 1764000000.5, "globalStep": 410,

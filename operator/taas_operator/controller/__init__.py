@@ -20,12 +20,16 @@ here, so `taas_operator.controller.flags` stays light for the `taas` command lin
                           re-read), the recreations a pruning CRD drops, the transition metrics
     reconcile/recreations PrunedRecreations: status.recreations kept in memory under Kubeflow's
                           CRD
+    reconcile/owned       Owned, NotOwned: the uid check before any write to a job's child
     reconcile/actions     Actions: create/delete pods and services, the NetworkPolicy, the TTL
                           delete
     reconcile/podgroups   PodGroups: a job's PodGroup made, kept, written again while its gang
                           waits
+    reconcile/tensorboard TensorBoards: the Deployment and Service of a job that asks for a
+                          TensorBoard (`tensorboard.objects`), made once per incarnation
     reconcile/recorder    pass_events, EventRecorder: one event per pass naming what it did;
                           Warnings once
+    memory                release_freed_memory: the heap's free pages given back after a burst
     metrics               Prometheus metrics (Kubeflow's job counters and TaaS's own), /metrics
     handlers              build_registry(controller), kopf_settings(settings): what kopf still
                           does (lifecycle, login, probe, peering keepalive; no resource handlers)

@@ -7,7 +7,7 @@
 
 The replicas run in a private network namespace (`local.netns`), where the runner cannot
 connect to the chief's 127.0.0.1; a file in a directory both see needs no network. The chief
-(`taas.publish`) rewrites it atomically at most once a second; the runner re-reads it only when
+(`taas.core.publish`) rewrites it atomically at most once a second; the runner re-reads it only when
 its modification time changed. What is done with a report is the operator's code:
 `planner.fold_progress`, with `INTERVAL_S` instead of the operator's 30 s (nothing is written to
 an apiserver here), and the same PROGRESS and ETA columns (`planner.progress_columns`).

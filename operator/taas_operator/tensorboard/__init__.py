@@ -6,9 +6,10 @@ reading the pod program's text; nothing is imported here.
     pod_program   the program the TensorBoard pod runs (its text goes into the pod's command:
                   `python -c`); it imports TensorBoard, so nothing in TaaS imports it
 
-Below the planner (it needs only the API and `tfjob`'s chief), so the planner, the controller's
-pass (`controller.reconcile.tensorboard`, which creates the objects), the client, the dashboard
-and `taas tensorboard` (`tensorboard_command`) all read the same rules. Those two stay where
+Below the planner (it needs only the API and `tfjob`'s chief; the planner reads none of it), so
+the controller's pass (`controller.reconcile.tensorboard`, which creates the objects), the
+client, the dashboard and `taas tensorboard` (`tensorboard_command`) all read the same rules. Those
+two stay where
 they are because they talk to the apiserver: a package holding them and these objects would sit
 both above the client (`taas tensorboard` uses it) and below it (`taas get` names the board).
 """

@@ -5,8 +5,9 @@
 The job must exist (else the client's `TFJob "x" not found` with the fix) and ask for a
 TensorBoard with the annotation `taas.dev/tensorboard`: an http(s) URL is printed as it is; no
 annotation gets the `kubectl annotate` command that asks the operator for one. For `"true"`, the
-operator runs `<job>-tensorboard` (`planner.tensorboard`); this waits, at most `timeout` seconds,
-until TensorBoard answers through the apiserver, failing early with the operator's own Warning
+operator runs `<job>-tensorboard` (`controller.reconcile.tensorboard`); this waits, at most
+`timeout` seconds, until TensorBoard answers through the apiserver, failing early with the
+operator's own Warning
 (`TensorBoardUnavailable`: the model_dir no pod can mount, say), then serves it on
 `host`:`port` through `proxy.ServiceProxy` until Ctrl-C or SIGTERM; the URL printed holds the
 proxy's per-run token (nothing is forwarded without it).

@@ -5,8 +5,8 @@
     has_summaries(path) -> bool                               an event file within bounds
 
 A job file is read by the one bounded loader (`taas_operator.documents`, the checks of `taas
-validate`); each TFJob's chief model_dir comes from the planner's reading of its chief container
-(`planner.tensorboard.chief_model_dir`, the trainer's own rules). A relative model_dir is taken
+validate`); each TFJob's chief model_dir comes from the one reading of its chief container
+(`tensorboard.objects.chief_model_dir`, the trainer's own rules). A relative model_dir is taken
 from the container's workingDir, else the current directory, as `taas run` starts it.
 """
 

@@ -6,8 +6,9 @@
     await poller.close()
 
 How the operator learns a job's progress: it pulls. The trainer library's chief serves its
-latest `ProgressReport` at `GET http://<chief pod IP>:2223/progress` (`taas.publish`; the port is
-the chief's `TAAS_PROGRESS_PORT` when its template sets one). The operator reads it only from
+latest `ProgressReport` at `GET http://<chief pod IP>:2223/progress` (`taas.core.publish`; the
+port is the chief's `TAAS_PROGRESS_PORT` when its template sets one). The operator reads it only
+from
 the port the chief's pod declares for it (`taas-progress`, which the operator puts on the
 tensorflow container when it creates the pod: `planner.objects`), never from a port the job's
 spec names later, and never from a chief with hostNetwork (its IP is the node's: a port there

@@ -1,12 +1,13 @@
-"""The TensorBoard the operator runs for a TFJob that asks for one (`planner.tensorboard`).
+"""The TensorBoard the operator runs for a TFJob that asks for one (`tensorboard.objects`).
 
     boards = TensorBoards(kube, image)
     await boards.sync(job) -> (list[Event], list[NotOwned])  # a pass's TensorBoard work
     boards.forget(key)
 
 A job annotated `taas.dev/tensorboard: "true"` gets the Deployment and Service
-`<job>-tensorboard` (`planner.desired_tensorboard`), owned by the job, so Kubernetes' garbage
-collector removes them with it; they outlive the job's pods (cleanPodPolicy), since a finished
+`<job>-tensorboard` (`tensorboard.objects.desired_tensorboard`), owned by the job, so
+Kubernetes' garbage collector removes them with it; they outlive the job's pods (cleanPodPolicy),
+since a finished
 job is when its summaries are read. Not watched, as the PodGroup is not: a pass sends nothing
 once this incarnation's TensorBoard was made or found (remembered per job and uid), so the cost
 is two POSTs per annotated job (and per operator start). A name still taken by an earlier
