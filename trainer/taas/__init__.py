@@ -135,12 +135,15 @@ Layout (layers, each importing only those below it; import-linter checks it, and
                     the engine), settings_doc; entry, dist_base (Caicloud compatibility paths)
     taas.graph      graph mode: trainer (DistributedTrainer = hooks + main), hooks, engine,
                     model, steps, towers, devices, session, exporter, evaluator
-    taas.keras      TensorFlow 2: trainer (KerasTrainer = hooks + main), hooks, engine,
-                    strategies, steps, checkpoints, evaluator     (graph and keras: independent)
+    taas.keras      TensorFlow 2: trainer (KerasTrainer = hooks + main), hooks, engine, fit
+                    (Keras fit as the loop), strategies, steps, checkpoints, evaluator
+                    (graph and keras: independent)
     taas.runtime    TensorFlow services both engines use: coordination (PS serving, "done",
-                    start barrier), preflight (the model dir check)
-    taas.core       no TensorFlow: settings, cluster, flags, exit_codes, engine (protocol, step
-                    types), loop, progress, publish, checkpoints (the evaluator's wait), runner
+                    start barrier), preflight (the model dir check), keepalive (gRPC's, on a
+                    coordinator's channels), lean_server (serving without TF's Python API)
+    taas.core       no TensorFlow: settings, placement (where this task sits in the cluster),
+                    flags, exit_codes, engine (protocol, step types), loop, stopping (SIGTERM),
+                    progress_log, publish, checkpoint_wait (the evaluator's wait), launch
                     (main(): settings, cluster, flags, engine, exit code)
 
 Porting Caicloud code: ``from taas import dist_base`` (``dist_base.CaicloudDistTensorflowBase``)
