@@ -82,13 +82,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from taas_operator.api import FieldError, template_errors
 from taas_operator.api import constants as c
 from taas_operator.api.constants import REASON_NODE_LOST, ReplicaType
-from taas_operator.api.models import ReplicaStatus, TFJob
+from taas_operator.api.models import ReplicaSpec, ReplicaStatus, TFJob
 from taas_operator.planner import kueue
 from taas_operator.planner.batches import MAX_BATCH, pod_batch
 from taas_operator.planner.conditions import fail_invalid_spec, set_condition
@@ -130,6 +131,19 @@ def _utc(now: datetime) -> datetime:
     if now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
     return now.astimezone(UTC).replace(microsecond=0)
+
+
+@dataclass
+class _Replicas:
+    """A running job's replicas, sorted by what its pods say (`_Pass.sort_pods`)."""
+
+    counts: dict[str, ReplicaStatus]
+    missing: list[tuple[ReplicaType, int]] = field(default_factory=list)
+    retry: list[ObservedPod] = field(default_factory=list)  # failed, to be made again
+    failed: list[ObservedPod] = field(default_factory=list)  # failed for good
+    retry_lost: list[ObservedPod] = field(default_factory=list)  # evicted from a lost node
+    failed_lost: list[ObservedPod] = field(default_factory=list)
+    evicted: list[ObservedPod] = field(default_factory=list)  # from a working node (drain...)
 
 
 class _Pass:
@@ -277,7 +291,21 @@ class _Pass:
             self.condition(c.COND_SUSPENDED, "True", c.REASON_SUSPENDED, message)
 
     def run_active(self) -> None:
+        """A job that runs: its pods sorted by what happened to them, the failures counted
+        (which may end the job), the Restarting or Running condition said, the missing pods
+        made."""
         group = kueue.pod_group(self.job, self.status.start_time, self.options.kueue_pod_groups)
+        slots = self.slot_pods()
+        replicas = self.sort_pods(slots)
+        if self.count_failures(replicas, slots):
+            return
+        if not self.say_restarting(replicas, slots):
+            self.say_running(replicas, group)
+        self.create(replicas.missing, group)
+
+    def slot_pods(self) -> dict[tuple[ReplicaType, int], ObservedPod]:
+        """Each pod in its replica's slot; a pod past the replicas, or a second one for a slot,
+        is deleted."""
         slots: dict[tuple[ReplicaType, int], ObservedPod] = {}
         for pod in self.pods:
             spec = self.specs.get(pod.replica_type)
@@ -285,55 +313,59 @@ class _Pass:
                 self.delete_pod(pod)  # scaled down, or not ours to keep
                 continue
             slots[(pod.replica_type, pod.index)] = pod
+        return slots
 
-        counts: dict[str, ReplicaStatus] = {t: ReplicaStatus() for t in self.job.replica_types()}
-        missing: list[tuple[ReplicaType, int]] = []
-        retry: list[ObservedPod] = []
-        failed: list[ObservedPod] = []
-        retry_lost: list[ObservedPod] = []  # evicted from a lost node, force-deleted now
-        failed_lost: list[ObservedPod] = []
-        evicted: list[ObservedPod] = []  # being evicted from a working node (drain, ...)
+    def sort_pods(self, slots: dict[tuple[ReplicaType, int], ObservedPod]) -> _Replicas:
+        """Every replica slot by what its pod says (the counts written to the status)."""
+        replicas = _Replicas(counts={t: ReplicaStatus() for t in self.job.replica_types()})
         for rtype in self.job.replica_types():
             spec = self.specs[rtype]
             for index in range(spec.replicas):
-                found = slots.get((rtype, index))
-                if found is None:
-                    missing.append((rtype, index))
-                    continue
-                pod = found
-                if pod.deleting or pod.node_deleted:
-                    if self.lost_now(pod):
-                        (retry_lost if retryable(spec.restart_policy, pod) else failed_lost).append(
-                            pod
-                        )
-                        self.release(pod)
-                        if pod.gone:  # its name is free: the replacement now
-                            missing.append((rtype, index))
-                    elif kueue.ended(pod):  # stopped (by Kueue, or by TaaS for a restart)
-                        self.release(pod)
-                    if pod.evicted:
-                        evicted.append(pod)
-                    continue
-                if pod.phase == "Running":
-                    counts[rtype].active += 1
+                pod = slots.get((rtype, index))
+                if pod is None:
+                    replicas.missing.append((rtype, index))
+                elif pod.deleting or pod.node_deleted:
+                    self.sort_leaving(replicas, pod, spec)
+                elif pod.phase == "Running":
+                    replicas.counts[rtype].active += 1
                 elif pod.phase == "Succeeded":
-                    counts[rtype].succeeded += 1
+                    replicas.counts[rtype].succeeded += 1
                 elif pod.phase == "Failed":
-                    counts[rtype].failed += 1
+                    replicas.counts[rtype].failed += 1
                     if retryable(spec.restart_policy, pod):
-                        retry.append(pod)
+                        replicas.retry.append(pod)
                     elif rules.failure_fails_job(self.job, rtype):
-                        failed.append(pod)
-        self.status.replica_statuses = {t: s for t, s in counts.items()}
+                        replicas.failed.append(pod)
+        self.status.replica_statuses = {t: s for t, s in replicas.counts.items()}
+        return replicas
 
-        counted, counted_lost = retry, retry_lost
-        if rules.restarts_whole(self.job) and (retry or retry_lost):
+    def sort_leaving(self, replicas: _Replicas, pod: ObservedPod, spec: ReplicaSpec) -> None:
+        """A pod on its way out: lost with its node, stopped, or evicted."""
+        if self.lost_now(pod):
+            (
+                replicas.retry_lost if retryable(spec.restart_policy, pod) else replicas.failed_lost
+            ).append(pod)
+            self.release(pod)
+            if pod.gone:  # its name is free: the replacement now
+                replicas.missing.append((pod.replica_type, pod.index))
+        elif kueue.ended(pod):  # stopped (by Kueue, or by TaaS for a restart)
+            self.release(pod)
+        if pod.evicted:
+            replicas.evicted.append(pod)
+
+    def count_failures(
+        self, replicas: _Replicas, slots: dict[tuple[ReplicaType, int], ObservedPod]
+    ) -> bool:
+        """Recreations counted and their events; True when the pass ends the job (failed: a
+        replica lost or failed for good, the backoff limit, the deadline; or succeeded)."""
+        counted, counted_lost, failed = replicas.retry, replicas.retry_lost, replicas.failed
+        if rules.restarts_whole(self.job) and (replicas.retry or replicas.retry_lost):
             # Restarting whole, the first replica lost in this pass is the cause and counted
             # once (one lost with its node first); trainers failing in the same pass (a
             # collective that lost its peer: often exit 1) restart with every peer, uncounted,
             # instead of failing the job.
-            counted_lost = retry_lost[:1]
-            counted = [] if retry_lost else retry[:1]
+            counted_lost = replicas.retry_lost[:1]
+            counted = [] if replicas.retry_lost else replicas.retry[:1]
             failed = [p for p in failed if p.replica_type not in rules.TRAINER_TYPES]
         new_recreations = [p for p in counted if count_recreation(self.status, p)]
         for pod in [*new_recreations, *failed]:
@@ -345,19 +377,23 @@ class _Pass:
 
         for pod in counted_lost:
             count_recreation(self.status, pod.model_copy(update={"reason": REASON_NODE_LOST}))
-        failed_lost = [p for p in failed_lost if rules.failure_fails_job(self.job, p.replica_type)]
-        if failed_lost:
-            first = failed_lost[0]
-            n = sum(1 for p in failed_lost if p.replica_type == first.replica_type)
+        lost = [
+            p for p in replicas.failed_lost if rules.failure_fails_job(self.job, p.replica_type)
+        ]
+        if lost:
+            first = lost[0]
+            n = sum(1 for p in lost if p.replica_type == first.replica_type)
             self.fail(
                 f"TFJob {self.ns}/{self.name} has failed because {n} {first.replica_type} "
                 f"replica(s) were lost with their node ({lost_detail(first)})."
             )
-            return
-        failure = failure_message(self.job, self.status, self.pods, failed, retry, self.now)
+            return True
+        failure = failure_message(
+            self.job, self.status, self.pods, failed, replicas.retry, self.now
+        )
         if failure.message is not None:
             self.fail(failure.message)
-            return
+            return True
         if failure.deadline is not None:
             self.requeue(failure.deadline)
         zero = slots.get(("Worker", 0))
@@ -367,10 +403,20 @@ class _Pass:
             and zero.phase == "Succeeded"
             and zero.exit_code in (0, None)
         )
-        if rules.has_succeeded(self.job, counts, zero_succeeded):
-            self.succeed(counts)
-            return
+        if rules.has_succeeded(self.job, replicas.counts, zero_succeeded):
+            self.succeed(replicas.counts)
+            return True
+        return False
 
+    def restarting(self, message: str) -> None:
+        self.condition(c.COND_RESTARTING, "True", c.REASON_RESTARTING, message, event="Warning")
+
+    def say_restarting(
+        self, replicas: _Replicas, slots: dict[tuple[ReplicaType, int], ObservedPod]
+    ) -> bool:
+        """Restarting, when replicas are made again (failed, lost with their node, evicted, or
+        restarted in place by their kubelet), the failed ones deleted; False when none is."""
+        retry, retry_lost, evicted = replicas.retry, replicas.retry_lost, replicas.evicted
         if retry:
             first = retry[0]
             n = sum(1 for p in retry if p.replica_type == first.replica_type)
@@ -380,48 +426,36 @@ class _Pass:
             why = evicted_why(evicted) or (
                 f"{n} {first.replica_type} replica(s) failed ({detail(first)})."
             )
-            self.condition(
-                c.COND_RESTARTING,
-                "True",
-                c.REASON_RESTARTING,
-                f"TFJob {self.name} is restarting{whole} because {why}",
-                event="Warning",
-            )
+            self.restarting(f"TFJob {self.name} is restarting{whole} because {why}")
             for pod in retry:
                 self.delete_pod(pod, with_service=False)
                 self.release(pod)
         elif retry_lost:
             first = retry_lost[0]
             n = sum(1 for p in retry_lost if p.replica_type == first.replica_type)
-            self.condition(
-                c.COND_RESTARTING,
-                "True",
-                c.REASON_RESTARTING,
+            self.restarting(
                 f"TFJob {self.name} is restarting{self.restart_whole(slots, retry_lost)} because "
                 f"{n} {first.replica_type} replica(s) were lost with their node "
-                f"({lost_detail(first)}).",
-                event="Warning",
+                f"({lost_detail(first)})."
             )
         elif evicted:
-            self.condition(
-                c.COND_RESTARTING,
-                "True",
-                c.REASON_RESTARTING,
-                f"TFJob {self.name} is restarting because {evicted_why(evicted)}",
-                event="Warning",
-            )
+            self.restarting(f"TFJob {self.name} is restarting because {evicted_why(evicted)}")
         elif looping := [p for p in waiting_pods(self.job, self.pods) if p.crash_looping]:
             first = looping[0]
             n = sum(1 for p in looping if p.replica_type == first.replica_type)
-            self.condition(
-                c.COND_RESTARTING,
-                "True",
-                c.REASON_RESTARTING,
+            self.restarting(
                 f"TFJob {self.name} is restarting because {n} {first.replica_type} replica(s) "
-                f"restarted in place ({detail(first)}, restart count {first.restart_count}).",
-                event="Warning",
+                f"restarted in place ({detail(first)}, restart count {first.restart_count})."
             )
-        elif (stopped := kueue.stopped_by_kueue(self.job, self.pods)) is not None:
+        else:
+            return False
+        return True
+
+    def say_running(self, replicas: _Replicas, group: kueue.KueueGroup | None) -> None:
+        """Running False with the reason the job does not run (Kueue, its gang, replicas the
+        scheduler cannot place or that cannot start), else Running True once it runs."""
+        counts, missing = replicas.counts, replicas.missing
+        if (stopped := kueue.stopped_by_kueue(self.job, self.pods)) is not None:
             self.condition(
                 c.COND_RUNNING, "False", c.REASON_EVICTED_BY_KUEUE, stopped, event="Warning"
             )
@@ -465,7 +499,6 @@ class _Pass:
             self.condition(
                 c.COND_RUNNING, "True", c.REASON_RUNNING, f"TFJob {self.ns}/{self.name} is running."
             )
-        self.create(missing, group)
 
     def restart_whole(
         self, slots: dict[tuple[ReplicaType, int], ObservedPod], lost: list[ObservedPod]
