@@ -51,6 +51,8 @@ class _HeaviestLast:
             return 1 if item.get_closest_marker("sim") else 0
 
         items[:] = sorted(items, key=rank)  # stable
+        for item in items:
+            builds.needed(item)  # a `builds` marker naming no binary is refused here
         first = [item for item in items if rank(item) == 0]
         builds.order(first)
         items[: len(first)] = first
