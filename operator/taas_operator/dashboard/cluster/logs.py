@@ -1,15 +1,16 @@
-"""A TFJob's logs from a cluster: each replica's pod log followed (`pods/log?follow=true`),
-merged with the `[worker-1]` prefixes `taas run` writes.
+"""A TFJob's logs from a cluster, for the page: the client's one replica-log follower
+(`client.logs.JobLogs`: each replica's pod log followed, new and restarted replicas too),
+merged with the `[worker-1]` prefixes `taas run` writes, shared by the views that read it.
 
     logs = PodLogs(api)
     async for line in logs.follow(namespace, name, replica): ...   # ActionError when no pod
     logs.close()
 
-Shared: one identity's log views of the same pod share one follow (one `pods/log?follow`
-request at a time per pod, fanned out to every view of it); a view joining late gets the
-follow's last `LOG_TAIL_LINES` lines first. A follow stops when its last view leaves. A log the
-apiserver refuses (a pod not started yet) is asked again after `LOG_RETRY_SECONDS`, doubling to
-`LOG_RETRY_MAX_SECONDS` while it stays refused.
+Shared: one identity's views of the same job (and replica) share one follow (one
+`pods/log?follow` request at a time per pod, fanned out to every view); a view joining late gets
+the follow's last `LOG_TAIL_LINES` lines first. A follow stops when its last view leaves. A log
+the apiserver refuses (a pod not started yet) is asked again at the next look, every
+`LOG_RETRY_SECONDS`; each different reason is said once.
 
 Bounded: at most `MAX_PODS` pods are followed for one view (the page says which were left out:
 pick a replica to read another); each view's lines wait in a buffer of `QUEUE_LINES` that drops
@@ -22,33 +23,34 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 
 from taas_operator.api.constants import DEFAULT_CONTAINER_NAME, LABEL_JOB_NAME
 from taas_operator.api.resources import POD
 from taas_operator.apiserver.errors import ApiError, Unreachable
 from taas_operator.apiserver.kubeapi import KubeApi
+from taas_operator.client.logs import JobLogs
+from taas_operator.client.models import ReplicaPod
 from taas_operator.dashboard.cluster.follow import REFUSED, list_all
 from taas_operator.dashboard.source import ActionError, LogLine, short_name
 from taas_operator.dashboard.streams import LogBuffer
 
 LOG_TAIL_LINES = 500
-LOG_RETRY_SECONDS, LOG_RETRY_MAX_SECONDS = 3.0, 24.0
+LOG_RETRY_SECONDS = 3.0
 MAX_PODS = 16
 QUEUE_LINES = 5000
 
-PodKey = tuple[str, str]
+#: (namespace, job, replica or "")
+FollowKey = tuple[str, str, str]
 
 
-class PodFollow:
-    """One pod's followed log and the views reading it."""
+class JobFollow:
+    """One job's followed logs and the views reading them."""
 
-    def __init__(self, label: str) -> None:
-        self.label = label
+    def __init__(self) -> None:
         self.recent: deque[LogLine] = deque(maxlen=LOG_TAIL_LINES)
         self.views: set[LogBuffer[LogLine]] = set()
         self.task: asyncio.Task[None] | None = None
-        self.requests = 0  # `pods/log` requests made (for the tests and the curious)
+        self.said: dict[str, str] = {}  # per replica: the last refusal said
 
     def put(self, line: LogLine) -> None:
         self.recent.append(line)
@@ -57,30 +59,22 @@ class PodFollow:
 
 
 class PodLogs:
-    """The pod logs followed for one identity, one follow per pod (see the module)."""
+    """The pod logs followed for one identity, one follow per job and replica (see the
+    module)."""
 
     def __init__(self, api: KubeApi) -> None:
         self.api = api
-        self.follows: dict[PodKey, PodFollow] = {}
+        self.follows: dict[FollowKey, JobFollow] = {}
 
     async def follow(
         self, namespace: str, name: str, replica: str | None
     ) -> AsyncIterator[LogLine]:
         """The job's lines (each pod's last LOG_TAIL_LINES first), then as they come."""
-        names = await self._pods(namespace, name, replica)
-        if len(names) > MAX_PODS:
-            left = ", ".join(short_name(name, n) for n in names[MAX_PODS:][:5])
-            yield LogLine(
-                replica="dashboard",
-                text=f"(taas dashboard: following the first {MAX_PODS} of {len(names)} replicas; "
-                f"choose a replica to read another, e.g. {left})",
-            )
-            names = names[:MAX_PODS]
+        await self._pods(namespace, name, replica)  # none, or not allowed: ActionError now
         view: LogBuffer[LogLine] = LogBuffer(QUEUE_LINES)
-        keys = [(namespace, n) for n in names]
+        key = (namespace, name, replica or "")
         try:
-            for key in keys:
-                self._join(key, short_name(name, key[1]), view)
+            self._join(key, view)
             while True:
                 line = await view.get()
                 dropped = view.take_dropped()
@@ -89,12 +83,11 @@ class PodLogs:
                     yield LogLine(replica="dashboard", text=note)
                 yield line
         finally:
-            for key in keys:
-                self._leave(key, view)
+            self._leave(key, view)
 
-    async def _pods(self, namespace: str, name: str, replica: str | None) -> list[str]:
+    async def _pods(self, namespace: str, name: str, replica: str | None) -> list[ReplicaPod]:
         try:
-            pods, _ = await list_all(
+            items, _ = await list_all(
                 self.api, POD.path(namespace), {"labelSelector": f"{LABEL_JOB_NAME}={name}"}
             )
         except REFUSED as exc:
@@ -104,22 +97,22 @@ class PodLogs:
         except Unreachable as exc:
             message = f"The apiserver at {self.api.server} is not answering: {exc}"
             raise ActionError(503, message) from None
-        names = sorted(str(p["metadata"]["name"]) for p in pods)
-        names = [n for n in names if replica in (None, short_name(name, n))]
-        if not names:
+        pods = sorted((ReplicaPod.from_pod(p) for p in items), key=lambda p: p.name)
+        pods = [p for p in pods if replica in (None, short_name(name, p.name))]
+        if not pods:
             raise ActionError(404, f"no pod of TFJob {namespace}/{name} to read logs from yet")
-        return names
+        return pods
 
-    def _join(self, key: PodKey, label: str, view: LogBuffer[LogLine]) -> None:
+    def _join(self, key: FollowKey, view: LogBuffer[LogLine]) -> None:
         follow = self.follows.get(key)
         if follow is None:
-            follow = self.follows[key] = PodFollow(label)
-            follow.task = asyncio.create_task(self._pod_log(key, follow))
+            follow = self.follows[key] = JobFollow()
+            follow.task = asyncio.create_task(self._job_log(key, follow))
         for line in follow.recent:
             view.put(line)
         follow.views.add(view)
 
-    def _leave(self, key: PodKey, view: LogBuffer[LogLine]) -> None:
+    def _leave(self, key: FollowKey, view: LogBuffer[LogLine]) -> None:
         follow = self.follows.get(key)
         if follow is None:
             return
@@ -137,27 +130,38 @@ class PodLogs:
         self.follows.clear()
         return tasks
 
-    async def _pod_log(self, key: PodKey, follow: PodFollow) -> None:
-        namespace, pod = key
-        path = POD.path(namespace, pod, "log")
-        params = {"container": DEFAULT_CONTAINER_NAME, "follow": "true"}
-        params["tailLines"] = str(LOG_TAIL_LINES)
-        said, wait = "", LOG_RETRY_SECONDS
-        while True:
+    async def _job_log(self, key: FollowKey, follow: JobFollow) -> None:
+        namespace, name, replica = key
+
+        async def pods() -> list[ReplicaPod]:
             try:
-                follow.requests += 1
-                async for text in self.api.lines(path, params):
-                    follow.put(LogLine(replica=follow.label, text=text))
-                    wait = LOG_RETRY_SECONDS
-                params.pop("tailLines", None)
-                params["sinceTime"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            except ApiError as exc:  # refused (the server's words), or Unreachable
-                message = str(exc)
-                if message != said:  # say each different reason once
-                    said = message
-                    text = f"(taas dashboard: cannot read this log yet: {message}; retrying)"
-                    follow.put(LogLine(replica=follow.label, text=text))
-                await asyncio.sleep(wait)
-                wait = min(wait * 2, LOG_RETRY_MAX_SECONDS)
-                continue
-            await asyncio.sleep(LOG_RETRY_SECONDS)
+                return await self._pods(namespace, name, replica or None)
+            except ActionError as exc:  # said once; the next look asks again
+                self._say(follow, "dashboard", f"cannot list this job's pods: {exc}")
+                return []
+
+        def refused(pod: ReplicaPod, error: ApiError) -> None:
+            label = short_name(name, pod.name)
+            self._say(follow, label, f"cannot read this log yet: {error}; retrying")
+
+        logs = JobLogs(
+            namespace,
+            pods,
+            self.api.lines,
+            DEFAULT_CONTAINER_NAME,
+            poll_s=LOG_RETRY_SECONDS,
+            tail=LOG_TAIL_LINES,
+            limit=MAX_PODS,
+            refused=refused,
+        )
+        async for line in logs.follow():
+            label = short_name(name, line.pod) if line.pod else "dashboard"
+            text = line.text if line.pod else f"(taas dashboard: {line.text})"
+            follow.put(LogLine(replica=label, text=text))
+
+    @staticmethod
+    def _say(follow: JobFollow, label: str, message: str) -> None:
+        """Put `message` on the follow, under `label`, once while it stays the same."""
+        if follow.said.get(label) != message:
+            follow.said[label] = message
+            follow.put(LogLine(replica=label, text=f"(taas dashboard: {message})"))
