@@ -21,6 +21,9 @@ CHIEF_TYPES: Final = frozenset({"Chief", "Master"})
 #: The most replicas of one type, and of all types together: every pod's TF_CONFIG lists every
 #: replica's host, so a pod grows with the job (docs/tfjob-api.md, "How many replicas").
 MAX_REPLICAS: Final = 5000
+#: Largest number of seconds (and backoffLimit) a TFJob may give: Kubernetes' bound of a pod's
+#: own activeDeadlineSeconds (int32), the CRD's `maximum` of each such field.
+MAX_SECONDS: Final = 2**31 - 1
 
 RestartPolicy = Literal["Always", "OnFailure", "Never", "ExitCode"]
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never", "ExitCode")
@@ -75,6 +78,9 @@ REASON_TEMPLATE_RESTART_POLICY: Final = "SettedPodTemplateRestartPolicy"
 REASON_INVALID_SPEC: Final = "InvalidTFJobSpec"
 #: An object holds a name the job needs and no TFJob of that name controls it (left alone).
 REASON_NOT_OWNED: Final = "ObjectNotOwned"
+#: A pass over the job raised something no API error explains (an operator bug, or a value no
+#: check bounded): the job fails with the error named, instead of a silent retry for ever.
+REASON_PASS_FAILED: Final = "ReconcileFailed"
 REASON_WAITING_FOR_NAMES: Final = "WaitingForOldPods"
 #: TaaS: Running False because the scheduler cannot place some replicas (its message quoted).
 REASON_UNSCHEDULABLE: Final = "Unschedulable"

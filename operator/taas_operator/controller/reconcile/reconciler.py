@@ -25,7 +25,10 @@ A pass (level-triggered, idempotent; the rules are `taas_operator.planner.lifecy
 5. the plan's `requeue_at` (or the end of a held status write, if sooner) is returned, so the
    work queue wakes the job exactly then.
 Failed API calls become Warning events (once per distinct error) and a `PassError`, so the
-work queue retries with backoff; 403s name the missing verb and resource.
+work queue retries with backoff; 403s name the missing verb and resource. Anything else a pass
+raises (an operator bug, a number no check bounded) fails that job with reason
+`ReconcileFailed`, the error named in its condition and a Warning event, and is not retried:
+it would fail the same way on every pass, unseen.
 
 Deliberately no finalizer: deleting a TFJob never waits for the operator; its pods, services and
 NetworkPolicy carry a controller ownerReference, so Kubernetes' garbage collector removes them
@@ -43,9 +46,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from taas_operator.api import TFJobStatus, TFJobValidationError, parse_tfjob
-from taas_operator.api.constants import REASON_INVALID_SPEC, REASON_NOT_OWNED
+from taas_operator.api.constants import REASON_INVALID_SPEC, REASON_NOT_OWNED, REASON_PASS_FAILED
 from taas_operator.api.models import TFJob
 from taas_operator.api.resources import POD, POLICY, SERVICE, Kind
+from taas_operator.apiserver.errors import ApiError
 from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller import metrics
 from taas_operator.controller.reconcile.actions import Actions
@@ -84,6 +88,10 @@ class PassError(RuntimeError):
 _CHILD_PLURALS = (POD.plural, SERVICE.plural, POLICY.plural)
 #: Objects named in an ObjectNotOwned condition (the rest are counted).
 _NAMED_OBJECTS = 3
+#: What a pass may raise that another try can cure: the work queue retries these.
+_RETRIED = (PassError, ApiError, OSError, TimeoutError)
+#: Characters of an unexpected error's text kept in the job's condition.
+_ERROR_TEXT = 300
 
 
 class Reconciler:
@@ -164,7 +172,20 @@ class Reconciler:
             await self._reject(key, body, "; ".join(str(e) for e in err.errors))
             return None
         self._costs[key] = time.perf_counter() - started
-        return await self._run_job(key, body, job)
+        try:
+            return await self._run_job(key, body, job)
+        except _RETRIED:
+            raise
+        except Exception as err:  # reported on the job itself
+            logger.exception("%s/%s: pass failed", *key)
+            text = f"{type(err).__name__}: {err}"[:_ERROR_TEXT]
+            message = (
+                f"TFJob {key[0]}/{key[1]}: the operator's pass over it failed ({text}); it is "
+                "not retried; fix: check the spec's values, then delete and recreate the TFJob "
+                "(if the spec is sound, this is an operator bug: report it with this message)"
+            )
+            await self._fail(key, self.cache.get(key) or body, REASON_PASS_FAILED, message)
+            return None
 
     async def _run_job(self, key: JobKey, body: dict[str, Any], job: TFJob) -> datetime | None:
         uid = job.metadata.uid or ""
@@ -258,22 +279,26 @@ class Reconciler:
 
     async def _not_owned(self, key: JobKey, body: dict[str, Any], problems: list[NotOwned]) -> bool:
         """Names the job needs are held by objects it does not control: they are left alone,
-        and the job fails (Failed condition + Warning event naming them and the fix), once;
-        a job that had ended already gets the Warning alone (False: its pass goes on, to its
-        clean-up and TTL)."""
-        try:
-            status = TFJobStatus.model_validate(body.get("status") or {})
-        except ValueError:
-            status = TFJobStatus()
+        and the job fails naming them and the fix (`_fail`)."""
         named = list(dict.fromkeys(str(p) for p in problems))
         more = len(named) - _NAMED_OBJECTS
         detail = "; ".join(named[:_NAMED_OBJECTS]) + (f" (and {more} more)" if more > 0 else "")
         message = f"TFJob {key[0]}/{key[1]} cannot run under its name: {detail}"
+        return await self._fail(key, body, REASON_NOT_OWNED, message)
+
+    async def _fail(self, key: JobKey, body: dict[str, Any], reason: str, message: str) -> bool:
+        """Failed condition + Warning event with `reason` and `message`, once; a job that had
+        ended already gets the Warning alone (False: its pass goes on, to its clean-up and
+        TTL)."""
+        try:
+            status = TFJobStatus.model_validate(body.get("status") or {})
+        except ValueError:
+            status = TFJobStatus()
         now = datetime.now(UTC).replace(microsecond=0)
-        event = Event(type="Warning", reason=REASON_NOT_OWNED, message=message)
-        if not fail_job(status, key[1], REASON_NOT_OWNED, message, now):
+        event = Event(type="Warning", reason=reason, message=message)
+        if not fail_job(status, key[1], reason, message, now):
             ended = status.condition("Failed")
-            if ended is None or ended.reason != REASON_NOT_OWNED:
+            if ended is None or ended.reason != reason:
                 await self.recorder.post(key, body, [event])
             return False
         logger.warning("%s", message)
