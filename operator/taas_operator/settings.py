@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from taas_operator.api.constants import (
     DEFAULT_GANG_POD_SCHEDULER,
+    DEFAULT_MAX_JOB_BYTES,
     DEFAULT_TENSORBOARD_IMAGE,
     GANG_SCHEDULER_PLUGINS,
 )
@@ -155,6 +156,14 @@ class OperatorSettings(BaseSettings):
         "from creation), so Kueue's `pod` integration admits the job whole: for a Kueue whose "
         "kubeflow.org/tfjob integration is not enabled.",
         json_schema_extra=_flag("--kueue-pod-groups"),
+    )
+    max_job_bytes: int = Field(
+        default=DEFAULT_MAX_JOB_BYTES,
+        ge=0,
+        description="Most bytes one TFJob's pods and services may take in etcd (estimated "
+        "before any is made); a larger job fails with reason JobTooLarge naming both sizes. "
+        "Default 256 MiB, an eighth of etcd's default quota; 0: no limit.",
+        json_schema_extra=_flag("--max-job-bytes", "BYTES"),
     )
 
     @field_validator("gang_scheduler_name")

@@ -183,6 +183,7 @@ CHART_VALUES: dict[str, tuple[str, str, object]] = {
         "registry.example/tb:1",
     ),
     "kueue_pod_groups": ("kueue.podGroups", "kueue.podGroups=true", True),
+    "max_job_bytes": ("maxJobBytes", "maxJobBytes=1073741824", 1073741824),
 }
 
 

@@ -74,3 +74,22 @@ def test_a_pass_that_raises_fails_that_job_once(
     # Not retried: the pass after the Failed write (its clean-up) is the last one.
     assert len(calls) <= 2, calls
     assert len(_warnings(fake_admin, ns, broken, "ReconcileFailed")) == 1
+
+
+def test_a_job_over_the_byte_budget_fails_before_any_pod(
+    fake_admin: Api, start_fake_operator: StartOperator
+) -> None:
+    """--max-job-bytes: the estimate (`planner.budget`) is checked before any pod is made."""
+    ns = new_namespace(fake_admin, "bytes")
+    big, small = unique("big"), unique("small")
+    fake_admin.create_tfjob(ns, tfjob(big, {"PS": {}, "Worker": {"replicas": 20}}))
+    fake_admin.create_tfjob(ns, tfjob(small, {"Worker": {}}))
+    start_fake_operator(ns, args=("--max-job-bytes", "50000"))
+    failed = wait_for(lambda: condition(fake_admin.tfjob(ns, big), "Failed"), "Failed")
+    assert failed["reason"] == "JobTooLarge"
+    assert "21 pods and as many services" in failed["message"]
+    assert "over the limit of 48.8 KiB" in failed["message"]
+    assert "fix:" in failed["message"]
+    wait_for(lambda: _warnings(fake_admin, ns, big, "JobTooLarge"), "its event")
+    wait_for(lambda: len(fake_admin.pods(ns, small)) == 1, "the small job's pod")
+    assert fake_admin.pods(ns, big) == {} and fake_admin.services(ns, big) == {}

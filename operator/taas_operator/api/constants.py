@@ -24,6 +24,9 @@ MAX_REPLICAS: Final = 5000
 #: Largest number of seconds (and backoffLimit) a TFJob may give: Kubernetes' bound of a pod's
 #: own activeDeadlineSeconds (int32), the CRD's `maximum` of each such field.
 MAX_SECONDS: Final = 2**31 - 1
+#: Most bytes of pods and services one TFJob may make by default (`planner.budget`): an eighth
+#: of etcd's default 2 GiB quota, which the whole cluster shares.
+DEFAULT_MAX_JOB_BYTES: Final = 256 * 2**20
 
 RestartPolicy = Literal["Always", "OnFailure", "Never", "ExitCode"]
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never", "ExitCode")
@@ -81,6 +84,8 @@ REASON_NOT_OWNED: Final = "ObjectNotOwned"
 #: A pass over the job raised something no API error explains (an operator bug, or a value no
 #: check bounded): the job fails with the error named, instead of a silent retry for ever.
 REASON_PASS_FAILED: Final = "ReconcileFailed"
+#: TaaS: the job's pods and services would take more of etcd than the operator allows.
+REASON_TOO_LARGE: Final = "JobTooLarge"
 REASON_WAITING_FOR_NAMES: Final = "WaitingForOldPods"
 #: TaaS: Running False because the scheduler cannot place some replicas (its message quoted).
 REASON_UNSCHEDULABLE: Final = "Unschedulable"

@@ -46,7 +46,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from taas_operator.api import TFJobStatus, TFJobValidationError, parse_tfjob
-from taas_operator.api.constants import REASON_INVALID_SPEC, REASON_NOT_OWNED, REASON_PASS_FAILED
+from taas_operator.api.constants import (
+    REASON_INVALID_SPEC,
+    REASON_NOT_OWNED,
+    REASON_PASS_FAILED,
+    REASON_TOO_LARGE,
+)
 from taas_operator.api.models import TFJob
 from taas_operator.api.resources import POD, POLICY, SERVICE, Kind
 from taas_operator.apiserver.errors import ApiError
@@ -75,6 +80,7 @@ from taas_operator.planner import (
     skip_reason,
 )
 from taas_operator.planner.batches import list_page
+from taas_operator.planner.budget import over_budget
 from taas_operator.planner.kueue import to_close
 from taas_operator.settings import OperatorSettings
 
@@ -110,6 +116,7 @@ class Reconciler:
         self.kube, self.cache, self.expectations, self.request = kube, cache, expectations, request
         self.children = children
         self.network_policy = settings.network_policy
+        self.max_job_bytes = settings.max_job_bytes
         self.options = BuildOptions(
             cluster_domain=settings.cluster_domain,
             gang_scheduler=settings.gang_scheduler_name,
@@ -132,11 +139,13 @@ class Reconciler:
         self._forget_job = forget
         self._must_list: set[JobKey] = set()  # jobs whose next pass must LIST their children
         self._costs: dict[JobKey, float] = {}  # seconds the last pass computed (no waiting)
+        self._sized: dict[JobKey, tuple[str, int | None]] = {}  # (uid, generation) within budget
 
     def forget(self, key: JobKey) -> None:
         """Drop what passes kept about the job (the caller forgets its cache and expectations)."""
         self._must_list.discard(key)
         self._costs.pop(key, None)
+        self._sized.pop(key, None)
         self.recorder.clear(key)
         self.writer.forget_job(key)
         self.actions.forget(key)
@@ -198,6 +207,8 @@ class Reconciler:
         children = listed if listed is not None else self.children.of(*key, uid)
         self.expectations.forget(key)
         self._must_list.discard(key)
+        if not children.pods and not job.status.finished and await self._too_large(key, body, job):
+            return None
         now = datetime.now(UTC)
         plan = plan_job(job, children.pods, now, services=children.services, options=self.options)
         if plan.skipped:
@@ -285,6 +296,21 @@ class Reconciler:
         detail = "; ".join(named[:_NAMED_OBJECTS]) + (f" (and {more} more)" if more > 0 else "")
         message = f"TFJob {key[0]}/{key[1]} cannot run under its name: {detail}"
         return await self._fail(key, body, REASON_NOT_OWNED, message)
+
+    async def _too_large(self, key: JobKey, body: dict[str, Any], job: TFJob) -> bool:
+        """Before any pod is made: a job whose pods and services would take more of etcd than
+        --max-job-bytes fails (reason JobTooLarge, both sizes and the fix named). Checked once
+        per spec generation; a job with pods already is not stopped by a limit lowered since."""
+        version = (job.metadata.uid or "", job.metadata.generation)
+        if self._sized.get(key) == version:
+            return False
+        refused = over_budget(job, self.max_job_bytes, self.options)
+        if refused is None:
+            self._sized[key] = version
+            return False
+        message = f"TFJob {key[0]}/{key[1]} is {refused}"
+        await self._fail(key, body, REASON_TOO_LARGE, message)
+        return True
 
     async def _fail(self, key: JobKey, body: dict[str, Any], reason: str, message: str) -> bool:
         """Failed condition + Warning event with `reason` and `message`, once; a job that had
