@@ -135,7 +135,12 @@ class Reconciler:
             options=self.options,
         )
         self.progress = ProgressPoller(settings, request)
-        self.tensorboards = TensorBoards(kube, settings.tensorboard_image)
+        self.tensorboards = TensorBoards(
+            kube,
+            settings.tensorboard_image,
+            policy=settings.network_policy,
+            allow_from=settings.tensorboard_allow_from,
+        )
         self._forget_job = forget
         self._must_list: set[JobKey] = set()  # jobs whose next pass must LIST their children
         self._costs: dict[JobKey, float] = {}  # seconds the last pass computed (no waiting)
