@@ -149,6 +149,9 @@ RESTART_SCOPES: Final = ("job", "replica")
 # TensorBoard (TaaS): the annotation a TFJob asks for one with ("true": the operator runs one
 # reading the chief's model_dir; an http(s) URL: a link to the user's own), and its port.
 TENSORBOARD_ANNOTATION: Final = "taas.dev/tensorboard"
+#: TaaS: on each pod the operator makes, HMAC-SHA256 of the pod's namespace, name and job uid
+#: with the operator's adoption key: a pod is the job's only if it carries it (`controller.seen`).
+MADE_BY_ANNOTATION: Final = "taas.dev/made-by"
 TENSORBOARD_PORT: Final = 6006
 #: The image the operator runs TensorBoard from by default: the trainer image (it has it).
 DEFAULT_TENSORBOARD_IMAGE: Final = "ghcr.io/taas-dev/taas-trainer:0.1.0"

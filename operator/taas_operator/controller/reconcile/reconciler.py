@@ -67,6 +67,7 @@ from taas_operator.controller.reconcile.recorder import (
 )
 from taas_operator.controller.reconcile.status import StatusWriter
 from taas_operator.controller.reconcile.tensorboard import TensorBoards
+from taas_operator.controller.seen import ADOPTION
 from taas_operator.controller.watch.children import ChildCache, Children, children_from
 from taas_operator.controller.watch.expectations import Expectations
 from taas_operator.controller.watch.jobcache import JobCache, JobKey
@@ -122,6 +123,7 @@ class Reconciler:
             gang_scheduler=settings.gang_scheduler_name,
             gang_pod_scheduler=settings.gang_pod_scheduler_name,
             kueue_pod_groups=settings.kueue_pod_groups,
+            adoption_key=ADOPTION.key,
         )
         self.recorder = EventRecorder(kube)
         self.writer = StatusWriter(kube, cache, expectations, request, forget)
@@ -165,6 +167,7 @@ class Reconciler:
     async def run(self, key: JobKey) -> datetime | None:
         """Run one pass for the job; return when it must run again (None: on the next event)."""
         logger.debug("reconciling %s/%s", *key)  # tests and users grep for this line
+        ADOPTION.activate()  # pods made before this process's first pass are trusted
         self._costs[key] = 0.0
         body = self.cache.get(key)
         if body is None:
