@@ -85,8 +85,9 @@ def job_bytes(job: TFJob, options: BuildOptions | None = None) -> JobBytes:
 
 def describe(size: JobBytes) -> str:
     """`1,234 pods and as many services of about 12.3 MiB in etcd (estimated; ...)`."""
+    pods = f"{size.pod_count:,} pod" + ("" if size.pod_count == 1 else "s")
     return (
-        f"{size.pod_count:,} pods and as many services of about {_mib(size.total)} in etcd "
+        f"{pods} and as many services of about {_mib(size.total)} in etcd "
         f"(estimated; the largest pod about {size.largest_pod / 1024:,.1f} KiB)"
     )
 
