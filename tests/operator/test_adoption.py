@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from taas_operator.api.constants import MADE_BY_ANNOTATION
-from taas_operator.planner import replica_labels
+from taas_operator.controller.seen import Adoption
+from taas_operator.planner import made_by_token, replica_labels
 from tests.operator.operator_harness import (
     PODS,
     Api,
@@ -86,3 +87,30 @@ def test_the_operators_own_pods_carry_its_token_and_are_counted(
     assert len(pod["metadata"]["annotations"][MADE_BY_ANNOTATION]) == 64
     fake_admin.set_pod_phase(ns, pod["metadata"]["name"], "Succeeded", exit_code=0)
     wait_for(lambda: condition(fake_admin.tfjob(ns, name), "Succeeded"), "Succeeded")
+
+
+def test_what_a_process_trusts() -> None:
+    """Its own token always; without it, only a pod created before its first pass (an earlier
+    process's, or the replica's it took over from); a token of another key or another name,
+    never after that."""
+    adoption = Adoption()
+    meta = {
+        "namespace": "team",
+        "name": "job-worker-0",
+        "creationTimestamp": "2026-01-01T00:00:00Z",
+    }
+    assert adoption.made_by_us(meta, "uid-1")  # listed before any pass: trusted
+    adoption.activate()
+    assert adoption.made_by_us(meta, "uid-1")  # created before the first pass
+    later = {**meta, "creationTimestamp": "2999-01-01T00:00:00Z"}
+    assert not adoption.made_by_us(later, "uid-1")
+    own = made_by_token(adoption.key, "team", "job-worker-0", "uid-1")
+    assert adoption.made_by_us({**later, "annotations": {MADE_BY_ANNOTATION: own}}, "uid-1")
+    for other in (
+        made_by_token(b"another key", "team", "job-worker-0", "uid-1"),
+        made_by_token(adoption.key, "team", "job-worker-1", "uid-1"),  # a sibling's token
+        made_by_token(adoption.key, "team", "job-worker-0", "uid-2"),  # an earlier job's
+    ):
+        assert not adoption.made_by_us(
+            {**later, "annotations": {MADE_BY_ANNOTATION: other}}, "uid-1"
+        )
