@@ -26,6 +26,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING
 
 from taas_operator.client.commands import add_cluster_commands
+from taas_operator.client.sizes import add_size_argument
 from taas_operator.client.submitflags import (
     add_program_arguments,
     check_manifest_flags,
@@ -194,12 +195,14 @@ def add_run(subparsers: argparse._SubParsersAction) -> None:
 
 # -- validate ------------------------------------------------------------------------------------
 def _validate(args: argparse.Namespace) -> int:
+    from taas_operator.client.sizes import job_sizes
     from taas_operator.documents import load_tfjobs
 
     jobs = load_tfjobs(_path(args), args.namespace)
+    sizes = job_sizes(jobs, args.max_job_bytes)
     if not args.server:
         for job in jobs:
-            print(f"tfjob.kubeflow.org/{job.name} valid (namespace {job.namespace})")
+            print(f"tfjob.kubeflow.org/{job.name} valid ({sizes[job.name]})")
         return 0
     from taas_operator.apiserver.errors import ApiError
     from taas_operator.client.dryrun import server_checks
@@ -242,6 +245,7 @@ def add_validate(subparsers: argparse._SubParsersAction) -> None:
         help="also ask the cluster (a server-side dry run, nothing is stored): the TFJob and the "
         "pod each replica type would get (pod validation, Pod Security Admission, quotas)",
     )
+    add_size_argument(parser)
     parser.add_argument("--kubeconfig", metavar="PATH", help="with --server: kubeconfig file")
     parser.add_argument("--context", metavar="NAME", help="with --server: kubeconfig context")
     parser.set_defaults(handler=_validate)

@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from taas_operator.api.constants import (
     DEFAULT_GANG_POD_SCHEDULER,
+    DEFAULT_MAX_JOB_BYTES,
     DEFAULT_TENSORBOARD_IMAGE,
     GANG_SCHEDULER_PLUGINS,
 )
@@ -148,6 +149,14 @@ class OperatorSettings(BaseSettings):
         "`tensorboard` command: the trainer image has it).",
         json_schema_extra=_flag("--tensorboard-image", "IMAGE"),
     )
+    tensorboard_allow_from: list[str] = Field(
+        default_factory=list,
+        description="CIDRs admitted to the port of the TensorBoards the operator runs, whose "
+        "NetworkPolicy admits no pod (TensorBoard has no authentication): the address of an "
+        "apiserver on other nodes than the TensorBoard's, whose service proxy `taas "
+        "tensorboard` uses. Empty: the nodes' own traffic only.",
+        json_schema_extra=_flag("--tensorboard-allow-from", "CIDR"),
+    )
     kueue_pod_groups: bool = Field(
         default=False,
         description="Make the pods of every TFJob labelled kueue.x-k8s.io/queue-name one Kueue "
@@ -155,6 +164,14 @@ class OperatorSettings(BaseSettings):
         "from creation), so Kueue's `pod` integration admits the job whole: for a Kueue whose "
         "kubeflow.org/tfjob integration is not enabled.",
         json_schema_extra=_flag("--kueue-pod-groups"),
+    )
+    max_job_bytes: int = Field(
+        default=DEFAULT_MAX_JOB_BYTES,
+        ge=0,
+        description="Most bytes one TFJob's pods and services may take in etcd (estimated "
+        "before any is made); a larger job fails with reason JobTooLarge naming both sizes. "
+        "Default 256 MiB, an eighth of etcd's default quota; 0: no limit.",
+        json_schema_extra=_flag("--max-job-bytes", "BYTES"),
     )
 
     @field_validator("gang_scheduler_name")
@@ -166,6 +183,14 @@ class OperatorSettings(BaseSettings):
                 "(off); no other gang scheduler is supported"
             )
         return value
+
+    @field_validator("tensorboard_allow_from")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        try:
+            return [str(ipaddress.ip_network(cidr, strict=False)) for cidr in value]
+        except ValueError as err:
+            raise ValueError(f"must be CIDRs such as 10.0.0.5/32: {err}") from None
 
     @field_validator("health_host")
     @classmethod

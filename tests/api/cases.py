@@ -151,6 +151,53 @@ BAD = [
         "Invalid value: -1: spec.runPolicy.backoffLimit in body should be greater than or equal "
         "to 0",
     ),
+    # issue 39: an int64 deadline passed, then every pass over the job failed (date overflow)
+    (
+        "active-deadline-past-int32",
+        _edit(lambda o: o["spec"].update(runPolicy={"activeDeadlineSeconds": 2**63 - 1})),
+        "spec.runPolicy.activeDeadlineSeconds",
+        "Invalid value: 9223372036854775807: spec.runPolicy.activeDeadlineSeconds in body "
+        "should be less than or equal to 2147483647",
+    ),
+    (
+        "ttl-past-int32",
+        _edit(lambda o: o["spec"].update(runPolicy={"ttlSecondsAfterFinished": 2**31})),
+        "spec.runPolicy.ttlSecondsAfterFinished",
+        "Invalid value: 2147483648: spec.runPolicy.ttlSecondsAfterFinished in body should be "
+        "less than or equal to 2147483647",
+    ),
+    (
+        "backoff-limit-past-int32",
+        _edit(lambda o: o["spec"].update(runPolicy={"backoffLimit": 2**40})),
+        "spec.runPolicy.backoffLimit",
+        "Invalid value: 1099511627776: spec.runPolicy.backoffLimit in body should be less than "
+        "or equal to 2147483647",
+    ),
+    (
+        "schedule-timeout-negative",
+        _edit(
+            lambda o: o["spec"].update(
+                runPolicy={"schedulingPolicy": {"scheduleTimeoutSeconds": -5}}
+            )
+        ),
+        "spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds",
+        "Invalid value: -5: spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds in body "
+        "should be greater than or equal to 0",
+    ),
+    (
+        "container-port-past-65535",
+        _edit(lambda o: _containers(o)[0].update(ports=[{"containerPort": 70000}])),
+        "spec.tfReplicaSpecs.Worker.template.spec.containers[0].ports[0].containerPort",
+        "Invalid value: 70000: spec.tfReplicaSpecs.Worker.template.spec.containers[0].ports[0]"
+        ".containerPort in body should be less than or equal to 65535",
+    ),
+    (
+        "pod-deadline-past-int32",
+        _edit(lambda o: _worker(o)["template"]["spec"].update(activeDeadlineSeconds=2**31)),
+        "spec.tfReplicaSpecs.Worker.template.spec.activeDeadlineSeconds",
+        "Invalid value: 2147483648: spec.tfReplicaSpecs.Worker.template.spec."
+        "activeDeadlineSeconds in body should be less than or equal to 2147483647",
+    ),
 ]
 
 # Written exactly as Kubeflow's TFJob guide and its dist-mnist e2e example show them.

@@ -80,3 +80,26 @@ def test_a_quantity_with_a_trailing_newline_breaks_the_schemas_pattern():
     with pytest.raises(TFJobValidationError) as info:
         parse_tfjob(obj)
     assert any("resources.limits.cpu in body should match" in str(e) for e in info.value.errors)
+
+
+@pytest.mark.parametrize("value", [3e11, 2**63 - 1, 2**31])
+def test_no_deadline_past_what_a_date_can_hold(value):
+    """issue 39: 3e11 s (9,500 years) and 2**63 - 1 passed, then every pass failed."""
+    obj = good()
+    obj["spec"]["runPolicy"] = {"activeDeadlineSeconds": value}
+    with pytest.raises(TFJobValidationError) as info:
+        parse_tfjob(obj)
+    (error,) = info.value.errors
+    assert error.path == "spec.runPolicy.activeDeadlineSeconds"
+    assert error.message.endswith("should be less than or equal to 2147483647")
+
+
+def test_the_largest_bounded_values_pass():
+    obj = good()
+    obj["spec"]["runPolicy"] = {
+        "activeDeadlineSeconds": 2**31 - 1,
+        "ttlSecondsAfterFinished": 2**31 - 1,
+        "backoffLimit": 2**31 - 1,
+    }
+    job = parse_tfjob(obj)
+    assert job.spec.run_policy.active_deadline_seconds == 2**31 - 1

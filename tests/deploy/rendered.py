@@ -19,7 +19,7 @@ WORKLOAD_RULES: set[Rule] = {
     *(("apps", "deployments", v) for v in ("get", "create")),
     *(
         ("networking.k8s.io", "networkpolicies", v)
-        for v in ("list", "watch", "create", "delete", "patch")
+        for v in ("get", "list", "watch", "create", "delete", "patch")
     ),
 }
 CLUSTER_RULES: set[Rule] = {

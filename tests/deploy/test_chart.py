@@ -183,6 +183,12 @@ CHART_VALUES: dict[str, tuple[str, str, object]] = {
         "registry.example/tb:1",
     ),
     "kueue_pod_groups": ("kueue.podGroups", "kueue.podGroups=true", True),
+    "tensorboard_allow_from": (
+        "tensorboard.allowFrom",
+        "tensorboard.allowFrom={10.0.0.5/32}",
+        ["10.0.0.5/32"],
+    ),
+    "max_job_bytes": ("maxJobBytes", "maxJobBytes=1073741824", 1073741824),
 }
 
 

@@ -31,6 +31,7 @@ from taas_operator.apiserver.transport import Endpoint
 from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller.controller import Controller
 from taas_operator.controller.flags import add_arguments, settings_from_args
+from taas_operator.controller.seen import ADOPTION
 from tests.harness.fakeapi import FakeTransport, Store
 from tests.operator.operator_harness import Api, ApiStatusError
 
@@ -120,6 +121,9 @@ class InProcessOperator:
 
     async def _main(self) -> None:
         self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
+        # a new operator process: pods made before its first pass are trusted (`seen.ADOPTION`;
+        # the key stays: operators of this process running at once sign alike)
+        ADOPTION.since = None
         controller = Controller(self.settings, fake_kube(self.store, self.settings.concurrency))
         await controller.start()  # kopf's start-up handler
         self._started.set()

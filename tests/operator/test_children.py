@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from taas_operator.api.constants import MADE_BY_ANNOTATION
 from taas_operator.api.resources import POD as KIND_POD
-from taas_operator.controller.seen import Seen
+from taas_operator.controller.seen import ADOPTION, Seen
 from taas_operator.controller.watch.children import (
     CHILD_SELECTOR,
     PODS,
@@ -22,7 +23,7 @@ from taas_operator.controller.watch.children import (
 )
 from taas_operator.controller.watch.expectations import Expectations
 from taas_operator.controller.watch.informer import Informer
-from taas_operator.planner import replica_labels
+from taas_operator.planner import made_by_token, replica_labels
 from tests.operator.fake_operator import FakeCluster, fake_kube
 from tests.operator.operator_harness import PODS as PODS_PATH
 from tests.operator.operator_harness import new_namespace
@@ -48,6 +49,8 @@ def _obj(name: str, rv: int, *, uid: str = "", owner: str | None = UID, **extra:
     }
     if owner:
         meta["ownerReferences"] = [_owner(owner)]
+        # made by this operator process (its token), as the pods a pass creates
+        meta["annotations"] = {MADE_BY_ANNOTATION: made_by_token(ADOPTION.key, NS, name, owner)}
     return {"metadata": meta, **extra}
 
 
@@ -128,6 +131,9 @@ def test_a_watch_that_lists_again_reports_what_vanished(fake_cluster: FakeCluste
             "name": f"job-worker-{i}",
             "labels": replica_labels(JOB, "Worker", i),
             "ownerReferences": [_owner(UID)],
+            "annotations": {
+                MADE_BY_ANNOTATION: made_by_token(ADOPTION.key, ns, f"job-worker-{i}", UID)
+            },
         }
         admin.create(PODS_PATH.format(ns=ns), {"metadata": meta, "spec": _POD_SPEC})
     seen: list[tuple[str | None, str]] = []

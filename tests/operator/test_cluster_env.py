@@ -176,7 +176,10 @@ def test_objects_labels_owner_and_ports(admin: Api, ns: str) -> None:
             **({"training.kubeflow.org/job-role": "master"} if index == 0 else {}),
             "taas.dev/job-uid": job["metadata"]["uid"],  # this incarnation's pods (issue 24)
         }
-        assert pod["metadata"]["annotations"] == {"note": "kept"}
+        annotations = dict(pod["metadata"]["annotations"])
+        # the operator's token (issue 39: a pod is the job's only if the operator made it)
+        assert len(annotations.pop("taas.dev/made-by")) == 64
+        assert annotations == {"note": "kept"}
         assert pod["spec"]["restartPolicy"] == "Never"  # ExitCode is the operator's job
         progress = [{"name": "taas-progress", "containerPort": 2223, "protocol": "TCP"}]
         assert pod["spec"]["containers"][0]["ports"] == [

@@ -1,8 +1,8 @@
 """`taas submit PROGRAM.py` and `TFJobClient.create_job` on the real apiserver: the TFJob and the
 ConfigMap holding the program, owned by that TFJob (its uid: the garbage collector, which this
 control plane does not run, deletes the ConfigMap with the job); a ConfigMap that cannot be made
-(its name taken, RBAC refusing it) leaves no TFJob behind; a name taken is one message naming
-`--name`. No operator runs: nothing here needs pods.
+(its name taken, RBAC refusing it) is refused before any TFJob is made; a name taken is one
+message naming `--name`. No operator runs: nothing here needs pods.
 """
 
 from __future__ import annotations
@@ -113,20 +113,24 @@ def test_the_python_client_creates_the_same(
         client.create_job(train_file=path)
 
 
-def test_a_config_map_that_cannot_be_made_leaves_no_job(
+def test_a_config_map_made_in_advance_is_refused_before_any_job(
     admin: Api, control_plane: ControlPlane, ns: str, tmp_path: Path
 ) -> None:
-    """The ConfigMap's name is taken by another one: the TFJob made for it is deleted again
-    (by its uid), the other ConfigMap is untouched, and the message says all of it."""
+    """Issue 39: someone made `<job>-program` in advance (a program of theirs). Before, the
+    TFJob was made first and its first pod could mount that ConfigMap before `taas submit`
+    noticed; now the ConfigMap is made first, so no TFJob is made at all, the other ConfigMap
+    is untouched, and the message names it and the fix."""
     name = unique("taken")
     path = program(tmp_path, name)
     other = {"metadata": {"name": f"{name}-program"}, "data": {"keep": "me"}}
     admin.create(CONFIGMAPS.format(ns=ns), other)
     done = submit(str(path), "--detach", kubeconfig=control_plane.kubeconfig, ns=ns)
     assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert done.stderr.startswith(f"error: the ConfigMap {name}-program holding the program: ")
-    assert f"(the TFJob {name} made for it was deleted again)" in done.stderr
-    assert admin.tfjob(ns, name) is None  # a Background delete: gone at once
+    assert f"configmaps '{name}-program' already exists and taas submit did not make it" in (
+        done.stderr
+    )
+    assert "fix:" in done.stderr
+    assert admin.tfjob(ns, name) is None  # never created
     held = config_map(admin, ns, f"{name}-program")
     assert held is not None and held["data"] == {"keep": "me"}
 
@@ -162,8 +166,7 @@ def test_a_user_who_may_not_create_config_maps(
     done = submit(str(program(tmp_path, name)), "--detach", kubeconfig=bob, ns=ns)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "forbidden" in done.stderr and "'create' on configmaps" in done.stderr
-    assert f"(the TFJob {name} made for it was deleted again)" in done.stderr
-    assert admin.tfjob(ns, name) is None
+    assert admin.tfjob(ns, name) is None  # the ConfigMap is made first: no TFJob was made
 
 
 def test_a_name_taken_names_the_flag(

@@ -125,10 +125,13 @@ def test_objects_read_the_same_volume_read_only() -> None:
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert container["image"] == IMAGE and "--logdir=/model/run1" in container["args"]
+    # the hostPath narrowed to the model_dir itself (issue 39): /srv/runs + subPath + run1
     assert container["volumeMounts"] == [
-        {"name": "shared", "mountPath": "/model", "readOnly": True, "subPath": "mnist"}
+        {"name": "shared", "mountPath": "/model/run1", "readOnly": True}
     ]
-    assert pod["volumes"] == [{"name": "shared", "hostPath": {"path": "/srv/runs"}}]
+    assert pod["volumes"] == [
+        {"name": "shared", "hostPath": {"path": "/srv/runs/mnist/run1", "type": "Directory"}}
+    ]
     for obj in (deployment, service):
         assert obj["metadata"]["name"] == "mnist-tensorboard"
         assert obj["metadata"]["ownerReferences"][0]["uid"] == "u-1"
@@ -208,7 +211,7 @@ def test_the_tensorboard_takes_only_the_log_volume_of_a_privileged_chief() -> No
     chief = {
         "name": "tensorflow",
         "image": "t:1",
-        "env": [{"name": "TF_LOGDIR", "value": "/host/runs"}],
+        "env": [{"name": "TF_LOGDIR", "value": "/host/srv/runs"}],
         "volumeMounts": [{"name": "root", "mountPath": "/host"}],
         "securityContext": {"privileged": True, "runAsUser": 0},
     }
@@ -244,11 +247,14 @@ def test_the_tensorboard_takes_only_the_log_volume_of_a_privileged_chief() -> No
         "automountServiceAccountToken": False,
         "securityContext": {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}},
         "containers": spec["containers"],
-        "volumes": [{"name": "root", "hostPath": {"path": "/"}}],  # the log volume alone
+        # the log volume alone, narrowed from `/` to the model_dir (issue 39)
+        "volumes": [{"name": "root", "hostPath": {"path": "/srv/runs", "type": "Directory"}}],
     }
     (container,) = spec["containers"]
     assert container["image"] == IMAGE
-    assert container["volumeMounts"] == [{"name": "root", "mountPath": "/host", "readOnly": True}]
+    assert container["volumeMounts"] == [
+        {"name": "root", "mountPath": "/host/srv/runs", "readOnly": True}
+    ]
     assert container["securityContext"] == {
         "allowPrivilegeEscalation": False,
         "capabilities": {"drop": ["ALL"]},
@@ -283,3 +289,33 @@ def test_the_tensorboard_runs_as_the_chiefs_non_root_user() -> None:
         "fsGroup": 2000,
         "supplementalGroups": [3000],
     }
+
+
+@pytest.mark.parametrize(
+    ("host", "mount_path", "model_dir", "node_dir"),
+    [
+        ("/", "/host", "/host", "/"),  # issue 39: the chief's `/` mounted read-only
+        ("/", "/host", "/host/srv", "/srv"),  # directly under `/`
+        ("/etc", "/cfg", "/cfg/kubernetes", "/etc/kubernetes"),
+        ("/var/lib", "/data", "/data/kubelet/pods", "/var/lib/kubelet/pods"),
+        ("/var", "/v", "/v/log/pods", "/var/log/pods"),
+    ],
+)
+def test_a_host_path_wider_than_a_model_dir_is_refused(host, mount_path, model_dir, node_dir):
+    job = _pod_job(
+        {
+            "containers": [
+                {
+                    "name": "tensorflow",
+                    "image": "t:1",
+                    "env": [{"name": "TF_LOGDIR", "value": model_dir}],
+                    "volumeMounts": [{"name": "node", "mountPath": mount_path}],
+                }
+            ],
+            "volumes": [{"name": "node", "hostPath": {"path": host}}],
+        }
+    )
+    with pytest.raises(ModelDirError) as info:
+        desired_tensorboard(job, IMAGE)
+    assert f"the node's directory {node_dir!r}, too wide a hostPath" in str(info.value)
+    assert "fix:" in str(info.value)

@@ -35,10 +35,11 @@ namespaced kopf peering objects (leader election when watching a list of namespa
   resources: ["events"]
   verbs: ["create"]
 # One NetworkPolicy per TFJob: TensorFlow's gRPC ports admit only pods of the same job;
-# patch puts back a hand-edited policy.
+# patch puts back a hand-edited policy. A TensorBoard's own policy (no pod admitted) is
+# created once and read when its name is taken.
 - apiGroups: ["networking.k8s.io"]
   resources: ["networkpolicies"]
-  verbs: ["list", "watch", "create", "delete", "patch"]
+  verbs: ["get", "list", "watch", "create", "delete", "patch"]
 # TensorBoard for a TFJob annotated taas.dev/tensorboard=true: one Deployment (with the Service
 # above), created once; read only when its name is taken (deleted with the job by the GC).
 - apiGroups: ["apps"]

@@ -21,6 +21,12 @@ CHIEF_TYPES: Final = frozenset({"Chief", "Master"})
 #: The most replicas of one type, and of all types together: every pod's TF_CONFIG lists every
 #: replica's host, so a pod grows with the job (docs/tfjob-api.md, "How many replicas").
 MAX_REPLICAS: Final = 5000
+#: Largest number of seconds (and backoffLimit) a TFJob may give: Kubernetes' bound of a pod's
+#: own activeDeadlineSeconds (int32), the CRD's `maximum` of each such field.
+MAX_SECONDS: Final = 2**31 - 1
+#: Most bytes of pods and services one TFJob may make by default (`planner.budget`): an eighth
+#: of etcd's default 2 GiB quota, which the whole cluster shares.
+DEFAULT_MAX_JOB_BYTES: Final = 256 * 2**20
 
 RestartPolicy = Literal["Always", "OnFailure", "Never", "ExitCode"]
 RESTART_POLICIES: Final = ("Always", "OnFailure", "Never", "ExitCode")
@@ -75,6 +81,11 @@ REASON_TEMPLATE_RESTART_POLICY: Final = "SettedPodTemplateRestartPolicy"
 REASON_INVALID_SPEC: Final = "InvalidTFJobSpec"
 #: An object holds a name the job needs and no TFJob of that name controls it (left alone).
 REASON_NOT_OWNED: Final = "ObjectNotOwned"
+#: A pass over the job raised something no API error explains (an operator bug, or a value no
+#: check bounded): the job fails with the error named, instead of a silent retry for ever.
+REASON_PASS_FAILED: Final = "ReconcileFailed"
+#: TaaS: the job's pods and services would take more of etcd than the operator allows.
+REASON_TOO_LARGE: Final = "JobTooLarge"
 REASON_WAITING_FOR_NAMES: Final = "WaitingForOldPods"
 #: TaaS: Running False because the scheduler cannot place some replicas (its message quoted).
 REASON_UNSCHEDULABLE: Final = "Unschedulable"
@@ -138,6 +149,9 @@ RESTART_SCOPES: Final = ("job", "replica")
 # TensorBoard (TaaS): the annotation a TFJob asks for one with ("true": the operator runs one
 # reading the chief's model_dir; an http(s) URL: a link to the user's own), and its port.
 TENSORBOARD_ANNOTATION: Final = "taas.dev/tensorboard"
+#: TaaS: on each pod the operator makes, HMAC-SHA256 of the pod's namespace, name and job uid
+#: with the operator's adoption key: a pod is the job's only if it carries it (`controller.seen`).
+MADE_BY_ANNOTATION: Final = "taas.dev/made-by"
 TENSORBOARD_PORT: Final = 6006
 #: The image the operator runs TensorBoard from by default: the trainer image (it has it).
 DEFAULT_TENSORBOARD_IMAGE: Final = "ghcr.io/taas-dev/taas-trainer:0.1.0"

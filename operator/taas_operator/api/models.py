@@ -31,6 +31,7 @@ from taas_operator.api.constants import (
     DEFAULT_RESTART_POLICY,
     KIND,
     MAX_REPLICAS,
+    MAX_SECONDS,
     REPLICA_TYPES,
     CleanPodPolicy,
     ReplicaType,
@@ -91,20 +92,20 @@ class ReplicaSpec(_Wire):
 class SchedulingPolicy(_Wire):
     """Gang scheduling: honoured with `--gang-scheduler-name` (`taas_operator.planner.gang`)."""
 
-    min_available: int | None = None
+    min_available: int | None = Field(default=None, ge=0, le=MAX_REPLICAS)
     queue: str | None = None
     min_resources: dict[str, Any] | None = None
     priority_class: str | None = None
-    schedule_timeout_seconds: int | None = None
+    schedule_timeout_seconds: int | None = Field(default=None, ge=0, le=MAX_SECONDS)
 
 
 class RunPolicy(_Wire):
     """Job-wide runtime policy."""
 
     clean_pod_policy: CleanPodPolicy = DEFAULT_CLEAN_POD_POLICY
-    ttl_seconds_after_finished: int | None = Field(default=None, ge=0)
-    active_deadline_seconds: int | None = Field(default=None, ge=0)
-    backoff_limit: int | None = Field(default=None, ge=0)
+    ttl_seconds_after_finished: int | None = Field(default=None, ge=0, le=MAX_SECONDS)
+    active_deadline_seconds: int | None = Field(default=None, ge=0, le=MAX_SECONDS)
+    backoff_limit: int | None = Field(default=None, ge=0, le=MAX_SECONDS)
     scheduling_policy: SchedulingPolicy | None = None
     suspend: bool = False
     managed_by: str | None = None

@@ -6,8 +6,8 @@ the CRD's CEL rules), offline and in its words.
     type_name(value) -> str                  # "string", "integer", "number", "array", ...
 
 `<path> in body must be of type array: "object"`, `Required value`, `Unsupported value`, `Too
-long`, `Too many`, minimum and pattern, each flagged `blocking` where the apiserver then skips
-the CEL rules. Only the structural subset the generated TFJob schema uses is implemented;
+long`, `Too many`, minimum, maximum and pattern, each flagged `blocking` where the apiserver
+then skips the CEL rules. Only the structural subset the generated TFJob schema uses is implemented;
 `check_schema` refuses anything else, so a schema change cannot silently go unchecked here.
 """
 
@@ -34,6 +34,7 @@ _KEYWORDS = frozenset(
         "enum",
         "default",
         "minimum",
+        "maximum",
         "maxLength",
         "maxItems",
         "maxProperties",
@@ -194,6 +195,16 @@ def _check(value: Any, schema: Schema, path: Path, errors: list[FieldError]) -> 
                     path=where,
                     message=f"Invalid value: {show(value)}: {where} in body should be greater "
                     f"than or equal to {minimum}",
+                )
+            )
+        maximum = schema.get("maximum")
+        if maximum is not None and value > maximum:
+            where = dotted(path)
+            errors.append(
+                FieldError(
+                    path=where,
+                    message=f"Invalid value: {show(value)}: {where} in body should be less "
+                    f"than or equal to {maximum}",
                 )
             )
     elif isinstance(value, list):

@@ -23,12 +23,13 @@ conditions asked for (Kubeflow's SDK hid it: kubeflow/training-operator#1180, #1
 
 `create_job` is Kubeflow SDK's `create_job(train_func=..., num_workers=...)` for a program file:
 a TFJob whose replicas run `python /opt/taas/program/<file>` in the trainer image, the file in
-a ConfigMap `<job>-program` owned by the TFJob (client.programs says how and why).
+a ConfigMap `<job>-program` made first, then owned by the TFJob (client.programs says why).
 """
 
 from __future__ import annotations
 
 import builtins
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -130,52 +131,78 @@ class TFJobClient:
         return self.create_program(made, PYTHON_NAMES)
 
     def create_program(self, made: ProgramManifests, names: Mapping[str, str] = CLI_NAMES) -> TFJob:
-        """Create `made`'s TFJob, then its ConfigMap owned by it (programs.program_job makes
-        both). When the ConfigMap cannot be created, the TFJob is deleted again (by uid)."""
+        """Create `made`'s ConfigMap first, then its TFJob, then make the ConfigMap owned by
+        the TFJob (it goes with it). A ConfigMap of that name made by anyone else is refused
+        before any TFJob exists: the pods would mount whatever it holds. When the TFJob cannot
+        be created, the ConfigMap is deleted again (by uid)."""
+        ns, name = made.job.namespace, made.config_map["metadata"]["name"]
+        body = {**made.config_map, "metadata": {**made.config_map["metadata"], "namespace": ns}}
+        try:
+            stored = self.conn.call(
+                Request("create", "configmaps", ns, name), "POST", CONFIG_MAP.path(ns), body=body
+            )
+        except AlreadyExists as err:
+            if self._exists(ns, made.job.name):  # submitted before: the TFJob is the news
+                raise AlreadyExists(
+                    f'TFJob "{made.job.name}" already exists in namespace "{ns}"; fix: delete '
+                    f"it first (taas delete {made.job.name}) or give the new one another "
+                    f"{names['name']}"
+                ) from None
+            raise AlreadyExists(
+                f"configmaps {name!r} already exists and taas submit did not make it: the "
+                f"TFJob's pods would run whatever it holds; fix: delete it if it is yours "
+                f"(kubectl delete configmap {name} -n {ns}), or give the job another "
+                f"{names['name']}",
+                err.status,
+                err.request,
+                err.server_message,
+            ) from None
+        uid = str(stored["metadata"]["uid"])
         try:
             job = self.create(made.tfjob)
-        except AlreadyExists as err:
-            raise AlreadyExists(
-                f"{str(err).split('; fix:')[0]}; fix: delete it first (taas delete "
-                f"{made.job.name}) or give the new one another {names['name']}"
-            ) from None
-        config_map = owned_config_map(made.config_map, job)
-        meta = config_map["metadata"]
+        except ApiError as err:
+            self._delete_config_map(ns, name, uid)
+            if isinstance(err, AlreadyExists):
+                raise AlreadyExists(
+                    f"{str(err).split('; fix:')[0]}; fix: delete it first (taas delete "
+                    f"{made.job.name}) or give the new one another {names['name']}"
+                ) from None
+            raise
+        owners = owned_config_map(made.config_map, job)["metadata"]["ownerReferences"]
         try:
             self.conn.call(
-                Request("create", "configmaps", job.namespace, meta["name"]),
-                "POST",
-                CONFIG_MAP.path(job.namespace),
-                body=config_map,
+                Request("patch", "configmaps", ns, name),
+                "PATCH",
+                CONFIG_MAP.path(ns, name),
+                body={"metadata": {"uid": uid, "ownerReferences": owners}},
+                content_type="application/merge-patch+json",
             )
         except ApiError as err:
-            undone = self._delete_created(job)
             raise type(err)(
-                f"the ConfigMap {meta['name']} holding the program: {err} ({undone})",
+                f"the ConfigMap {name} holding the program: {err} (the TFJob {job.name} runs; "
+                f"delete the ConfigMap after it: kubectl delete configmap {name} -n {ns})",
                 err.status,
                 err.request,
                 err.server_message,
             ) from None
         return job
 
-    def _delete_created(self, job: TFJob) -> str:
-        """Delete the TFJob just created (that incarnation only: its uid); what was done."""
+    def _exists(self, namespace: str, name: str) -> bool:
         try:
+            self.get(name, namespace)
+        except JobNotFound:
+            return False
+        return True
+
+    def _delete_config_map(self, namespace: str, name: str, uid: str) -> None:
+        """Delete the ConfigMap this call made (that one only: its uid), if it can."""
+        with contextlib.suppress(ApiError):
             self.conn.call(
-                Request("delete", PLURAL, job.namespace, job.name),
+                Request("delete", "configmaps", namespace, name),
                 "DELETE",
-                TFJOB.path(job.namespace, job.name),
-                body={
-                    "propagationPolicy": "Background",
-                    "preconditions": {"uid": job.metadata.uid},
-                },
+                CONFIG_MAP.path(namespace, name),
+                body={"preconditions": {"uid": uid}},
             )
-        except ApiError as err:
-            return (
-                f"the TFJob {job.name} made for it is left: delete it (taas delete "
-                f"{job.name}); {err}"
-            )
-        return f"the TFJob {job.name} made for it was deleted again"
 
     def get(self, name: str, namespace: str | None = None) -> TFJob:
         """The TFJob (JobNotFound when there is none)."""

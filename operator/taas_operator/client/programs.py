@@ -27,10 +27,12 @@ options (client.programoptions), a program past what a ConfigMap holds (1 MiB: b
 docs/deploy.md), a file name that cannot be a ConfigMap key or give a TFJob name. Those are an
 `InvalidOptions`, whose `problems` say which option each is about (the form marks its fields).
 
-Why the TFJob first and the ConfigMap after (client.jobs.create_program): the ConfigMap's
-ownerReference needs the TFJob's uid, which exists only once the TFJob does, and a pod started
-before its ConfigMap waits in ContainerCreating until the volume can be mounted (the kubelet
-retries), so nothing is lost; if the ConfigMap cannot be made, the TFJob is deleted again.
+Why the ConfigMap first, then the TFJob, then the ConfigMap's ownerReference
+(client.jobs.create_program): the pods mount whatever ConfigMap holds the name, so one made in
+advance by someone else (who may create ConfigMaps in the namespace) would run as the program;
+made first, an existing one is refused before any TFJob or pod exists. Its ownerReference
+needs the TFJob's uid, so it is patched in once the TFJob exists; if the TFJob cannot be made,
+the ConfigMap is deleted again (by uid).
 """
 
 from __future__ import annotations

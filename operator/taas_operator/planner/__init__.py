@@ -37,6 +37,7 @@ from taas_operator.planner.objects import (
     desired_service,
     desired_services,
     job_selector,
+    made_by_token,
     owner_reference,
     replica_labels,
 )
@@ -82,6 +83,7 @@ __all__ = [
     "gang_waiting",
     "job_selector",
     "job_state",
+    "made_by_token",
     "min_member",
     "owner_reference",
     "plan_job",

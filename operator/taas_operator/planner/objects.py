@@ -33,6 +33,8 @@ returning `127.0.0.1:<free port>` and reads the pods' env and command from these
 from __future__ import annotations
 
 import copy
+import hashlib
+import hmac
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +55,7 @@ from taas_operator.api.constants import (
     LABEL_POD_GROUP,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
+    MADE_BY_ANNOTATION,
     PROGRESS_PORT_NAME,
     ReplicaType,
 )
@@ -80,10 +83,21 @@ class BuildOptions:
     gang_pod_scheduler: str = DEFAULT_GANG_POD_SCHEDULER
     #: The pods of a TFJob labelled with a Kueue queue form one Kueue pod group (`planner.kueue`).
     kueue_pod_groups: bool = False
+    #: The operator's adoption key: each pod carries `made_by_token` of it (b"": none, `taas
+    #: run` and `taas render`).
+    adoption_key: bytes = b""
 
     def host_fn(self, job: TFJob) -> HostFn:
         """The host strategy for this job."""
         return self.hosts or service_hosts(job, self.cluster_domain)
+
+
+def made_by_token(key: bytes, namespace: str, name: str, job_uid: str) -> str:
+    """What the pod `namespace/name` of the job `job_uid` carries in `taas.dev/made-by`: only
+    the holder of `key` can make it, so a pod someone else made with the job's ownerReference
+    is never taken for the job's (`controller.seen`)."""
+    text = f"{namespace}/{name}/{job_uid}".encode()
+    return hmac.new(key, text, hashlib.sha256).hexdigest()
 
 
 def job_selector(job_name: str) -> dict[str, str]:
@@ -169,12 +183,14 @@ def desired_pod(
             e for e in container.get("env") or [] if e.get("name") not in ours
         ]
         break
+    name = replica_name(job.name, replica_type, index)
+    if options.adoption_key and job.metadata.uid:
+        token = made_by_token(options.adoption_key, job.namespace, name, job.metadata.uid)
+        annotations[MADE_BY_ANNOTATION] = token
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _metadata(
-            job, replica_name(job.name, replica_type, index), labels, annotations
-        ),
+        "metadata": _metadata(job, name, labels, annotations),
         "spec": spec,
     }
 

@@ -3,6 +3,8 @@ reading the pod program's text; nothing is imported here.
 
     objects       the annotation taas.dev/tensorboard read, the chief's model_dir, the
                   Deployment and Service that serve it, its link and `taas tensorboard` command
+    policy        the NetworkPolicy over its pods (no pod admitted: TensorBoard has no
+                  authentication)
     pod_program   the program the TensorBoard pod runs (its text goes into the pod's command:
                   `python -c`); it imports TensorBoard, so nothing in TaaS imports it
 

@@ -9,6 +9,7 @@
     desired_tensorboard(job, image) -> (Deployment, Service) manifests; ModelDirError if the
                                                           chief's model_dir is on no volume
                                                           another pod can mount
+    tensorboard_labels(job), owner_references(job)        what its objects carry
 
 The annotation `taas.dev/tensorboard` either names a TensorBoard of the user's (an http(s)
 URL: a link, as before) or is `"true"`: the operator runs one for the job. That TensorBoard
@@ -19,7 +20,9 @@ the job-name label so that the job's own pod and service logic never counts them
 
 What it takes from the chief is what it needs, no more (the operator made it, so nothing the
 tenant's template asks for beyond that should reach it): the model_dir's volume, mounted
-read-only, and the chief's non-root user and groups, so that it may read what the chief wrote.
+read-only (a hostPath narrowed to the model_dir itself, and never `/`, a directory directly
+under it or a system directory), and the chief's non-root user and groups, so that it may
+read what the chief wrote.
 Never the chief's host namespaces, root user, privileges, seccomp or SELinux or AppArmor
 settings, sysctls, node placement, tolerations, pull secrets or ServiceAccount: its pod runs
 as non-root with seccomp RuntimeDefault, without a ServiceAccount token, no capability and no
@@ -222,14 +225,52 @@ def _mount_for(model_dir: ModelDir) -> tuple[dict[str, Any], dict[str, Any]]:
     return mount, volume
 
 
-def _labels(job: TFJob) -> dict[str, str]:
+#: Node directories a TensorBoard never mounts, nor anything inside them (besides `/` and
+#: any directory directly under it, which are refused too).
+_SYSTEM_DIRS = (
+    "/etc", "/proc", "/sys", "/dev", "/boot", "/root", "/run", "/var/run", "/usr", "/bin",
+    "/sbin", "/lib", "/lib64", "/var/lib/kubelet", "/var/lib/etcd", "/var/lib/containerd",
+    "/var/lib/docker", "/var/log",
+)  # fmt: skip
+
+
+def _narrowed(
+    model_dir: ModelDir, mount: dict[str, Any], volume: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A hostPath volume narrowed to the model_dir itself: the TensorBoard mounts the node's
+    directory holding the summaries, never the chief's wider hostPath (`/` mounted at
+    `/host`); `/`, a directory directly under it, or a system directory is refused. Other
+    volumes are returned as they are."""
+    host = volume.get("hostPath")
+    if not isinstance(host, dict):
+        return mount, volume
+    path = posixpath.normpath(model_dir.path)
+    inside = posixpath.relpath(path, posixpath.normpath(str(mount["mountPath"])))
+    parts = [str(host.get("path") or "/"), str(mount.get("subPath") or "")]
+    narrowed = posixpath.normpath(posixpath.join(*parts, "" if inside == "." else inside))
+    system = [d for d in _SYSTEM_DIRS if posixpath.commonpath([narrowed, d]) == d]
+    if narrowed.count("/") < 2 or system:
+        raise ModelDirError(
+            f"{model_dir.replica}'s model_dir {model_dir.path!r} ({model_dir.source}) is the "
+            f"node's directory {narrowed!r}, too wide a hostPath to hand to a TensorBoard (it "
+            "would read the node's files); fix: write summaries to a directory of their own on "
+            "the node, at least two levels deep and outside system directories, e.g. "
+            "/srv/runs/<job>"
+        )
+    return (
+        {"name": mount["name"], "mountPath": path},
+        {"name": volume["name"], "hostPath": {"path": narrowed, "type": "Directory"}},
+    )
+
+
+def tensorboard_labels(job: TFJob) -> dict[str, str]:
     labels = {LABEL_OPERATOR_NAME: CONTROLLER_NAME, LABEL_TENSORBOARD_FOR: job.name}
     if job.metadata.uid:
         labels[LABEL_JOB_UID] = job.metadata.uid
     return labels
 
 
-def _owner(job: TFJob) -> list[dict[str, Any]]:
+def owner_references(job: TFJob) -> list[dict[str, Any]]:
     if not job.metadata.uid:
         return []
     return [
@@ -276,7 +317,7 @@ def desired_tensorboard(job: TFJob, image: str) -> tuple[dict[str, Any], dict[st
     mounts: list[dict[str, Any]] = []
     volumes: list[dict[str, Any]] = []
     if not model_dir.remote:
-        mount, volume = _mount_for(model_dir)
+        mount, volume = _narrowed(model_dir, *_mount_for(model_dir))
         mounts.append(
             {
                 "name": mount["name"],
@@ -286,12 +327,12 @@ def desired_tensorboard(job: TFJob, image: str) -> tuple[dict[str, Any], dict[st
             }
         )
         volumes.append(volume)
-    labels = _labels(job)
+    labels = tensorboard_labels(job)
 
     def meta() -> dict[str, Any]:
         found: dict[str, Any] = {"name": name, "namespace": job.namespace, "labels": labels}
         if job.metadata.uid:
-            found["ownerReferences"] = _owner(job)
+            found["ownerReferences"] = owner_references(job)
         return found
 
     container = {

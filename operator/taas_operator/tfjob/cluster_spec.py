@@ -28,7 +28,9 @@ rejects, kubeflow/trainer#1763): Chief/Master/Evaluator get `{"worker":{},"ps":[
 
 Classic variables (TaaS) for programs written with --ps_hosts/--worker_hosts/--job_name/
 --task_index: PS_HOSTS, WORKER_HOSTS (comma-separated host:port, empty when none), CHIEF_HOSTS
-(Chief or Master hosts, only when one is present), JOB_NAME (lowercase type), TASK_INDEX.
+(Chief or Master hosts, only when one is present), JOB_NAME (lowercase type), TASK_INDEX. With
+enableDynamicWorker they name what the pod's sparse TF_CONFIG names (every PS and the pod
+itself), so a pod's bytes do not grow with the workers.
 """
 
 from __future__ import annotations
@@ -180,9 +182,26 @@ class ClusterEnv:
         env: list[dict[str, str]] = []
         if self.distributed:
             env.append({"name": TF_CONFIG, "value": self.tf_config(replica_type, index)})
-        classic = {**self._classic, "JOB_NAME": replica_type.lower(), "TASK_INDEX": str(index)}
+        if self.job.spec.enable_dynamic_worker:
+            classic = self._sparse_classic(replica_type.lower(), index)
+        else:
+            classic = {**self._classic}
+        classic.update(JOB_NAME=replica_type.lower(), TASK_INDEX=str(index))
         env.extend({"name": name, "value": value} for name, value in classic.items())
         return env
+
+    def _sparse_classic(self, rtype: str, index: int) -> dict[str, str]:
+        """With enableDynamicWorker the host lists name what the pod's TF_CONFIG names (every
+        PS and itself), not every replica: a pod stays small however many workers come."""
+        own_list = self.cluster.get(rtype, [])
+        own = own_list[index] if index < len(own_list) else self.hosts(rtype, index, 0)
+        classic = {
+            "PS_HOSTS": own if rtype == "ps" else ",".join(self.cluster.get("ps", [])),
+            "WORKER_HOSTS": own if rtype == "worker" else "",
+        }
+        if "chief" in self.cluster or "master" in self.cluster:
+            classic["CHIEF_HOSTS"] = own if rtype in ("chief", "master") else ""
+        return classic
 
 
 def cluster_env(job: TFJob, replica_type: str, index: int, hosts: HostFn) -> list[dict[str, str]]:

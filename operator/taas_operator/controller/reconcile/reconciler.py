@@ -25,7 +25,10 @@ A pass (level-triggered, idempotent; the rules are `taas_operator.planner.lifecy
 5. the plan's `requeue_at` (or the end of a held status write, if sooner) is returned, so the
    work queue wakes the job exactly then.
 Failed API calls become Warning events (once per distinct error) and a `PassError`, so the
-work queue retries with backoff; 403s name the missing verb and resource.
+work queue retries with backoff; 403s name the missing verb and resource. Anything else a pass
+raises (an operator bug, a number no check bounded) fails that job with reason
+`ReconcileFailed`, the error named in its condition and a Warning event, and is not retried:
+it would fail the same way on every pass, unseen.
 
 Deliberately no finalizer: deleting a TFJob never waits for the operator; its pods, services and
 NetworkPolicy carry a controller ownerReference, so Kubernetes' garbage collector removes them
@@ -43,9 +46,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from taas_operator.api import TFJobStatus, TFJobValidationError, parse_tfjob
-from taas_operator.api.constants import REASON_INVALID_SPEC, REASON_NOT_OWNED
+from taas_operator.api.constants import (
+    REASON_INVALID_SPEC,
+    REASON_NOT_OWNED,
+    REASON_PASS_FAILED,
+    REASON_TOO_LARGE,
+)
 from taas_operator.api.models import TFJob
 from taas_operator.api.resources import POD, POLICY, SERVICE, Kind
+from taas_operator.apiserver.errors import ApiError
 from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller import metrics
 from taas_operator.controller.reconcile.actions import Actions
@@ -58,6 +67,7 @@ from taas_operator.controller.reconcile.recorder import (
 )
 from taas_operator.controller.reconcile.status import StatusWriter
 from taas_operator.controller.reconcile.tensorboard import TensorBoards
+from taas_operator.controller.seen import ADOPTION
 from taas_operator.controller.watch.children import ChildCache, Children, children_from
 from taas_operator.controller.watch.expectations import Expectations
 from taas_operator.controller.watch.jobcache import JobCache, JobKey
@@ -71,6 +81,7 @@ from taas_operator.planner import (
     skip_reason,
 )
 from taas_operator.planner.batches import list_page
+from taas_operator.planner.budget import over_budget
 from taas_operator.planner.kueue import to_close
 from taas_operator.settings import OperatorSettings
 
@@ -84,6 +95,10 @@ class PassError(RuntimeError):
 _CHILD_PLURALS = (POD.plural, SERVICE.plural, POLICY.plural)
 #: Objects named in an ObjectNotOwned condition (the rest are counted).
 _NAMED_OBJECTS = 3
+#: What a pass may raise that another try can cure: the work queue retries these.
+_RETRIED = (PassError, ApiError, OSError, TimeoutError)
+#: Characters of an unexpected error's text kept in the job's condition.
+_ERROR_TEXT = 300
 
 
 class Reconciler:
@@ -102,11 +117,13 @@ class Reconciler:
         self.kube, self.cache, self.expectations, self.request = kube, cache, expectations, request
         self.children = children
         self.network_policy = settings.network_policy
+        self.max_job_bytes = settings.max_job_bytes
         self.options = BuildOptions(
             cluster_domain=settings.cluster_domain,
             gang_scheduler=settings.gang_scheduler_name,
             gang_pod_scheduler=settings.gang_pod_scheduler_name,
             kueue_pod_groups=settings.kueue_pod_groups,
+            adoption_key=ADOPTION.key,
         )
         self.recorder = EventRecorder(kube)
         self.writer = StatusWriter(kube, cache, expectations, request, forget)
@@ -120,15 +137,22 @@ class Reconciler:
             options=self.options,
         )
         self.progress = ProgressPoller(settings, request)
-        self.tensorboards = TensorBoards(kube, settings.tensorboard_image)
+        self.tensorboards = TensorBoards(
+            kube,
+            settings.tensorboard_image,
+            policy=settings.network_policy,
+            allow_from=settings.tensorboard_allow_from,
+        )
         self._forget_job = forget
         self._must_list: set[JobKey] = set()  # jobs whose next pass must LIST their children
         self._costs: dict[JobKey, float] = {}  # seconds the last pass computed (no waiting)
+        self._sized: dict[JobKey, tuple[str, int | None]] = {}  # (uid, generation) within budget
 
     def forget(self, key: JobKey) -> None:
         """Drop what passes kept about the job (the caller forgets its cache and expectations)."""
         self._must_list.discard(key)
         self._costs.pop(key, None)
+        self._sized.pop(key, None)
         self.recorder.clear(key)
         self.writer.forget_job(key)
         self.actions.forget(key)
@@ -143,6 +167,7 @@ class Reconciler:
     async def run(self, key: JobKey) -> datetime | None:
         """Run one pass for the job; return when it must run again (None: on the next event)."""
         logger.debug("reconciling %s/%s", *key)  # tests and users grep for this line
+        ADOPTION.activate()  # pods made before this process's first pass are trusted
         self._costs[key] = 0.0
         body = self.cache.get(key)
         if body is None:
@@ -164,7 +189,20 @@ class Reconciler:
             await self._reject(key, body, "; ".join(str(e) for e in err.errors))
             return None
         self._costs[key] = time.perf_counter() - started
-        return await self._run_job(key, body, job)
+        try:
+            return await self._run_job(key, body, job)
+        except _RETRIED:
+            raise
+        except Exception as err:  # reported on the job itself
+            logger.exception("%s/%s: pass failed", *key)
+            text = f"{type(err).__name__}: {err}"[:_ERROR_TEXT]
+            message = (
+                f"TFJob {key[0]}/{key[1]}: the operator's pass over it failed ({text}); it is "
+                "not retried; fix: check the spec's values, then delete and recreate the TFJob "
+                "(if the spec is sound, this is an operator bug: report it with this message)"
+            )
+            await self._fail(key, self.cache.get(key) or body, REASON_PASS_FAILED, message)
+            return None
 
     async def _run_job(self, key: JobKey, body: dict[str, Any], job: TFJob) -> datetime | None:
         uid = job.metadata.uid or ""
@@ -177,6 +215,8 @@ class Reconciler:
         children = listed if listed is not None else self.children.of(*key, uid)
         self.expectations.forget(key)
         self._must_list.discard(key)
+        if not children.pods and not job.status.finished and await self._too_large(key, body, job):
+            return None
         now = datetime.now(UTC)
         plan = plan_job(job, children.pods, now, services=children.services, options=self.options)
         if plan.skipped:
@@ -258,22 +298,41 @@ class Reconciler:
 
     async def _not_owned(self, key: JobKey, body: dict[str, Any], problems: list[NotOwned]) -> bool:
         """Names the job needs are held by objects it does not control: they are left alone,
-        and the job fails (Failed condition + Warning event naming them and the fix), once;
-        a job that had ended already gets the Warning alone (False: its pass goes on, to its
-        clean-up and TTL)."""
-        try:
-            status = TFJobStatus.model_validate(body.get("status") or {})
-        except ValueError:
-            status = TFJobStatus()
+        and the job fails naming them and the fix (`_fail`)."""
         named = list(dict.fromkeys(str(p) for p in problems))
         more = len(named) - _NAMED_OBJECTS
         detail = "; ".join(named[:_NAMED_OBJECTS]) + (f" (and {more} more)" if more > 0 else "")
         message = f"TFJob {key[0]}/{key[1]} cannot run under its name: {detail}"
+        return await self._fail(key, body, REASON_NOT_OWNED, message)
+
+    async def _too_large(self, key: JobKey, body: dict[str, Any], job: TFJob) -> bool:
+        """Before any pod is made: a job whose pods and services would take more of etcd than
+        --max-job-bytes fails (reason JobTooLarge, both sizes and the fix named). Checked once
+        per spec generation; a job with pods already is not stopped by a limit lowered since."""
+        version = (job.metadata.uid or "", job.metadata.generation)
+        if self._sized.get(key) == version:
+            return False
+        refused = over_budget(job, self.max_job_bytes, self.options)
+        if refused is None:
+            self._sized[key] = version
+            return False
+        message = f"TFJob {key[0]}/{key[1]} is {refused}"
+        await self._fail(key, body, REASON_TOO_LARGE, message)
+        return True
+
+    async def _fail(self, key: JobKey, body: dict[str, Any], reason: str, message: str) -> bool:
+        """Failed condition + Warning event with `reason` and `message`, once; a job that had
+        ended already gets the Warning alone (False: its pass goes on, to its clean-up and
+        TTL)."""
+        try:
+            status = TFJobStatus.model_validate(body.get("status") or {})
+        except ValueError:
+            status = TFJobStatus()
         now = datetime.now(UTC).replace(microsecond=0)
-        event = Event(type="Warning", reason=REASON_NOT_OWNED, message=message)
-        if not fail_job(status, key[1], REASON_NOT_OWNED, message, now):
+        event = Event(type="Warning", reason=reason, message=message)
+        if not fail_job(status, key[1], reason, message, now):
             ended = status.condition("Failed")
-            if ended is None or ended.reason != REASON_NOT_OWNED:
+            if ended is None or ended.reason != reason:
                 await self.recorder.post(key, body, [event])
             return False
         logger.warning("%s", message)

@@ -1,13 +1,14 @@
 """The TensorBoard the operator runs for a TFJob that asks for one (`tensorboard.objects`).
 
-    boards = TensorBoards(kube, image)
+    boards = TensorBoards(kube, image, policy=True, allow_from=[])
     await boards.sync(job) -> (list[Event], list[NotOwned])  # a pass's TensorBoard work
     boards.forget(key)
 
 A job annotated `taas.dev/tensorboard: "true"` gets the Deployment and Service
-`<job>-tensorboard` (`tensorboard.objects.desired_tensorboard`), owned by the job, so
-Kubernetes' garbage collector removes them with it; they outlive the job's pods (cleanPodPolicy),
-since a finished
+`<job>-tensorboard` (`tensorboard.objects.desired_tensorboard`), and with `policy` (the operator's
+NetworkPolicies on) a NetworkPolicy of that name admitting no pod to it, only `allow_from`
+(`tensorboard.policy`), all owned by the job, so Kubernetes' garbage
+collector removes them with it; they outlive the job's pods (cleanPodPolicy), since a finished
 job is when its summaries are read. Not watched, as the PodGroup is not: a pass sends nothing
 once this incarnation's TensorBoard was made or found (remembered per job and uid), so the cost
 is two POSTs per annotated job (and per operator start). A name still taken by an earlier
@@ -29,7 +30,7 @@ from taas_operator.api.constants import (
     REASON_TENSORBOARD_UNAVAILABLE,
 )
 from taas_operator.api.models import TFJob
-from taas_operator.api.resources import DEPLOYMENT, SERVICE, Kind
+from taas_operator.api.resources import DEPLOYMENT, POLICY, SERVICE, Kind
 from taas_operator.apiserver.errors import ApiError
 from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller.reconcile.owned import NotOwned, holder
@@ -43,13 +44,17 @@ from taas_operator.tensorboard.objects import (
     tensorboard_command,
     tensorboard_request,
 )
+from taas_operator.tensorboard.policy import desired_tensorboard_policy
 
 
 class TensorBoards:
     """Makes each asking job's TensorBoard once per incarnation (see the module)."""
 
-    def __init__(self, kube: KubeClient, image: str) -> None:
+    def __init__(
+        self, kube: KubeClient, image: str, policy: bool = True, allow_from: list[str] | None = None
+    ) -> None:
         self.kube, self.image = kube, image
+        self.policy, self.allow_from = policy, list(allow_from or [])
         self._made: dict[JobKey, str] = {}  # job -> the uid whose TensorBoard exists
         self._told: dict[JobKey, tuple[str, str]] = {}  # job -> (uid, problem) posted
 
@@ -69,9 +74,20 @@ class TensorBoards:
             deployment, service = desired_tensorboard(job, self.image)
         except ModelDirError as err:
             return self._tell(key, uid, f"no TensorBoard for this job: {err}"), []
-        made = await asyncio.gather(
-            self._create(DEPLOYMENT, job, deployment), self._create(SERVICE, job, service)
+        # the policy first: the TensorBoard's pod is never up without it
+        first = (
+            [await self._create(POLICY, job, desired_tensorboard_policy(job, self.allow_from))]
+            if self.policy
+            else []
         )
+        if any(m is not True for m in first):
+            made: list[bool | str | NotOwned] = first
+        else:
+            made = first + list(
+                await asyncio.gather(
+                    self._create(DEPLOYMENT, job, deployment), self._create(SERVICE, job, service)
+                )
+            )
         not_owned = [m for m in made if isinstance(m, NotOwned)]
         if not_owned:
             return [], not_owned

@@ -120,7 +120,7 @@ def children_from(
         found = []
         for obj in objs:
             meta = obj.get("metadata") or {}
-            owner = controller_uid(meta)
+            owner = controller_uid(meta, pod=plural == PODS)
             if _owned(owner, uid):
                 entry = _Entry("", str(meta.get("uid") or ""), owner, _rv(meta), None)
                 read[(plural, str(meta.get("name") or ""))] = entry
@@ -166,7 +166,8 @@ class ChildCache:
             return
         if old is not None and old.job != job:  # relabelled to another job
             self._unlink(key, old)
-        entry = _Entry(job, str(uid), controller_uid(meta), rv, _value(plural, body))
+        owner = controller_uid(meta, pod=plural == PODS)
+        entry = _Entry(job, str(uid), owner, rv, _value(plural, body))
         self._objects[key] = entry
         self._by_job.setdefault((ns, job), {})[(plural, name)] = entry
 
