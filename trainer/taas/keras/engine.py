@@ -23,6 +23,7 @@ from typing import Any
 import tensorflow as tf
 
 from taas.core import stopping
+from taas.core.exit_codes import peer_lost
 from taas.core.loop import TrainLoop
 from taas.core.placement import ClusterInfo
 from taas.core.progress_log import nothing_to_train, process_age
@@ -226,11 +227,25 @@ class KerasEngine:
         """Synchronous workers leave together: worker 0 hosts TensorFlow's coordination
         service, and a worker still finishing (its after_train, its last save) when worker 0
         exits fails with UnavailableError. A barrier of that service, then worker 0 lingers a
-        moment so every reply gets out before its server goes."""
+        moment so every reply gets out before its server goes.
+
+        A peer lost here (its heartbeat, the coordination service) changes nothing: this
+        worker finished training and its final checkpoint is saved, so it exits 0."""
         from tensorflow.python.eager import context  # wait_at_barrier has no public alias
 
         timeout_ms = int(self.settings.startup_timeout_secs * 1000)
-        context.context().wait_at_barrier("taas_training_end", timeout_ms)
+        try:
+            context.context().wait_at_barrier("taas_training_end", timeout_ms)
+        except Exception as exc:
+            if not peer_lost(exc):
+                raise
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            print(
+                f"[{self.cluster.task_name}] a peer was lost after training finished "
+                f"({type(exc).__name__}: {first}); the final checkpoint is saved: done",
+                flush=True,
+            )
+            return
         if plan.task_type in ("chief", "worker") and plan.task_index == 0:
             time.sleep(END_LINGER_SECS)
 
