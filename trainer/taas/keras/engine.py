@@ -30,6 +30,7 @@ from taas.core.progress_log import nothing_to_train, process_age
 from taas.core.settings import SettingsError, refuse_fit_only
 from taas.keras.checkpoints import CheckpointKeeper
 from taas.keras.evaluator import run_evaluator
+from taas.keras.exports import ExportRequests, export_together
 from taas.keras.fit import fit_keras, run_fit
 from taas.keras.hooks import FIT_ONLY_HOOKS, KerasHooks, custom_step, overrides_hook
 from taas.keras.steps import run_custom_steps
@@ -216,7 +217,12 @@ class KerasEngine:
                 coordinator.join()
             loop.finish()
         keeper.stop_watching()
+        if plan.kind == "multi_worker_mirrored":
+            trainer._exports = ExportRequests()
         trainer.after_train(model, plan.is_chief)
+        if trainer._exports is not None:
+            export_together(trainer._exports, model, task, plan.is_chief)
+            trainer._exports = None
         keeper.finish(loop.global_step)
         if plan.kind == "parameter_server":
             self._signal_done(plan)
