@@ -76,9 +76,10 @@ class KerasHooks:
 
         Called once after ``build_model`` (and the restore or warm start), on each task that
         runs ``fit`` (every MultiWorkerMirroredStrategy worker): give callbacks that write
-        files (``CSVLogger``, your own) only when ``self.is_chief`` (``self.task`` names this
-        task). They run after TaaS's own callback, so they see each step once TaaS has
-        reported, checked and checkpointed it; one that sets ``self.model.stop_training`` (as
+        plain files (``CSVLogger``) only when ``self.is_chief`` (``self.task`` names this
+        task); ones that save the model (``ModelCheckpoint``) on every worker. They run
+        after TaaS's own callback, so they see each step once TaaS has reported, checked and
+        checkpointed it; one that sets ``self.model.stop_training`` (as
         ``EarlyStopping`` does) ends training there, with ``after_train`` and the final
         checkpoint as at ``max_steps``. Not called with a custom ``train_batch(batch)``.
         """
