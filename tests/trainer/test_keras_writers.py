@@ -1,6 +1,7 @@
 """What writes files under MultiWorkerMirroredStrategy (2 real worker processes): the export
-(chief only, as the docs show, or every worker: one SavedModel either way, never a hang), and a
-CSVLogger the callbacks give on the chief only (``self.is_chief``): each epoch once."""
+(chief only, as the docs show, or every worker: one SavedModel either way, never a hang), a
+CSVLogger the callbacks give on the chief only (``self.is_chief``): each epoch once; a
+ModelCheckpoint on every worker, and History, as docs/trainer.md says."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ def test_a_chief_only_export_and_a_chief_only_csv_logger(tmp_path: Path) -> None
         tmp_path,
         WRITERS_EXPORT_DIR=str(tmp_path / "export"),
         WRITERS_CSV=str(tmp_path / "epochs.csv"),
+        WRITERS_CHECKPOINT=str(tmp_path / "keras-ckpt" / "weights"),
     )
     try:
         codes = cluster.wait(240)
@@ -61,6 +63,10 @@ def test_a_chief_only_export_and_a_chief_only_csv_logger(tmp_path: Path) -> None
         with open(tmp_path / "epochs.csv") as rows:
             epochs = [int(row["epoch"]) for row in csv.DictReader(rows)]
         assert epochs == [0, 1, 2]
+        assert (tmp_path / "keras-ckpt" / "weights.index").exists(), cluster.logs()
+        for task in cluster.tasks.values():
+            history = json.loads(task.text().split("HISTORY ", 1)[1].splitlines()[0])
+            assert len(history["loss"]) == 3, task.text()
     finally:
         cluster.close()
 

@@ -3,10 +3,12 @@
 Environment:
 - ``WRITERS_EXPORT_DIR``: ``export_model(model, dir)`` in ``after_train``, by
   ``WRITERS_EXPORT_BY`` = ``chief`` (default: ``if is_chief``) or ``all``;
-- ``WRITERS_CSV``: a ``CSVLogger`` there, from ``callbacks()`` on the chief only.
+- ``WRITERS_CSV``: a ``CSVLogger`` there, from ``callbacks()`` on the chief only;
+- ``WRITERS_CHECKPOINT``: a ``ModelCheckpoint`` (weights, each epoch) there, on every worker.
 
-Prints ``WHERE <json>`` from ``callbacks()`` (``self.is_chief``, ``self.task``) and
-``EXPORTED <json>`` when ``export_model`` returns.
+Prints ``WHERE <json>`` from ``callbacks()`` (``self.is_chief``, ``self.task``), ``HISTORY
+<json>`` (``model.history.history``'s losses) at ``after_train`` and ``EXPORTED <json>`` when
+``export_model`` returns.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import taas
 EXPORT_DIR = os.environ.get("WRITERS_EXPORT_DIR")
 EXPORT_BY = os.environ.get("WRITERS_EXPORT_BY", "chief")
 CSV = os.environ.get("WRITERS_CSV")
+CHECKPOINT = os.environ.get("WRITERS_CHECKPOINT")
 
 
 class Writers(taas.KerasTrainer):
@@ -42,9 +45,13 @@ class Writers(taas.KerasTrainer):
 
     def callbacks(self):
         print(f"WHERE {json.dumps({'is_chief': self.is_chief, 'task': self.task})}", flush=True)
-        return [keras.callbacks.CSVLogger(CSV)] if CSV and self.is_chief else []
+        callbacks = [keras.callbacks.CSVLogger(CSV)] if CSV and self.is_chief else []
+        if CHECKPOINT:
+            callbacks.append(keras.callbacks.ModelCheckpoint(CHECKPOINT, save_weights_only=True))
+        return callbacks
 
     def after_train(self, model, is_chief):
+        print(f"HISTORY {json.dumps({'loss': model.history.history['loss']})}", flush=True)
         if EXPORT_DIR and (is_chief or EXPORT_BY == "all"):
             path = self.export_model(model, EXPORT_DIR)
             print(f"EXPORTED {json.dumps({'path': path})}", flush=True)
