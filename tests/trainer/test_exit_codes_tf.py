@@ -75,3 +75,31 @@ def test_a_peer_lost_at_the_end_barrier_leaves_its_finished_peer_done(tmp_path: 
     finally:
         os.kill(cluster.tasks["worker:1"].proc.pid, signal.SIGKILL)
         cluster.close()
+
+
+@pytest.mark.timeout(300)
+def test_the_coordination_leader_lost_at_the_end_leaves_its_peer_done_or_retryable(
+    tmp_path: Path,
+) -> None:
+    """worker:0, which hosts the coordination service, stops at the end barrier and is then
+    killed (its node lost): worker:1, finished, exits 0 or retryable, never 1."""
+    cluster = LocalCluster(
+        ["tests/trainer/programs/lost_at_end.py"],
+        tmp_path / "logs",
+        {"worker": 2},
+        env={
+            "TAAS_MODEL_DIR": str(tmp_path / "model"),
+            "TF_MAX_STEPS": "20",
+            "TAAS_SAVE_CHECKPOINTS_STEPS": "10",
+            "TAAS_STARTUP_TIMEOUT_SECS": "120",
+            "LOST_AT_END": "worker:0",
+        },
+    )
+    try:
+        cluster.start_all()
+        cluster.wait_for_line("worker:0", "LOST ", 200)
+        os.kill(cluster.tasks["worker:0"].proc.pid, signal.SIGKILL)
+        code = cluster.tasks["worker:1"].proc.wait(120)
+        assert code == 0 or code >= 128, cluster.logs()
+    finally:
+        cluster.close()

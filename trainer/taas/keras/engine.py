@@ -17,6 +17,7 @@ flags, exit codes), the model dir check, the loop and the progress lines, not th
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -40,6 +41,7 @@ from taas.runtime.preflight import require_writable_model_dir
 
 DONE_SIGNAL_TIMEOUT_SECS = 10.0
 END_LINGER_SECS = 0.5
+END_BARRIER_GRACE_SECS = 5.0
 
 
 class KerasEngine:
@@ -236,24 +238,51 @@ class KerasEngine:
         moment so every reply gets out before its server goes.
 
         A peer lost here (its heartbeat, the coordination service) changes nothing: this
-        worker finished training and its final checkpoint is saved, so it exits 0."""
-        from tensorflow.python.eager import context  # wait_at_barrier has no public alias
-
-        timeout_ms = int(self.settings.startup_timeout_secs * 1000)
-        try:
-            context.context().wait_at_barrier("taas_training_end", timeout_ms)
-        except Exception as exc:
-            if not peer_lost(exc):
-                raise
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        worker finished training and its final checkpoint is saved, so it exits 0. The barrier
+        waits in a thread with a deadline of its own: with worker 0 frozen (stopped, its node
+        hung) no service is left to time the barrier out."""
+        timeout = self.settings.startup_timeout_secs
+        outcome: list[BaseException | None] = []
+        waiter = threading.Thread(
+            target=_wait_at_end_barrier,
+            args=(int(timeout * 1000), outcome),
+            name="taas-end-barrier",
+            daemon=True,  # the process ends with os._exit: a hung wait cannot hold it
+        )
+        waiter.start()
+        waiter.join(timeout + END_BARRIER_GRACE_SECS)
+        error = outcome[0] if outcome else None
+        if not outcome or (error is not None and peer_lost(error)):
+            why = (
+                f"{type(error).__name__}: {_first_line(error)}"
+                if error is not None
+                else f"no answer from the coordination service in {timeout:.0f} s"
+            )
             print(
                 f"[{self.cluster.task_name}] a peer was lost after training finished "
-                f"({type(exc).__name__}: {first}); the final checkpoint is saved: done",
+                f"({why}); this worker's part is saved: done",
                 flush=True,
             )
             return
+        if error is not None:
+            raise error
         if plan.task_type in ("chief", "worker") and plan.task_index == 0:
             time.sleep(END_LINGER_SECS)
+
+
+def _wait_at_end_barrier(timeout_ms: int, outcome: list[BaseException | None]) -> None:
+    from tensorflow.python.eager import context  # wait_at_barrier has no public alias
+
+    try:
+        context.context().wait_at_barrier("taas_training_end", timeout_ms)
+        outcome.append(None)
+    except Exception as exc:
+        outcome.append(exc)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
 
 
 def refuse_custom_step_with_fit_hooks(trainer: KerasHooks, settings: Any) -> None:
