@@ -86,8 +86,8 @@ class Display:
         code = self._colors.setdefault(pod, _COLORS[len(self._colors) % len(_COLORS)])
         return f"\x1b[{code}m{label}{_RESET}"
 
-    def line(self, job: str, pod: str, raw: bytes) -> None:
-        """One output line of a replica: to the terminal (prefixed) and its log file."""
+    def line(self, job: str, pod: str, raw: bytes, show: bool = True) -> None:
+        """One output line of a replica: to its log file, and (``show``) to the terminal."""
         text = raw.decode("utf-8", errors="replace").rstrip("\r\n")
         with self._lock:
             if self.logs_dir is not None:
@@ -96,6 +96,8 @@ class Display:
                     file = self._files[pod] = open(self.logs_dir / f"{pod}.log", "ab")  # noqa: SIM115
                 file.write(raw if raw.endswith(b"\n") else raw + b"\n")
                 file.flush()
+            if not show:
+                return
             if not self.color:
                 text = _ANSI.sub("", text)
             self._write(f"{self._label(job, pod)} {text}\n")

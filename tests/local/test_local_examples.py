@@ -89,3 +89,22 @@ def test_a_queued_example_is_refused_with_the_reason(path: str, name: str, tmp_p
     said = result.stdout + result.stderr
     assert f"TFJob {name} not run: spec.runPolicy.suspend is true" in said
     assert "set it to false to run the job" in said and "Traceback" not in said
+
+
+def test_keras_digits_exports_under_multi_worker_mirrored(tmp_path: Path) -> None:
+    """``MNIST_EXPORT_DIR`` makes the chief alone call ``export_model`` (a save every worker
+    must join): the job Succeeds with one SavedModel there."""
+    job = fresh_copy("examples/keras_digits/mwms.yaml", tmp_path)
+    docs = list(yaml.safe_load_all(job.read_text()))
+    export = tmp_path / "export"
+    for doc in docs:
+        for spec in doc["spec"]["tfReplicaSpecs"].values():
+            for container in spec["template"]["spec"]["containers"]:
+                env = container["env"]  # one list for every replica (a YAML anchor)
+                if not any(entry["name"] == "MNIST_EXPORT_DIR" for entry in env):
+                    env.append({"name": "MNIST_EXPORT_DIR", "value": str(export)})
+    job.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    result = run_taas("run", str(job), "--no-color", "--quiet-table", timeout=220)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr
+    assert "TFJob keras-mwms Succeeded" in result.stdout
+    assert sorted(p.parent for p in tmp_path.rglob("saved_model.pb")) == [export]

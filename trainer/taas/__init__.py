@@ -123,7 +123,8 @@ code  meaning                                                     ExitCode polic
       stopped before that step's update: no checkpoint or export
 130   interrupted (SIGINT)                                        retryable
 138   lost peer: PS unreachable, session aborted/unavailable,     retryable: pod recreated,
-      chief not ready within startup_timeout_secs                 resumes from checkpoint
+      a heartbeat or TensorFlow's coordination service lost,      resumes from checkpoint
+      chief not ready within startup_timeout_secs
 137   SIGKILL (OOM, node loss) / 143 SIGTERM, set by the kernel   retryable
       (TensorFlow 2, graph-mode chief: on SIGTERM a checkpoint first)
 ====  ==========================================================  =========================

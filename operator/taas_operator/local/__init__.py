@@ -14,6 +14,7 @@ through); child processes start through `taas_operator.processes`, output goes t
     unapplied.py   which parts of the pod templates are not applied here, in one line
     kubelet.py     LocalPod: one pod's process, restarts in place, phase, exit code
     progress_file.py  ProgressFile: the chief's training progress, written to a file, read here
+    noise.py       TensorFlow's start-up notices and lost-worker lines: off the terminal, noted once
     display.py     the terminal (taas_operator.terminal) plus planner events, fed to the observer
     job_run.py     JobRun: one job's pods and status; kubelet poll -> planner plan -> act on it
     observer.py    RunObserver: what `taas run --dashboard` is told of the run

@@ -3,7 +3,8 @@ logs, the live replica table, notes) plus the planner's events, and every line a
 to the run's observer (`taas run --dashboard`) too.
 
     RunDisplay(stream, color, live, logs_dir, prefix_job, observer: OutputObserver | None)
-        .line(job, pod, raw: bytes)   as Display.line, and to the observer
+        .line(job, pod, raw: bytes)   as Display.line (TensorFlow's noise off the terminal,
+                                      explained once: local.noise), and to the observer
         .event(job, event)            a planner event: `taas: Normal TFJobRunning: ...`
         .note(text)  .warn(text)  .table(lines)  .final(text)  .close()   as Display's
 
@@ -20,6 +21,7 @@ from typing import IO, Protocol
 from taas_operator.api import TFJob
 from taas_operator.api.text import printable
 from taas_operator.documents import InputError
+from taas_operator.local.noise import NoiseFilter
 from taas_operator.planner import Event
 from taas_operator.terminal import Display
 
@@ -63,12 +65,17 @@ class RunDisplay(Display):
     ) -> None:
         super().__init__(stream, color=color, live=live, logs_dir=logs_dir, prefix_job=prefix_job)
         self.observer = observer
+        self.noise = NoiseFilter()
 
-    def line(self, job: str, pod: str, raw: bytes) -> None:
-        """One output line of a replica: to the observer, the terminal and its log file."""
+    def line(self, job: str, pod: str, raw: bytes, show: bool = True) -> None:
+        """One output line of a replica: to the observer and its log file, and to the terminal
+        unless it is TensorFlow's noise (``local.noise``: explained once in a note)."""
         if self.observer is not None:
             self.observer.line(job, pod, raw)
-        super().line(job, pod, raw)
+        verdict = self.noise.judge(pod, raw.decode("utf-8", errors="replace"))
+        if verdict.note is not None:
+            self.note(verdict.note)
+        super().line(job, pod, raw, show=show and verdict.show)
 
     def event(self, job: TFJob, event: Event) -> None:
         """An event the planner records on the job (in a cluster: a Kubernetes Event)."""

@@ -17,18 +17,21 @@ flags, exit codes), the model dir check, the loop and the progress lines, not th
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
 import tensorflow as tf
 
 from taas.core import stopping
+from taas.core.exit_codes import peer_lost
 from taas.core.loop import TrainLoop
 from taas.core.placement import ClusterInfo
 from taas.core.progress_log import nothing_to_train, process_age
 from taas.core.settings import SettingsError, refuse_fit_only
 from taas.keras.checkpoints import CheckpointKeeper
 from taas.keras.evaluator import run_evaluator
+from taas.keras.exports import ExportRequests, export_together
 from taas.keras.fit import fit_keras, run_fit
 from taas.keras.hooks import FIT_ONLY_HOOKS, KerasHooks, custom_step, overrides_hook
 from taas.keras.steps import run_custom_steps
@@ -38,6 +41,7 @@ from taas.runtime.preflight import require_writable_model_dir
 
 DONE_SIGNAL_TIMEOUT_SECS = 10.0
 END_LINGER_SECS = 0.5
+END_BARRIER_GRACE_SECS = 5.0
 
 
 class KerasEngine:
@@ -215,7 +219,12 @@ class KerasEngine:
                 coordinator.join()
             loop.finish()
         keeper.stop_watching()
+        if plan.kind == "multi_worker_mirrored":
+            trainer._exports = ExportRequests()
         trainer.after_train(model, plan.is_chief)
+        if trainer._exports is not None:
+            export_together(trainer._exports, model, task, plan.is_chief)
+            trainer._exports = None
         keeper.finish(loop.global_step)
         if plan.kind == "parameter_server":
             self._signal_done(plan)
@@ -226,13 +235,54 @@ class KerasEngine:
         """Synchronous workers leave together: worker 0 hosts TensorFlow's coordination
         service, and a worker still finishing (its after_train, its last save) when worker 0
         exits fails with UnavailableError. A barrier of that service, then worker 0 lingers a
-        moment so every reply gets out before its server goes."""
-        from tensorflow.python.eager import context  # wait_at_barrier has no public alias
+        moment so every reply gets out before its server goes.
 
-        timeout_ms = int(self.settings.startup_timeout_secs * 1000)
-        context.context().wait_at_barrier("taas_training_end", timeout_ms)
+        A peer lost here (its heartbeat, the coordination service) changes nothing: this
+        worker finished training and its final checkpoint is saved, so it exits 0. The barrier
+        waits in a thread with a deadline of its own: with worker 0 frozen (stopped, its node
+        hung) no service is left to time the barrier out."""
+        timeout = self.settings.startup_timeout_secs
+        outcome: list[BaseException | None] = []
+        waiter = threading.Thread(
+            target=_wait_at_end_barrier,
+            args=(int(timeout * 1000), outcome),
+            name="taas-end-barrier",
+            daemon=True,  # the process ends with os._exit: a hung wait cannot hold it
+        )
+        waiter.start()
+        waiter.join(timeout + END_BARRIER_GRACE_SECS)
+        error = outcome[0] if outcome else None
+        if not outcome or (error is not None and peer_lost(error)):
+            why = (
+                f"{type(error).__name__}: {_first_line(error)}"
+                if error is not None
+                else f"no answer from the coordination service in {timeout:.0f} s"
+            )
+            print(
+                f"[{self.cluster.task_name}] a peer was lost after training finished "
+                f"({why}); this worker's part is saved: done",
+                flush=True,
+            )
+            return
+        if error is not None:
+            raise error
         if plan.task_type in ("chief", "worker") and plan.task_index == 0:
             time.sleep(END_LINGER_SECS)
+
+
+def _wait_at_end_barrier(timeout_ms: int, outcome: list[BaseException | None]) -> None:
+    from tensorflow.python.eager import context  # wait_at_barrier has no public alias
+
+    try:
+        context.context().wait_at_barrier("taas_training_end", timeout_ms)
+        outcome.append(None)
+    except Exception as exc:
+        outcome.append(exc)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else ""
 
 
 def refuse_custom_step_with_fit_hooks(trainer: KerasHooks, settings: Any) -> None:

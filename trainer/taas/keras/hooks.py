@@ -18,6 +18,7 @@ from typing import Any
 
 from taas.core.placement import ClusterInfo
 from taas.core.settings import TrainerSettings
+from taas.keras.exports import ExportRequests, save_model
 
 WarmStartFn = Callable[[Any], None]
 """``fn(model)``: loads warm-start weights into the freshly built model."""
@@ -34,6 +35,8 @@ class KerasHooks:
     loss: Any = None
     optimizer: Any = None
     global_batch_size: int = 0
+    #: Under MultiWorkerMirroredStrategy: the exports asked for, written after ``after_train``.
+    _exports: ExportRequests | None = None
 
     # ----------------------------------------------------------------- hooks (override)
 
@@ -72,8 +75,11 @@ class KerasHooks:
         your own), of the Keras your model is built with; default: none.
 
         Called once after ``build_model`` (and the restore or warm start), on each task that
-        runs ``fit``. They run after TaaS's own callback, so they see each step once TaaS has
-        reported, checked and checkpointed it; one that sets ``self.model.stop_training`` (as
+        runs ``fit`` (every MultiWorkerMirroredStrategy worker): give callbacks that write
+        plain files (``CSVLogger``) only when ``self.is_chief`` (``self.task`` names this
+        task); ones that save the model (``ModelCheckpoint``) on every worker. They run
+        after TaaS's own callback, so they see each step once TaaS has reported, checked and
+        checkpointed it; one that sets ``self.model.stop_training`` (as
         ``EarlyStopping`` does) ends training there, with ``after_train`` and the final
         checkpoint as at ``max_steps``. Not called with a custom ``train_batch(batch)``.
         """
@@ -115,6 +121,19 @@ class KerasHooks:
         """
         return None
 
+    # ----------------------------------------------------------------- where it runs
+
+    @property
+    def is_chief(self) -> bool:
+        """True on the task that writes: checkpoints, summaries, exports, your files (the
+        chief or master, else worker 0; the ParameterServerStrategy coordinator; one process)."""
+        return self.cluster.is_chief
+
+    @property
+    def task(self) -> tuple[str, int]:
+        """This task's ``(type, index)``, e.g. ``("worker", 1)``; one process: ``("worker", 0)``."""
+        return self.cluster.task_type, self.cluster.task_index
+
     # ----------------------------------------------------------------- helpers (call)
 
     def average_loss(self, per_example_loss: Any) -> Any:
@@ -126,22 +145,20 @@ class KerasHooks:
         )
 
     def export_model(self, model: Any, export_dir: str) -> str:
-        """Write ``model`` as a SavedModel in ``export_dir`` (chief only); return the directory.
+        """Write ``model`` as a SavedModel in ``export_dir``; return the directory (absolute).
 
-        Other MultiWorkerMirroredStrategy workers save to a scratch directory they delete, as
-        saving may need every replica.
+        Call it on the chief only or on every task: one SavedModel is written either way. Under
+        MultiWorkerMirroredStrategy, where a save needs every worker, it is written when
+        ``after_train`` returns, by every worker together (``taas.keras.exports``); elsewhere
+        at once (by the chief: another task's call writes to a scratch directory it deletes).
         """
+        if self._exports is not None:
+            self._exports.add(model, export_dir)
+            return os.path.abspath(export_dir)
         is_chief = self.cluster.is_chief if self.cluster.distributed else True
         target = export_dir if is_chief else tempfile.mkdtemp(prefix="taas-export-")
         try:
-            if type(model).__module__.startswith("keras."):
-                model.export(target)  # Keras 3: save() writes .keras files, export() SavedModels
-            elif hasattr(model, "save"):
-                model.save(target)
-            else:
-                import tensorflow as tf
-
-                tf.saved_model.save(model, target)
+            save_model(model, target)
         finally:
             if not is_chief:
                 shutil.rmtree(target, ignore_errors=True)

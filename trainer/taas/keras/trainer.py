@@ -53,6 +53,7 @@ class KerasTrainer(KerasHooks):
                  loss NaN/infinite: exit 3; SIGTERM: checkpoint, exit 143 (resumes there)
                  (already at max_steps: one line "nothing to train", no steps)
         end      after_train(model, is_chief)           evaluate, export_model(model, dir)
+                 MultiWorkerMirroredStrategy: the exports asked for, by every worker together
                  chief: final checkpoint; under ParameterServerStrategy every PS and worker
                  told "done" (they exit 0)
 
@@ -60,8 +61,9 @@ class KerasTrainer(KerasHooks):
     ``evaluate(model, global_step)`` on every new checkpoint in ``model_dir``; the metrics it
     returns are written as summaries under ``model_dir/eval``.
 
-    Inside the hooks ``self.settings``, ``self.cluster``, ``self.strategy`` and
-    ``self.global_batch_size`` (``batch_size`` times the replicas stepping together) are set;
+    Inside the hooks ``self.settings``, ``self.cluster``, ``self.is_chief`` (the task that
+    writes), ``self.task`` (``(type, index)``), ``self.strategy`` and ``self.global_batch_size``
+    (``batch_size`` times the replicas stepping together) are set;
     after ``build_model`` so are ``self.model``, ``self.loss`` and ``self.optimizer``.
     """
 
