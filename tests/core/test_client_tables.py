@@ -81,9 +81,9 @@ def test_tables_show_state_progress_and_eta() -> None:
     fold_progress(tfjob, plan, report, NOW, interval=30)
     running = tfjob.model_copy(update={"status": plan.status})
     assert jobs_table([running, job({"Worker": 1}, name="idle")], NOW) == [
-        "NAME    STATE     WORKERS   PS   PROGRESS   ETA   AGE",
-        "mnist   Running   2         1    25%        41s   51s",
-        "idle              1              -          -     <unknown>",
+        "NAME    STATE     REASON   WORKERS   PS   PROGRESS   ETA   AGE",
+        "mnist   Running            2         1    25%        41s   51s",
+        "idle                       1              -          -     <unknown>",
     ]
     wide = jobs_table([running], NOW, all_namespaces=True)
     assert wide[0].split()[:2] == ["NAMESPACE", "NAME"] and wide[1].split()[:2] == ["ns1", "mnist"]

@@ -59,5 +59,6 @@ def test_crd_shape():
     (version,) = crd["spec"]["versions"]
     assert version["name"] == "v1" and version["subresources"] == {"status": {}}
     columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
-    assert columns["State"] == ".status.conditions[-1:].type"
+    assert columns["State"] == ".status.state"
+    assert columns["Reason"] == ".status.stateReason"
     assert columns["Age"] == ".metadata.creationTimestamp"

@@ -9,6 +9,7 @@ from typing import Any
 
 from taas_operator.api import ProgressReport, parse_tfjob
 from taas_operator.api.constants import DEFAULT_PROGRESS_PORT
+from taas_operator.api.state import job_state
 from taas_operator.planner import (
     ObservedPod,
     chief_pod,
@@ -17,7 +18,6 @@ from taas_operator.planner import (
     final_report,
     fold_progress,
     format_eta,
-    job_state,
     plan_job,
     progress_columns,
     progress_port,
@@ -152,7 +152,7 @@ def test_success_shows_done() -> None:
     end = T0 + timedelta(seconds=5)
     plan = plan_job(tfjob, [pod("Worker", 0, "Succeeded", exit_code=0), pod("Worker", 1)], end)
     fold_progress(tfjob, plan, None, end, interval=INTERVAL)
-    assert job_state(plan.status) == "Succeeded"
+    assert job_state(plan.status).state == "Succeeded"
     assert progress_columns(plan.status) == ("100%", "0s")
     assert plan.status.progress is not None and plan.status.progress.step == 990
 

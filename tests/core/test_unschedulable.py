@@ -1,6 +1,7 @@
 """Replicas the scheduler cannot place: the job says how many of each type and why, in the
 scheduler's words, keeps the count current, and runs again once they are placed; `taas get`
-shows Unschedulable in its STATE column, the dashboard as the job's state. No I/O."""
+shows Waiting and the reason Unschedulable in its STATE and REASON columns, the dashboard
+"Waiting: Unschedulable". No I/O."""
 
 from __future__ import annotations
 
@@ -106,5 +107,7 @@ def test_several_types_are_named_and_taas_get_shows_unschedulable():
         + NO_GPU
     )
     assert not_running(tfjob) == ("Unschedulable", running.message)
-    assert jobs_table([tfjob], T0)[1].split()[:2] == ["mnist", "Unschedulable"]
-    assert job_state(tfjob.to_dict()) == ("Unschedulable", running.message)  # the dashboard
+    assert jobs_table([tfjob], T0)[1].split()[:3] == ["mnist", "Waiting", "Unschedulable"]
+    assert (tfjob.status.state, tfjob.status.state_reason) == ("Waiting", "Unschedulable")
+    # the dashboard
+    assert job_state(tfjob.to_dict()) == ("Waiting: Unschedulable", running.message)

@@ -194,6 +194,9 @@ class TFJobStatus(_Wire):
     last_reconcile_time: Time | None = None
     recreations: dict[str, Recreation] = Field(default_factory=dict)
     progress: TFJobProgress | None = None
+    #: TaaS: what the job is doing (`api.state`), the State printer column; and why.
+    state: str | None = None
+    state_reason: str | None = None
 
     def condition(self, type_: str) -> JobCondition | None:
         """The condition of this type, if present."""

@@ -218,13 +218,14 @@ def _tensorboard_line(job: Any) -> str | None:
 
 # -- wait ----------------------------------------------------------------------------------------
 def _wait(args: argparse.Namespace) -> int:
-    from taas_operator.planner import job_state, progress_columns
+    from taas_operator.api.state import job_state
+    from taas_operator.planner import progress_columns
 
     client = _client(args)
     shown: list[tuple[str, str, str]] = []
 
     def say(job: Any) -> None:
-        state = (job_state(job.status) or "Pending", *progress_columns(job.status))
+        state = (job_state(job.status).label, *progress_columns(job.status))
         if not shown or shown[-1] != state:
             shown.append(state)
             print(printable(f"TFJob {job.name}: {state[0]} {state[1]} ETA {state[2]}"), flush=True)

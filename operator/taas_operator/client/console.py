@@ -20,13 +20,13 @@ import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from taas_operator.api.constants import COND_RUNNING, REASON_UNSCHEDULABLE
 from taas_operator.api.models import TFJob
+from taas_operator.api.state import STATE_WAITING, job_state
 from taas_operator.api.text import printable
 from taas_operator.apiserver.errors import ApiError
 from taas_operator.client.jobs import TFJobClient
 from taas_operator.client.models import ReplicaPod
-from taas_operator.planner import job_state, progress_columns
+from taas_operator.planner import progress_columns
 from taas_operator.terminal import Display, format_table
 
 ENDING_EVENT_WAIT_S = 5.0
@@ -55,24 +55,26 @@ def _replicas(job: TFJob, rtype: str) -> str:
 
 
 def not_running(job: TFJob) -> tuple[str, str] | None:
-    """(reason, message) when the job's last condition says the scheduler cannot place some of
-    its replicas (Running False, reason Unschedulable), else None."""
-    last = job.status.conditions[-1] if job.status.conditions else None
-    if last is None or last.type != COND_RUNNING or last.status != "False":
+    """(reason, message) while the job waits (state Waiting: the scheduler cannot place some
+    replicas, an image cannot be pulled, its gang or its queue waits...), else None."""
+    state = job_state(job.status)
+    if state.state != STATE_WAITING:
         return None
-    return (last.reason, last.message or "") if last.reason == REASON_UNSCHEDULABLE else None
+    return (state.reason or STATE_WAITING, state.message)
 
 
 def jobs_table(jobs: Sequence[TFJob], now: datetime, all_namespaces: bool = False) -> list[str]:
-    """NAME STATE WORKERS PS PROGRESS ETA AGE, the columns of `kubectl get tfjobs`; STATE is
-    the State printer column's, or (TaaS) the reason a job is not running (Unschedulable)."""
-    header = ["NAME", "STATE", "WORKERS", "PS", "PROGRESS", "ETA", "AGE"]
+    """NAME STATE REASON WORKERS PS PROGRESS ETA AGE, the columns of `kubectl get tfjobs`
+    (`api.state`: what the job is doing and why)."""
+    header = ["NAME", "STATE", "REASON", "WORKERS", "PS", "PROGRESS", "ETA", "AGE"]
     rows = []
     for job in jobs:
         progress, eta = progress_columns(job.status)
+        state = job_state(job.status)
         row = [
             job.name,
-            (not_running(job) or (job_state(job.status),))[0],
+            state.state,  # empty, as kubectl shows it, before the operator's first pass
+            state.reason,
             _replicas(job, "Worker"),
             _replicas(job, "PS"),
             progress,
@@ -99,7 +101,7 @@ def job_lines(job: TFJob, pods: Sequence[ReplicaPod]) -> list[str]:
     ]
     progress, eta = progress_columns(job.status)
     true = [c for c in job.status.conditions if c.status == "True"]
-    state = job_state(job.status) or "Pending"
+    state = job_state(job.status).shown
     row = [job.name, state, progress, eta, true[-1].message if true else ""]
     lines = format_table(header, rows) if rows else []
     return lines + format_table(["TFJOB", "STATE", "PROGRESS", "ETA", "MESSAGE"], [row])

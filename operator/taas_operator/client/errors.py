@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from taas_operator.api.state import job_state
 from taas_operator.apiserver.errors import ApiError
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ class WaitTimeout(Exception):
 
     def __init__(self, job: TFJob, waited: float, conditions: tuple[str, ...]) -> None:
         self.job = job
-        state = job.status.conditions[-1].type if job.status.conditions else "no condition yet"
+        state = job_state(job.status).label if job.status.conditions else "no condition yet"
         super().__init__(
             f"TFJob {job.namespace}/{job.name}: none of {', '.join(conditions)} after "
             f"{waited:.0f}s (now: {state})"

@@ -69,6 +69,7 @@ from taas_operator.api.constants import (
     COND_SUCCEEDED,
 )
 from taas_operator.api.models import TFJob
+from taas_operator.api.state import body_state
 from taas_operator.api.text import printable
 from taas_operator.planner import Plan
 
@@ -243,15 +244,14 @@ class _Live(Collector):
     def collect(self) -> Iterator[GaugeMetricFamily]:
         states = GaugeMetricFamily(
             "taas_operator_jobs",
-            "TFJobs the operator has cached, by the State column (last condition)",
+            "TFJobs the operator has cached, by the State column (api.state)",
             labels=["job_namespace", "state"],
         )
         counts: dict[tuple[str, str], int] = {}
         for body in list(self.jobs()):
             namespace = str((body.get("metadata") or {}).get("namespace") or "default")
-            conditions = (body.get("status") or {}).get("conditions") or []
-            state = str(conditions[-1].get("type") or "Pending") if conditions else "Pending"
-            state = printable(state)  # status text anyone with tfjobs/status may write
+            # (status text anyone with tfjobs/status may write: printable)
+            state = printable(body_state(body.get("status")).shown)
             counts[(namespace, state)] = counts.get((namespace, state), 0) + 1
         for (namespace, state), count in sorted(counts.items()):
             states.add_metric([namespace, state], count)

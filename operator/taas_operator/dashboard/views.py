@@ -29,16 +29,15 @@ import yaml
 from pydantic import BaseModel, Field
 
 from taas_operator.api.constants import (
-    COND_RUNNING,
     DEFAULT_CONTAINER_NAME,
     LABEL_REPLICA_INDEX,
     LABEL_REPLICA_TYPE,
     MAX_REPLICAS,
-    REASON_UNSCHEDULABLE,
     REPLICA_TYPES,
     TENSORBOARD_ANNOTATION,
 )
 from taas_operator.api.events import KubeEvent
+from taas_operator.api.state import body_state
 from taas_operator.api.validation import normalize_replica_type
 from taas_operator.tensorboard.objects import tensorboard_command, tensorboard_link
 from taas_operator.tfjob import replica_name
@@ -115,20 +114,12 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def job_state(tfjob: dict[str, Any]) -> tuple[str, str]:
-    """(state, message): the last true condition, as `taas run` and `kubectl get` read it, or
-    (TaaS) Unschedulable while the scheduler cannot place some replicas (as `taas get`)."""
-    conditions = (tfjob.get("status") or {}).get("conditions") or []
-    last = conditions[-1] if conditions else {}
-    if (last.get("type"), last.get("status"), last.get("reason")) == (
-        COND_RUNNING,
-        "False",
-        REASON_UNSCHEDULABLE,
-    ):
-        return REASON_UNSCHEDULABLE, str(last.get("message", ""))
-    true = [c for c in conditions if c.get("status") == "True"]
-    if not true:
-        return "Pending", "the operator has not picked the job up yet"
-    return str(true[-1].get("type", "")), str(true[-1].get("message", ""))
+    """(state, message): the job's state and reason in the words of `kubectl get tfjobs` and
+    `taas get` (`api.state`: "Waiting: ImagePullBackOff"), and the message behind them."""
+    state = body_state(tfjob.get("status"))
+    if not state.state:
+        return state.shown, "the operator has not picked the job up yet"
+    return state.label, state.message
 
 
 def tensorboard_url(tfjob: dict[str, Any]) -> str | None:

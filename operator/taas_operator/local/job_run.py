@@ -34,6 +34,7 @@ from typing import Any
 
 from taas_operator.api import ProgressReport, TFJob
 from taas_operator.api.constants import DEFAULT_CONTAINER_NAME
+from taas_operator.api.state import job_state
 from taas_operator.documents import InputError
 from taas_operator.local.container import LOCAL_IP, launch_spec
 from taas_operator.local.display import RunDisplay
@@ -47,7 +48,6 @@ from taas_operator.planner import (
     chief_slot,
     desired_pods,
     fold_progress,
-    job_state,
     plan_job,
     progress_columns,
 )
@@ -239,7 +239,7 @@ class JobRun:
         progress, eta = progress_columns(status)
         true = [c for c in status.conditions if c.status == "True"]
         message = true[-1].message if true else ""
-        return [self.job.name, job_state(status) or "Pending", progress, eta, message]
+        return [self.job.name, job_state(status).shown, progress, eta, message]
 
     def table_rows(self) -> list[list[str]]:
         """One row per replica slot."""

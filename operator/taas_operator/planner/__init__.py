@@ -20,7 +20,7 @@ Public surface:
     replica_labels, job_selector                                          (objects.py)
     set_condition, fail_invalid_spec, fail_job                            (conditions.py)
     backoff_delay(attempt, start, cap)                                    (backoff.py)
-    fold_progress, chief_slot, chief_pod, final_report, progress_port, job_state,
+    fold_progress, chief_slot, chief_pod, final_report, progress_port,
     progress_columns,
     format_eta                                                            (progress.py)
 """
@@ -55,7 +55,6 @@ from taas_operator.planner.progress import (
     final_report,
     fold_progress,
     format_eta,
-    job_state,
     progress_columns,
     progress_port,
 )
@@ -82,7 +81,6 @@ __all__ = [
     "format_eta",
     "gang_waiting",
     "job_selector",
-    "job_state",
     "made_by_token",
     "min_member",
     "owner_reference",

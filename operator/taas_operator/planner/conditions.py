@@ -10,7 +10,8 @@
 - a message is kept to `api.text.MESSAGE_LIMIT` characters (pod text in it is unbounded);
 - lastTransitionTime is kept when only reason/message change;
 - setting a type removes its older entry and appends the new one; Running and Restarting replace
-  each other; Succeeded or Failed turn an existing Running condition to False.
+  each other; Succeeded or Failed turn an existing Running condition to False;
+- (TaaS) `status.state` and `status.stateReason` follow the conditions (`api.state`).
 
 A spec the models refuse (stored while an older CRD was installed), or a pod template the
 apiserver refuses, fails the job once (`fail_invalid_spec`): Created if missing, Failed with
@@ -32,6 +33,7 @@ from taas_operator.api.constants import (
     REASON_INVALID_SPEC,
 )
 from taas_operator.api.models import JobCondition, TFJobStatus
+from taas_operator.api.state import job_state
 from taas_operator.api.text import bounded
 
 _EXCLUSIVE = {COND_RUNNING: COND_RESTARTING, COND_RESTARTING: COND_RUNNING}
@@ -74,6 +76,8 @@ def set_condition(
         )
     )
     status.conditions = kept
+    said = job_state(status)
+    status.state, status.state_reason = said.state, said.reason
     return True
 
 

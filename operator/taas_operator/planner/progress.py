@@ -6,7 +6,6 @@ bounded rate, and the STATE / PROGRESS / ETA columns every table shows. Pure: no
     progress_port(job) -> int                       # the TCP port that chief serves it on
     fold_progress(job, plan, report, now, *, interval, last_update=None)
                                                     # plan.status.progress (and requeue_at)
-    job_state(status) -> str                        # what the State printer column shows
     progress_columns(status) -> (progress, eta)     # "40%", "1m35s" ("-" when unknown)
     format_eta(seconds) -> str                      # "24s", "1m35s", "2h03m"
 
@@ -187,11 +186,6 @@ def fold_progress(
         elif plan.requeue_at is None or due < plan.requeue_at:
             plan.requeue_at = due
     plan.status_changed = status_changed(job.status, status)
-
-
-def job_state(status: TFJobStatus) -> str:
-    """The type of the last condition (the State printer column), "" when there is none."""
-    return status.conditions[-1].type if status.conditions else ""
 
 
 def progress_columns(status: TFJobStatus) -> tuple[str, str]:
