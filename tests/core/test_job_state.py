@@ -110,7 +110,7 @@ def test_a_job_whose_image_is_missing_is_waiting_everywhere_with_the_reason():
     assert tfjob.status.to_dict()["stateReason"] == "ImagePullBackOff"
     assert jobs_table([tfjob], T0)[1].split()[:3] == ["mnist", "Waiting", "ImagePullBackOff"]
     assert not_running(tfjob) is not None and not_running(tfjob)[0] == "ImagePullBackOff"
-    assert dashboard_state(tfjob.to_dict())[0] == "Waiting: ImagePullBackOff"
+    assert dashboard_state(tfjob.to_dict())[:2] == ("Waiting", "ImagePullBackOff")
     running = [pod("Worker", 0), pod("Worker", 1)]
     plan = plan_job(tfjob, running, T0 + timedelta(seconds=10))
     assert (plan.status.state, plan.status.state_reason) == ("Running", "")

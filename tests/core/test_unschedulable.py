@@ -110,4 +110,4 @@ def test_several_types_are_named_and_taas_get_shows_unschedulable():
     assert jobs_table([tfjob], T0)[1].split()[:3] == ["mnist", "Waiting", "Unschedulable"]
     assert (tfjob.status.state, tfjob.status.state_reason) == ("Waiting", "Unschedulable")
     # the dashboard
-    assert job_state(tfjob.to_dict()) == ("Waiting: Unschedulable", running.message)
+    assert job_state(tfjob.to_dict()) == ("Waiting", "Unschedulable", running.message)

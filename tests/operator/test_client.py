@@ -250,7 +250,7 @@ def test_cli_get_logs_wait_delete(
     got = taas("get", kubeconfig=kubeconfig, ns=ns)
     assert got.returncode == 0, got.stderr
     header, *rows = got.stdout.splitlines()
-    assert header.split() == ["NAME", "STATE", "WORKERS", "PS", "PROGRESS", "ETA", "AGE"]
+    assert header.split() == ["NAME", "STATE", "REASON", "WORKERS", "PS", "PROGRESS", "ETA", "AGE"]
     mine = next(r.split() for r in rows if r.startswith(name + " "))
     assert mine[:6] == [name, "Running", "2", "1", "25%", "1m35s"]
     one = taas("get", name, "-o", "yaml", kubeconfig=kubeconfig, ns=ns)

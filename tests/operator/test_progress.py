@@ -63,7 +63,8 @@ def test_progress_reaches_the_status_and_kubectl(
         "accuracy": [{"step": 240, "value": 0.91}, {"step": 250, "value": 0.93}]
     }
     table = control_plane.kubectl("get", "tfjobs", "-n", ns, name).stdout.splitlines()
-    assert table[0].split() == ["NAME", "STATE", "WORKERS", "PS", "PROGRESS", "ETA", "AGE"]
+    header = ["NAME", "STATE", "REASON", "WORKERS", "PS", "PROGRESS", "ETA", "AGE"]
+    assert table[0].split() == header
     assert table[1].split()[:6] == [name, "Running", "2", "1", "25%", "1m35s"]
 
     # The job's NetworkPolicy admits the operator's namespace to the progress port, only.

@@ -216,5 +216,5 @@ def test_g_unschedulable_replicas_show_on_the_tfjob_and_in_taas_get(sim, operato
     )
     assert shown.returncode == 0, shown.stderr
     lines = shown.stdout.splitlines()
-    assert lines[1].split()[:2] == ["greedy", "Unschedulable"], shown.stdout
+    assert lines[1].split()[:3] == ["greedy", "Waiting", "Unschedulable"], shown.stdout
     assert lines[2].startswith("Unschedulable: TFJob " + ns + "/greedy is not running: 3 of 7")

@@ -61,6 +61,7 @@ class JobSummary(BaseModel):
     name: str
     uid: str = ""
     state: str
+    reason: str = ""  # why (api.state): the page shows "Waiting: ImagePullBackOff"
     message: str = ""
     replicas: dict[str, ReplicaCounts] = Field(default_factory=dict)
     progress: dict[str, Any] | None = None
@@ -113,13 +114,14 @@ def _meta(obj: dict[str, Any]) -> dict[str, Any]:
     return dict(obj.get("metadata") or {})
 
 
-def job_state(tfjob: dict[str, Any]) -> tuple[str, str]:
-    """(state, message): the job's state and reason in the words of `kubectl get tfjobs` and
-    `taas get` (`api.state`: "Waiting: ImagePullBackOff"), and the message behind them."""
+def job_state(tfjob: dict[str, Any]) -> tuple[str, str, str]:
+    """(state, reason, message): the job's state and reason in the words of `kubectl get
+    tfjobs` and `taas get` (`api.state`; shown "Waiting: ImagePullBackOff"), and the message
+    behind them."""
     state = body_state(tfjob.get("status"))
     if not state.state:
-        return state.shown, "the operator has not picked the job up yet"
-    return state.label, state.message
+        return state.shown, "", "the operator has not picked the job up yet"
+    return state.shown, state.reason, state.message
 
 
 def tensorboard_url(tfjob: dict[str, Any]) -> str | None:
@@ -141,7 +143,7 @@ def tensorboard_hint(tfjob: dict[str, Any]) -> str | None:
 def job_summary(tfjob: dict[str, Any]) -> JobSummary:
     """A row of the jobs list."""
     meta, spec, status = _meta(tfjob), tfjob.get("spec") or {}, tfjob.get("status") or {}
-    state, message = job_state(tfjob)
+    state, reason, message = job_state(tfjob)
     counts: dict[str, ReplicaCounts] = {}
     specs = spec.get("tfReplicaSpecs") or {}
     for rtype in REPLICA_TYPES:
@@ -157,6 +159,7 @@ def job_summary(tfjob: dict[str, Any]) -> JobSummary:
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid") or ""),
         state=state,
+        reason=reason,
         message=message,
         replicas=counts,
         progress=dict(progress) if isinstance(progress, dict) else None,

@@ -76,6 +76,8 @@ function progressOf(job) {
 }
 
 function stateClass(s) { return `state s-${(s || "Pending").toLowerCase()}`; }
+// The state and why, as `kubectl get tfjobs` and `taas get` say them: "Waiting: ImagePullBackOff".
+function stateText(job) { return job.reason ? `${job.state}: ${job.reason}` : job.state; }
 
 function replicasText(replicas) {
   const parts = [];
@@ -181,7 +183,7 @@ function rowFor(job) {
   tr.append(
     el("td", { class: "name" }, link),
     el("td", { text: job.namespace }),
-    el("td", {}, el("span", { class: stateClass(job.state), text: job.state, title: job.message })),
+    el("td", {}, el("span", { class: stateClass(job.state), text: stateText(job), title: job.message })),
     replicasCell(job.replicas),
     progressCell(job),
     el("td", { class: "eta", text: p && p.eta != null && job.state === "Running" ? duration(p.eta) : "" }),
@@ -406,7 +408,7 @@ function renderDetail(detail) {
   $("job-body").hidden = false;
   const pill = $("job-state");
   pill.className = stateClass(job.state);
-  pill.textContent = job.state;
+  pill.textContent = stateText(job);
   $("job-message").textContent = job.message;
   const tb = $("tensorboard");
   tb.hidden = !job.tensorboard;
