@@ -20,6 +20,13 @@ mean over the global batch). A model whose own ``train_step`` does not call ``co
 has none: then the progress shows Keras's running mean, and says so once. The compiled metrics
 are shown as Keras computes them: means since the epoch began.
 
+Every value in the logs is the one plain Keras reports in one process on the same global
+batches: ``fit`` runs with ``distribute_reduction_method="first"`` (unless the user set one),
+as each replica's values are already global (Keras's metrics aggregate their state over the
+replicas in a ``merge_call``, ``step_loss`` likewise); tf_keras's default sums them over a
+MultiWorkerMirroredStrategy job's workers (twice the loss with two). The epoch's logs are
+Keras's own (the metrics' values over the epoch), ``step_loss`` beside them.
+
 Epochs: without ``steps_per_epoch`` one epoch of the remaining steps; with it, epochs of that
 many steps, epoch ``global step // steps_per_epoch`` first (a run resumed mid-epoch runs whole
 epochs from where it resumed), the last one cut at ``max_steps``.
@@ -32,6 +39,7 @@ under MultiWorkerMirroredStrategy and ParameterServerStrategy it fails on Tensor
 from __future__ import annotations
 
 import math
+import threading
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,6 +58,8 @@ from taas.keras.strategies import StrategyPlan
 KERAS3_FIT_ISSUE = "keras-team/keras#20585"
 #: The logs' entry with each train step's own loss (Keras's ``loss`` is a running mean).
 STEP_LOSS = "step_loss"
+#: Keras's methods that make an epoch's logs from its metrics (tf_keras's; Keras 3's).
+EPOCH_LOGS = ("_validate_and_get_metrics_result", "_get_metrics_result_or_logs")
 #: Strategies whose fit Keras 3 cannot run on TensorFlow 2.21 (their names as users know them).
 KERAS3_NO_FIT = {
     "multi_worker_mirrored": "MultiWorkerMirroredStrategy",
@@ -108,32 +118,72 @@ def _keras3() -> ModuleType | None:
 
 @contextmanager
 def step_loss(model: Any) -> Iterator[None]:
-    """While in the block, each train step's logs carry ``STEP_LOSS`` (see the module): the
-    model's ``train_step`` and ``compute_loss`` are wrapped on the instance, then unwrapped."""
+    """While in the block, each train step's logs carry ``STEP_LOSS`` and every value in them is
+    the global one, once (see the module): the model's ``train_step`` and ``compute_loss`` (and
+    the method that builds the epoch's logs) are wrapped on the instance, then unwrapped."""
     train_step, compute_loss = model.train_step, model.compute_loss
-    losses: list[Any] = []
+    epoch_logs_name = next((name for name in EPOCH_LOGS if hasattr(model, name)), None)
+    chosen = getattr(model, "_distribute_reduction_method", None)  # set by the user: theirs
+    # MirroredStrategy traces each replica's step in a thread of its own: each keeps its own.
+    replica = threading.local()
 
     def recording_loss(*args: Any, **kwargs: Any) -> Any:
         loss = compute_loss(*args, **kwargs)
-        losses.append(loss)
+        if getattr(replica, "losses", None) is not None:  # in a train step (not a test step)
+            replica.losses.append(loss)
         return loss
 
     def step_with_loss(data: Any) -> Any:
-        losses.clear()
-        logs = train_step(data)
+        replica.losses = []
+        try:
+            logs = train_step(data)
+            losses = replica.losses
+        finally:
+            replica.losses = None
         if len(losses) != 1 or not isinstance(logs, dict):
             return logs  # the model's own train_step: no single loss to show
         loss = losses[0]  # scaled by 1 / replicas, for the optimizer: the sum is the mean
         context = tf.distribute.get_replica_context()
         if context is not None and context.num_replicas_in_sync > 1:
-            loss = context.all_reduce(tf.distribute.ReduceOp.SUM, loss)
+            # In a merge_call, as Keras's metrics compute their results: one tensor, the same
+            # on every replica (an all_reduce's copy on a replica whose output is unused may be
+            # pruned from the graph, leaving the others' collective waiting).
+            loss = context.merge_call(_sum_over_replicas, args=(loss,))
         return {**logs, STEP_LOSS: loss}
 
-    model.train_step, model.compute_loss = step_with_loss, recording_loss
+    wrapped = {"train_step": step_with_loss, "compute_loss": recording_loss}
+    if epoch_logs_name is not None:
+        wrapped[epoch_logs_name] = _without_step_loss(getattr(model, epoch_logs_name))
+    for name, method in wrapped.items():
+        setattr(model, name, method)
+    if chosen is None and hasattr(model, "distribute_reduction_method"):
+        model.distribute_reduction_method = "first"
     try:
         yield
     finally:
-        del model.train_step, model.compute_loss  # the class's methods again
+        for name in wrapped:
+            delattr(model, name)  # the class's methods again
+        if chosen is None and hasattr(model, "distribute_reduction_method"):
+            model.distribute_reduction_method = None
+
+
+def _sum_over_replicas(strategy: Any, value: Any) -> Any:
+    return strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+
+
+def _without_step_loss(epoch_logs: Any) -> Any:
+    """Keras's method making an epoch's logs, which takes the model's metrics (over the epoch,
+    from their variables) only when the logs hold the metrics' names and no other: it sees the
+    logs without ``STEP_LOSS``, which is then put back (the last step's)."""
+
+    def wrapped(logs: Any) -> Any:
+        if not isinstance(logs, dict) or STEP_LOSS not in logs:
+            return epoch_logs(logs)
+        rest = {name: value for name, value in logs.items() if name != STEP_LOSS}
+        result = epoch_logs(rest)
+        return {**result, STEP_LOSS: logs[STEP_LOSS]} if isinstance(result, dict) else result
+
+    return wrapped
 
 
 def user_callbacks(trainer: KerasHooks, keras: ModuleType, coordinated: bool) -> list[Any]:
