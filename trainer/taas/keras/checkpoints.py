@@ -5,6 +5,7 @@
         .after_step(step, loss, metrics) chief: summaries, periodic checkpoints; SIGTERM check
         .epoch_end(step, values)        chief: summaries of fit's validation metrics
         .stop_watching()                after the loop: SIGTERM is plain again
+        .changed_since_save()           fit's callbacks ran after the last save
         .finish(step)                   chief: the final checkpoint
         .watch_sigterm(resolver)        from here SIGTERM means "checkpoint, then exit 143"
 
@@ -81,6 +82,7 @@ class CheckpointKeeper:
         )
         self.writes = plan.is_chief
         self.saved_step: int | None = None
+        self._changed = False
         self._saved_at = time.monotonic()
         self._summary_mark: tuple[float, int] | None = None
         self._writer = tf.summary.create_file_writer(settings.model_dir) if self.writes else None
@@ -190,11 +192,12 @@ class CheckpointKeeper:
                     tf.summary.scalar("global_step/sec", (step - before) / (now - then))
         self._summary_mark = (now, step)
 
-    def save(self, step: int) -> None:
-        """Chief: write ``ckpt-<step>`` (once per step); other synchronous workers: a scratch
-        copy they delete (the save is collective); other tasks: nothing."""
+    def save(self, step: int, again: bool = False) -> None:
+        """Chief: write ``ckpt-<step>`` (once per step, unless ``again``); other synchronous
+        workers: a scratch copy they delete (the save is collective); other tasks: nothing."""
         self._saved_at = time.monotonic()
-        if self.saved_step == step:
+        again = again and self.saved_step == step
+        if self.saved_step == step and not again:
             return
         self.saved_step = step
         if self.writes:
@@ -202,7 +205,8 @@ class CheckpointKeeper:
             # may have reached the variables, so that can be a few more than the loop's count.
             number = int(self.optimizer.iterations.numpy())
             path = self.manager.save(checkpoint_number=number, options=self.options)
-            print(f"[{self.task}] saved checkpoint {os.path.basename(path)}", flush=True)
+            why = " again: the model as fit's callbacks left it" if again else ""
+            print(f"[{self.task}] saved checkpoint {os.path.basename(path)}{why}", flush=True)
         elif self.collective:
             scratch = tempfile.mkdtemp(prefix="taas-ckpt-")
             try:
@@ -211,10 +215,19 @@ class CheckpointKeeper:
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
 
+    def changed_since_save(self) -> None:
+        """``fit`` has returned: the callbacks ran after the last step's checkpoint and may have
+        changed the model (``EarlyStopping(restore_best_weights=True)`` sets the best epoch's
+        weights in ``on_train_end``; ``ReduceLROnPlateau`` lowers the learning rate at an
+        epoch's end), so :meth:`finish` writes the final checkpoint even at a step already
+        saved. Called on every task that runs ``fit`` alike (the save is collective)."""
+        self._changed = True
+
     def finish(self, step: int) -> None:
-        """After the loop: the chief's final checkpoint (when checkpoints are on)."""
+        """After the loop: the chief's final checkpoint (when checkpoints are on), of the model
+        as it is now."""
         settings = self.settings
         if settings.save_checkpoints_steps or settings.save_checkpoints_secs:
-            self.save(step)
+            self.save(step, again=self._changed)
         if self._writer is not None:
             self._writer.flush()

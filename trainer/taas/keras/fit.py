@@ -257,6 +257,7 @@ def run_fit(
             callbacks=callbacks,
             **fit_args,
         )
+    keeper.changed_since_save()  # the callbacks' epoch and train ends came after it
     if loop.running:
         print(
             f"[{loop.task}] fit stopped at global step {loop.global_step} before max_steps "
