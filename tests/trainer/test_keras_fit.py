@@ -167,6 +167,45 @@ def test_the_final_checkpoint_holds_the_weights_restore_best_weights_set(
 
 
 @pytest.mark.timeout(150)
+def test_the_progress_line_at_each_epochs_end_carries_that_epochs_validation(
+    tmp_path: Path,
+) -> None:
+    """3 epochs of 20 steps, a line every 8 steps: the line of each epoch's last step (20 and 60
+    between the 8-step lines, 40 on one) is printed once, after the epoch's validation, with
+    its val_loss; lines within an epoch show the previous epoch's. Before, each epoch's line
+    showed the epoch before's, and the last epoch's never appeared."""
+    done = run_program(
+        FIT,
+        fit_env(
+            tmp_path,
+            TAAS_MAX_EPOCHS="3",
+            TAAS_STEPS_PER_EPOCH="20",
+            TAAS_VALIDATION_STEPS="2",
+            TAAS_LOG_EVERY_STEPS="8",
+            FIT_BATCH_CALLBACK="0",
+        ),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = json.loads((tmp_path / "progress.json").read_text())
+    validation = {p["step"]: p["value"] for p in doc["scalars"]["val_loss"]}
+    assert sorted(validation) == [20, 40, 60], doc
+    shown: dict[int, str] = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("[local] step ") and " global " in line:
+            step = int(line.split(" global ")[1].split("/")[0])
+            assert step not in shown, (step, done.stdout)
+            shown[step] = line
+    assert sorted(shown) == [8, 16, 20, 24, 32, 40, 48, 56, 60], done.stdout
+    for step, line in shown.items():
+        epoch_end = (step + 19) // 20 * 20  # the validation this line must show, if any
+        latest = epoch_end if step == epoch_end else epoch_end - 20
+        if latest == 0:
+            assert "val_loss" not in line, line
+        else:
+            assert f" val_loss {validation[latest]:.4g}" in line, (line, validation)
+
+
+@pytest.mark.timeout(150)
 def test_a_resumed_run_counts_epochs_from_its_global_step(tmp_path: Path) -> None:
     """2 epochs of 20 steps, then the same model dir with max_epochs 5: it resumes at step 40,
     runs epochs 2, 3 and 4, and stops at max_steps 100."""

@@ -7,7 +7,8 @@ where Keras 3's ``fit`` works.
 ``fit`` gets TaaS's callback first, then the user's ``callbacks()``. TaaS's reports each
 finished batch to the shared :class:`~taas.core.loop.TrainLoop` (progress lines, the NaN check,
 the stop at ``max_steps``), then to the :class:`~taas.keras.checkpoints.CheckpointKeeper`
-(summaries, checkpoints, SIGTERM); at each epoch's end it publishes the validation metrics. So
+(summaries, checkpoints, SIGTERM); at each epoch's end it publishes the validation metrics,
+and the progress line of the epoch's last step, held until then, carries them. So
 the user's callbacks see a step only once it is checked and checkpointed, and one that stops
 ``fit`` (``EarlyStopping``) leaves the engine to finish as at ``max_steps``: ``after_train``,
 the final checkpoint.
@@ -231,7 +232,8 @@ def run_fit(
 ) -> None:
     """``model.fit`` from the loop's global step to ``max_steps`` (see the module)."""
     settings = trainer.settings
-    callbacks = [loop_callback(keras, loop, keeper, window(coordinator, workers))]
+    validating = overrides_hook(trainer, "create_validation_dataset")
+    callbacks = [loop_callback(keras, loop, keeper, window(coordinator, workers), validating)]
     callbacks += user_callbacks(trainer, keras, coordinator is not None)
     start, end = loop.global_step, loop.max_steps
     epoch_steps = settings.steps_per_epoch or end - start
@@ -240,7 +242,7 @@ def run_fit(
         "initial_epoch": start // epoch_steps if settings.steps_per_epoch else 0,
         "steps_per_epoch": epoch_steps,
     }
-    if overrides_hook(trainer, "create_validation_dataset"):
+    if validating:
         if settings.validation_steps is None:
             raise SettingsError(
                 f"{type(trainer).__name__} overrides create_validation_dataset: set "
@@ -274,20 +276,28 @@ def _data(keras: ModuleType, trainer: KerasHooks, create: Any) -> Any:
     return trainer.strategy.distribute_datasets_from_function(create)
 
 
-def loop_callback(keras: ModuleType, loop: TrainLoop, keeper: CheckpointKeeper, limit: int) -> Any:
+def loop_callback(
+    keras: ModuleType,
+    loop: TrainLoop,
+    keeper: CheckpointKeeper,
+    limit: int,
+    validating: bool = False,
+) -> Any:
     """TaaS's callback (of ``keras``'s Callback class): reports each finished batch, in
     order, at most ``limit`` behind under ParameterServerStrategy; stops fit when the loop
-    ends; publishes the validation metrics at each epoch's end."""
+    ends; publishes the validation metrics at each epoch's end. With validation
+    (``validating``) the progress line of an epoch's last step waits for them: printed at the
+    epoch's end, it carries that epoch's ``val_*``."""
 
     class LoopCallback(keras.callbacks.Callback):  # type: ignore[name-defined]
         def __init__(self) -> None:
             super().__init__()
             self._supports_tf_logs = True  # PS training hands RemoteValues: fetched in order
-            self.pending: deque[Any] = deque()
+            self.pending: deque[tuple[int, Any]] = deque()
             self.noted = False
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-            self.pending.append(logs)
+            self.pending.append((batch, logs))
             while len(self.pending) > limit:
                 self._report_one()
 
@@ -299,14 +309,20 @@ def loop_callback(keras: ModuleType, loop: TrainLoop, keeper: CheckpointKeeper, 
                 for name, value in (fetch(logs) or {}).items()
                 if name.startswith("val_")
             }
+            loop.epoch_end(validation)
             if validation:
-                loop.scalars(validation)
                 keeper.epoch_end(loop.global_step, validation)
 
+        def _last_of_epoch(self, batch: int) -> bool:
+            steps = (self.params or {}).get("steps")
+            return loop.global_step + 1 >= loop.max_steps or (
+                steps is not None and batch + 1 >= steps
+            )
+
         def _report_one(self) -> None:
-            logs = {
-                name: float(value) for name, value in (fetch(self.pending.popleft()) or {}).items()
-            }
+            batch, values = self.pending.popleft()
+            hold = validating and self._last_of_epoch(batch)
+            logs = {name: float(value) for name, value in (fetch(values) or {}).items()}
             loss = logs.pop(STEP_LOSS, None)
             running = logs.pop("loss", None)
             if loss is None and running is not None and not self.noted:
@@ -316,7 +332,7 @@ def loop_callback(keras: ModuleType, loop: TrainLoop, keeper: CheckpointKeeper, 
                     flush=True,
                 )
                 self.noted = True
-            if not report(loop, keeper, running if loss is None else loss, logs):
+            if not report(loop, keeper, running if loss is None else loss, logs, hold):
                 self.model.stop_training = True
 
     return LoopCallback()
