@@ -5,7 +5,7 @@
         .after_step(step, loss, metrics) chief: summaries, periodic checkpoints; SIGTERM check
         .epoch_end(step, values)        chief: summaries of fit's validation metrics
         .stop_watching()                after the loop: SIGTERM is plain again
-        .changed_since_save()           fit's callbacks ran after the last save
+        .changed_since_save(maybe)      fit has returned: its callbacks may have changed the model
         .finish(step)                   chief: the final checkpoint
         .watch_sigterm(resolver)        from here SIGTERM means "checkpoint, then exit 143"
 
@@ -160,7 +160,8 @@ class CheckpointKeeper:
         return self._agree(due)
 
     def _agree(self, due: bool) -> bool:
-        """True on every worker when the chief says so (one all-reduce of a flag)."""
+        """True on every worker when one says so (one all-reduce of a flag): the chief, whose
+        clock decides time-based checkpoints; any that ran callbacks (``changed_since_save``)."""
         flag = tf.constant(1.0 if due else 0.0)
 
         def replica_fn(value: Any) -> Any:
@@ -215,13 +216,15 @@ class CheckpointKeeper:
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
 
-    def changed_since_save(self) -> None:
-        """``fit`` has returned: the callbacks ran after the last step's checkpoint and may have
-        changed the model (``EarlyStopping(restore_best_weights=True)`` sets the best epoch's
-        weights in ``on_train_end``; ``ReduceLROnPlateau`` lowers the learning rate at an
-        epoch's end), so :meth:`finish` writes the final checkpoint even at a step already
-        saved. Called on every task that runs ``fit`` alike (the save is collective)."""
-        self._changed = True
+    def changed_since_save(self, maybe: bool) -> None:
+        """``fit`` has returned; ``maybe``: the user's callbacks ran after the last step's
+        checkpoint and may have changed the model (``EarlyStopping(restore_best_weights=True)``
+        sets the best epoch's weights in ``on_train_end``; ``ReduceLROnPlateau`` lowers the
+        learning rate at an epoch's end), so :meth:`finish` writes the final checkpoint even at
+        a step already saved. Called on every task that runs ``fit``; under
+        MultiWorkerMirroredStrategy the workers agree (the save is collective, and a worker's
+        ``callbacks()`` may differ from the chief's)."""
+        self._changed = self._agree(maybe) if self.collective else maybe
 
     def finish(self, step: int) -> None:
         """After the loop: the chief's final checkpoint (when checkpoints are on), of the model

@@ -259,7 +259,7 @@ def run_fit(
             callbacks=callbacks,
             **fit_args,
         )
-    keeper.changed_since_save()  # the callbacks' epoch and train ends came after it
+    keeper.changed_since_save(len(callbacks) > 1)  # the user's epoch and train ends ran after it
     if loop.running:
         print(
             f"[{loop.task}] fit stopped at global step {loop.global_step} before max_steps "
