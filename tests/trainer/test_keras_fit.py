@@ -109,6 +109,102 @@ def test_epochs_validation_metrics_and_early_stopping_under_mirrored_strategy(
     assert tags["val_loss"] == tags["val_mae"] == [20, 40], tags
 
 
+def checkpoint_weights(path: Path) -> dict[str, float]:
+    """The Dense unit's kernel and bias in the checkpoint at ``path`` (``.../ckpt-N``)."""
+    import tensorflow as tf
+
+    reader = tf.train.load_checkpoint(str(path))
+    found = {}
+    for name in reader.get_variable_to_shape_map():
+        if name.startswith("model/") and name.endswith("/.ATTRIBUTES/VARIABLE_VALUE"):
+            kind = name.split("/")[-3]
+            if kind in ("kernel", "bias"):
+                found["w" if kind == "kernel" else "b"] = float(reader.get_tensor(name).ravel()[0])
+    return found
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("workers", [1, 2], ids=["one-process", "multi-worker-mirrored"])
+def test_the_final_checkpoint_holds_the_weights_restore_best_weights_set(
+    tmp_path: Path, workers: int
+) -> None:
+    """EarlyStopping(restore_best_weights=True) stops at step 40, a checkpoint step, and sets the
+    first epoch's weights when fit ends: the final ckpt-40 holds those, what the model holds at
+    after_train, not the step's (it was written before Keras restored them)."""
+    env = fit_env(
+        tmp_path,
+        TAAS_MAX_EPOCHS="5",
+        TAAS_STEPS_PER_EPOCH="20",
+        TAAS_VALIDATION_STEPS="2",
+        TAAS_SAVE_CHECKPOINTS_STEPS="20",
+        FIT_EARLY_STOP="best",
+        FIT_BATCH_CALLBACK="0",
+        TAAS_STARTUP_TIMEOUT_SECS="120",
+    )
+    if workers == 1:
+        done = run_program(FIT, env, timeout=150)
+        assert done.returncode == 0, done.stdout + done.stderr
+        outputs = [done.stdout]
+    else:
+        cluster = LocalCluster(FIT, tmp_path / "logs", {"worker": workers}, env=env)
+        try:
+            cluster.start_all()
+            codes = cluster.wait(240)
+            assert set(codes.values()) == {0}, cluster.logs()
+            outputs = [task.text() for task in cluster.tasks.values()]
+        finally:
+            cluster.close()
+    model = tmp_path / "model"
+    saved = checkpoint_weights(model / "ckpt-40")
+    for output in outputs:
+        (end,) = lines(output, "DONE")
+        first, second = [cb for cb in lines(output, "CB") if cb["event"] == "epoch_end"]
+        assert end["step"] == 40 and (end["w"], end["b"]) == (first["w"], first["b"]), output
+        assert abs(second["w"] - first["w"]) > 1e-3, (first, second)  # the restore changed them
+        assert saved == {"w": end["w"], "b": end["b"]}, (saved, end, second)
+    assert "saved checkpoint ckpt-40 again: the model as fit's callbacks left it" in outputs[0]
+    assert sorted(p.name for p in model.glob("ckpt-*.index")) == ["ckpt-20.index", "ckpt-40.index"]
+
+
+@pytest.mark.timeout(150)
+def test_the_progress_line_at_each_epochs_end_carries_that_epochs_validation(
+    tmp_path: Path,
+) -> None:
+    """3 epochs of 20 steps, a line every 8 steps: the line of each epoch's last step (20 and 60
+    between the 8-step lines, 40 on one) is printed once, after the epoch's validation, with
+    its val_loss; lines within an epoch show the previous epoch's. Before, each epoch's line
+    showed the epoch before's, and the last epoch's never appeared."""
+    done = run_program(
+        FIT,
+        fit_env(
+            tmp_path,
+            TAAS_MAX_EPOCHS="3",
+            TAAS_STEPS_PER_EPOCH="20",
+            TAAS_VALIDATION_STEPS="2",
+            TAAS_LOG_EVERY_STEPS="8",
+            FIT_BATCH_CALLBACK="0",
+        ),
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    doc = json.loads((tmp_path / "progress.json").read_text())
+    validation = {p["step"]: p["value"] for p in doc["scalars"]["val_loss"]}
+    assert sorted(validation) == [20, 40, 60], doc
+    shown: dict[int, str] = {}
+    for line in done.stdout.splitlines():
+        if line.startswith("[local] step ") and " global " in line:
+            step = int(line.split(" global ")[1].split("/")[0])
+            assert step not in shown, (step, done.stdout)
+            shown[step] = line
+    assert sorted(shown) == [8, 16, 20, 24, 32, 40, 48, 56, 60], done.stdout
+    for step, line in shown.items():
+        epoch_end = (step + 19) // 20 * 20  # the validation this line must show, if any
+        latest = epoch_end if step == epoch_end else epoch_end - 20
+        if latest == 0:
+            assert "val_loss" not in line, line
+        else:
+            assert f" val_loss {validation[latest]:.4g}" in line, (line, validation)
+
+
 @pytest.mark.timeout(150)
 def test_a_resumed_run_counts_epochs_from_its_global_step(tmp_path: Path) -> None:
     """2 epochs of 20 steps, then the same model dir with max_epochs 5: it resumes at step 40,

@@ -63,3 +63,24 @@ def test_progress_line_shows_the_latest_metrics_after_the_loss() -> None:
     reporter.step(2, loss=0.25, metrics={"accuracy": 0.875})
     (line,) = out.getvalue().splitlines()
     assert " loss 0.2500 accuracy 0.875 val_loss 0.625 | " in line
+
+
+def test_a_held_line_is_printed_at_release_with_what_was_noted_since() -> None:
+    """An epoch's last step holds its due line; the epoch's validation is noted, then the line
+    is released once; a release with nothing held prints nothing, unless forced with steps
+    since the last line."""
+    out = io.StringIO()
+    reporter = ProgressReporter("local", 10, 1, 2, 0.0, out, clock=lambda: 1.0)
+    reporter.step(1, loss=0.5)
+    reporter.step(2, loss=0.25, hold=True)
+    assert out.getvalue() == "" and reporter.held
+    reporter.note({"val_loss": 0.375})
+    reporter.release(2)
+    reporter.release(2)
+    (line,) = out.getvalue().splitlines()
+    assert "step 2 global 2/10 loss 0.2500 val_loss 0.375 | " in line and not reporter.held
+    reporter.step(3, loss=0.125, hold=True)  # not due (every 2 steps): nothing held
+    reporter.release(3)
+    assert len(out.getvalue().splitlines()) == 1
+    reporter.release(3, force=True)
+    assert "step 3 global 3/10 loss 0.1250 val_loss 0.375 | " in out.getvalue().splitlines()[-1]

@@ -6,7 +6,8 @@ steps, while Keras's running mean of the loss since the epoch began stays far ab
 Environment:
 - ``FIT_KERAS``: ``tf_keras`` (default) or ``keras3`` (``import keras``, Keras 3);
 - ``FIT_EARLY_STOP``: set: an ``EarlyStopping`` on ``val_loss`` that stops after two epochs
-  (``min_delta`` larger than any improvement);
+  (``min_delta`` larger than any improvement); ``best``: with ``restore_best_weights`` (the
+  first epoch's weights, the only improvement);
 - ``FIT_VALIDATION``: ``0`` turns the validation dataset off (default on);
 - ``FIT_BATCH_CALLBACK``: ``0``: the recording callback has no batch-level hook (what
   ParameterServerStrategy allows);
@@ -15,8 +16,8 @@ Environment:
 
 A recording callback prints ``CB <event> <json>`` lines: at each batch end the step TaaS's loop
 last reported (``taas.core.publish.SCALARS.step``), the optimizer's step and Keras's own
-``logs["loss"]`` (the running mean); at each epoch end the logs' names. ``DONE <json>`` at
-``after_train``.
+``logs["loss"]`` (the running mean); at each epoch end the logs' names and the weights.
+``DONE <json>`` at ``after_train``.
 """
 
 from __future__ import annotations
@@ -50,7 +51,15 @@ class Recording(keras.callbacks.Callback):
     """The user's callback: what it sees when Keras calls it."""
 
     def on_epoch_end(self, epoch, logs=None):
-        line("CB", event="epoch_end", epoch=epoch, names=sorted(logs))
+        kernel, bias = self.model.layers[-1].get_weights()
+        line(
+            "CB",
+            event="epoch_end",
+            epoch=epoch,
+            names=sorted(logs),
+            w=float(kernel[0][0]),
+            b=float(bias[0]),
+        )
 
 
 class RecordingBatches(Recording):
@@ -98,7 +107,12 @@ class Fit(taas.KerasTrainer):
         callbacks = [RecordingBatches() if BATCH_CALLBACK else Recording()]
         if EARLY_STOP:
             callbacks.append(
-                keras.callbacks.EarlyStopping(monitor="val_loss", min_delta=1e6, patience=1)
+                keras.callbacks.EarlyStopping(
+                    monitor="val_loss",
+                    min_delta=1e6,
+                    patience=1,
+                    restore_best_weights=os.environ["FIT_EARLY_STOP"] == "best",
+                )
             )
         return callbacks
 

@@ -73,15 +73,18 @@ class TrainLoop:
         """True while the global step is below ``max_steps``."""
         return self.global_step < self.max_steps
 
-    def step(self, result: StepResult, stop: bool = False) -> bool:
-        """Account one finished step; return False when the loop should end after it."""
+    def step(self, result: StepResult, stop: bool = False, hold: bool = False) -> bool:
+        """Account one finished step; return False when the loop should end after it.
+        ``hold``: its progress line, when due, waits for :meth:`epoch_end`."""
         if result.global_step is not None:
             self.global_step = result.global_step
         check_finite_loss(result)
         for name, value in (result.metrics or {}).items():
             SCALARS.log(name, value, self.global_step)
         SCALARS.stamp(self.global_step)
-        self.progress.step(self.global_step, result.loss, result.examples, result.metrics)
+        self.progress.step(
+            self.global_step, result.loss, result.examples, result.metrics, hold=hold
+        )
         if self._first:
             print(f"[{self.task}] first step done {process_age():.2f}s after start", flush=True)
             self._first = False
@@ -90,12 +93,14 @@ class TrainLoop:
             return False
         return self.running
 
-    def scalars(self, values: Mapping[str, float]) -> None:
-        """Values measured at the current global step outside a step (Keras's validation
-        metrics at an epoch's end): published with the progress, shown on the next line."""
+    def epoch_end(self, values: Mapping[str, float]) -> None:
+        """An epoch's end (Keras fit), with ``values`` measured at the current global step (its
+        validation metrics): published with the progress, and shown on a line printed now,
+        the epoch's last step's line, which waited for them (a held one, or with values)."""
         for name, value in values.items():
             SCALARS.log(name, value, self.global_step)
         self.progress.note(values)
+        self.progress.release(self.global_step, force=bool(values))
 
     def finish(self) -> int:
         """Print the last progress line and "training done"; return the final global step."""

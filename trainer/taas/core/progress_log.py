@@ -7,7 +7,8 @@ first (0 turns a trigger off), e.g.::
 
 with the latest value of each other metric the engine saw after the loss (Keras fit's compiled
 metrics per step, its validation metrics at each epoch's end: ``loss 0.3124 accuracy 0.9
-val_loss 0.35``);
+val_loss 0.35``). A step can hold its line back (``hold``): Keras fit's epoch's last step
+waits for the epoch's validation, and the line printed then carries both;
 
 and, when a task starts with the global step already at ``max_steps`` (a re-run on a finished
 model dir), one line saying so (:func:`nothing_to_train`). :func:`process_age` times the
@@ -65,6 +66,7 @@ class ProgressReporter:
         self.publisher = publisher
         self._published = (self._start, 0)  # (time, examples) at the last document
         self._rate: float | None = None  # examples/s in the last document
+        self.held = False  # a step held back a line that was due (``release`` prints it)
 
     def step(
         self,
@@ -72,9 +74,11 @@ class ProgressReporter:
         loss: float | None = None,
         examples: int | None = None,
         metrics: Mapping[str, float] | None = None,
+        hold: bool = False,
     ) -> None:
         """Record one finished local step that left the global step at ``global_step``
-        (``metrics``: its other values by name, shown after the loss)."""
+        (``metrics``: its other values by name, shown after the loss; ``hold``: a line due
+        now waits for :meth:`release`)."""
         if self.first_global is None:
             self.first_global = global_step
         self.local_step += 1
@@ -86,7 +90,9 @@ class ProgressReporter:
         now = self.clock()
         by_steps = self.every_steps and self.local_step % self.every_steps == 0
         by_time = self.every_secs and now - self._mark[0] >= self.every_secs
-        if by_steps or by_time:
+        if hold:
+            self.held = self.held or bool(by_steps or by_time)
+        elif by_steps or by_time:
             self.emit(global_step, now)
         if self.publisher is not None and now - self._published[0] >= PUBLISH_EVERY_SECS:
             self.publish(global_step, now)
@@ -96,6 +102,12 @@ class ProgressReporter:
         for name, value in values.items():
             if name in self.metrics or len(self.metrics) < MAX_SHOWN:
                 self.metrics[name] = float(value)
+
+    def release(self, global_step: int, force: bool = False) -> None:
+        """Print the line a step held back, if any (or, ``force``, one now when steps ran
+        since the last line)."""
+        if self.held or (force and self.pending):
+            self.emit(global_step)
 
     def eta_seconds(self, global_step: int, now: float) -> float:
         """Seconds to ``max_steps`` at the global rate seen since this task started (NaN
@@ -139,6 +151,7 @@ class ProgressReporter:
             flush=True,
         )
         self._mark = (now, self.local_step, self.examples)
+        self.held = False
 
     @property
     def pending(self) -> bool:

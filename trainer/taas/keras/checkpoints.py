@@ -5,6 +5,7 @@
         .after_step(step, loss, metrics) chief: summaries, periodic checkpoints; SIGTERM check
         .epoch_end(step, values)        chief: summaries of fit's validation metrics
         .stop_watching()                after the loop: SIGTERM is plain again
+        .changed_since_save(maybe)      fit has returned: its callbacks may have changed the model
         .finish(step)                   chief: the final checkpoint
         .watch_sigterm(resolver)        from here SIGTERM means "checkpoint, then exit 143"
 
@@ -81,6 +82,7 @@ class CheckpointKeeper:
         )
         self.writes = plan.is_chief
         self.saved_step: int | None = None
+        self._changed = False
         self._saved_at = time.monotonic()
         self._summary_mark: tuple[float, int] | None = None
         self._writer = tf.summary.create_file_writer(settings.model_dir) if self.writes else None
@@ -158,7 +160,8 @@ class CheckpointKeeper:
         return self._agree(due)
 
     def _agree(self, due: bool) -> bool:
-        """True on every worker when the chief says so (one all-reduce of a flag)."""
+        """True on every worker when one says so (one all-reduce of a flag): the chief, whose
+        clock decides time-based checkpoints; any that ran callbacks (``changed_since_save``)."""
         flag = tf.constant(1.0 if due else 0.0)
 
         def replica_fn(value: Any) -> Any:
@@ -190,11 +193,12 @@ class CheckpointKeeper:
                     tf.summary.scalar("global_step/sec", (step - before) / (now - then))
         self._summary_mark = (now, step)
 
-    def save(self, step: int) -> None:
-        """Chief: write ``ckpt-<step>`` (once per step); other synchronous workers: a scratch
-        copy they delete (the save is collective); other tasks: nothing."""
+    def save(self, step: int, again: bool = False) -> None:
+        """Chief: write ``ckpt-<step>`` (once per step, unless ``again``); other synchronous
+        workers: a scratch copy they delete (the save is collective); other tasks: nothing."""
         self._saved_at = time.monotonic()
-        if self.saved_step == step:
+        again = again and self.saved_step == step
+        if self.saved_step == step and not again:
             return
         self.saved_step = step
         if self.writes:
@@ -202,7 +206,8 @@ class CheckpointKeeper:
             # may have reached the variables, so that can be a few more than the loop's count.
             number = int(self.optimizer.iterations.numpy())
             path = self.manager.save(checkpoint_number=number, options=self.options)
-            print(f"[{self.task}] saved checkpoint {os.path.basename(path)}", flush=True)
+            why = " again: the model as fit's callbacks left it" if again else ""
+            print(f"[{self.task}] saved checkpoint {os.path.basename(path)}{why}", flush=True)
         elif self.collective:
             scratch = tempfile.mkdtemp(prefix="taas-ckpt-")
             try:
@@ -211,10 +216,21 @@ class CheckpointKeeper:
             finally:
                 shutil.rmtree(scratch, ignore_errors=True)
 
+    def changed_since_save(self, maybe: bool) -> None:
+        """``fit`` has returned; ``maybe``: the user's callbacks ran after the last step's
+        checkpoint and may have changed the model (``EarlyStopping(restore_best_weights=True)``
+        sets the best epoch's weights in ``on_train_end``; ``ReduceLROnPlateau`` lowers the
+        learning rate at an epoch's end), so :meth:`finish` writes the final checkpoint even at
+        a step already saved. Called on every task that runs ``fit``; under
+        MultiWorkerMirroredStrategy the workers agree (the save is collective, and a worker's
+        ``callbacks()`` may differ from the chief's)."""
+        self._changed = self._agree(maybe) if self.collective else maybe
+
     def finish(self, step: int) -> None:
-        """After the loop: the chief's final checkpoint (when checkpoints are on)."""
+        """After the loop: the chief's final checkpoint (when checkpoints are on), of the model
+        as it is now."""
         settings = self.settings
         if settings.save_checkpoints_steps or settings.save_checkpoints_secs:
-            self.save(step)
+            self.save(step, again=self._changed)
         if self._writer is not None:
             self._writer.flush()

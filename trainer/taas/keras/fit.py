@@ -7,7 +7,8 @@ where Keras 3's ``fit`` works.
 ``fit`` gets TaaS's callback first, then the user's ``callbacks()``. TaaS's reports each
 finished batch to the shared :class:`~taas.core.loop.TrainLoop` (progress lines, the NaN check,
 the stop at ``max_steps``), then to the :class:`~taas.keras.checkpoints.CheckpointKeeper`
-(summaries, checkpoints, SIGTERM); at each epoch's end it publishes the validation metrics. So
+(summaries, checkpoints, SIGTERM); at each epoch's end it publishes the validation metrics,
+and the progress line of the epoch's last step, held until then, carries them. So
 the user's callbacks see a step only once it is checked and checkpointed, and one that stops
 ``fit`` (``EarlyStopping``) leaves the engine to finish as at ``max_steps``: ``after_train``,
 the final checkpoint.
@@ -19,6 +20,13 @@ to 0.0025), so while ``fit`` runs (:func:`step_loss`) each train step's logs als
 mean over the global batch). A model whose own ``train_step`` does not call ``compute_loss``
 has none: then the progress shows Keras's running mean, and says so once. The compiled metrics
 are shown as Keras computes them: means since the epoch began.
+
+Every value in the logs is the one plain Keras reports in one process on the same global
+batches: ``fit`` runs with ``distribute_reduction_method="first"`` (unless the user set one),
+as each replica's values are already global (Keras's metrics aggregate their state over the
+replicas in a ``merge_call``, ``step_loss`` likewise); tf_keras's default sums them over a
+MultiWorkerMirroredStrategy job's workers (twice the loss with two). The epoch's logs are
+Keras's own (the metrics' values over the epoch), ``step_loss`` beside them.
 
 Epochs: without ``steps_per_epoch`` one epoch of the remaining steps; with it, epochs of that
 many steps, epoch ``global step // steps_per_epoch`` first (a run resumed mid-epoch runs whole
@@ -32,6 +40,7 @@ under MultiWorkerMirroredStrategy and ParameterServerStrategy it fails on Tensor
 from __future__ import annotations
 
 import math
+import threading
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,6 +59,8 @@ from taas.keras.strategies import StrategyPlan
 KERAS3_FIT_ISSUE = "keras-team/keras#20585"
 #: The logs' entry with each train step's own loss (Keras's ``loss`` is a running mean).
 STEP_LOSS = "step_loss"
+#: Keras's methods that make an epoch's logs from its metrics (tf_keras's; Keras 3's).
+EPOCH_LOGS = ("_validate_and_get_metrics_result", "_get_metrics_result_or_logs")
 #: Strategies whose fit Keras 3 cannot run on TensorFlow 2.21 (their names as users know them).
 KERAS3_NO_FIT = {
     "multi_worker_mirrored": "MultiWorkerMirroredStrategy",
@@ -108,32 +119,72 @@ def _keras3() -> ModuleType | None:
 
 @contextmanager
 def step_loss(model: Any) -> Iterator[None]:
-    """While in the block, each train step's logs carry ``STEP_LOSS`` (see the module): the
-    model's ``train_step`` and ``compute_loss`` are wrapped on the instance, then unwrapped."""
+    """While in the block, each train step's logs carry ``STEP_LOSS`` and every value in them is
+    the global one, once (see the module): the model's ``train_step`` and ``compute_loss`` (and
+    the method that builds the epoch's logs) are wrapped on the instance, then unwrapped."""
     train_step, compute_loss = model.train_step, model.compute_loss
-    losses: list[Any] = []
+    epoch_logs_name = next((name for name in EPOCH_LOGS if hasattr(model, name)), None)
+    chosen = getattr(model, "_distribute_reduction_method", None)  # set by the user: theirs
+    # MirroredStrategy traces each replica's step in a thread of its own: each keeps its own.
+    replica = threading.local()
 
     def recording_loss(*args: Any, **kwargs: Any) -> Any:
         loss = compute_loss(*args, **kwargs)
-        losses.append(loss)
+        if getattr(replica, "losses", None) is not None:  # in a train step (not a test step)
+            replica.losses.append(loss)
         return loss
 
     def step_with_loss(data: Any) -> Any:
-        losses.clear()
-        logs = train_step(data)
+        replica.losses = []
+        try:
+            logs = train_step(data)
+            losses = replica.losses
+        finally:
+            replica.losses = None
         if len(losses) != 1 or not isinstance(logs, dict):
             return logs  # the model's own train_step: no single loss to show
         loss = losses[0]  # scaled by 1 / replicas, for the optimizer: the sum is the mean
         context = tf.distribute.get_replica_context()
         if context is not None and context.num_replicas_in_sync > 1:
-            loss = context.all_reduce(tf.distribute.ReduceOp.SUM, loss)
+            # In a merge_call, as Keras's metrics compute their results: one tensor, the same
+            # on every replica (an all_reduce's copy on a replica whose output is unused may be
+            # pruned from the graph, leaving the others' collective waiting).
+            loss = context.merge_call(_sum_over_replicas, args=(loss,))
         return {**logs, STEP_LOSS: loss}
 
-    model.train_step, model.compute_loss = step_with_loss, recording_loss
+    wrapped = {"train_step": step_with_loss, "compute_loss": recording_loss}
+    if epoch_logs_name is not None:
+        wrapped[epoch_logs_name] = _without_step_loss(getattr(model, epoch_logs_name))
+    for name, method in wrapped.items():
+        setattr(model, name, method)
+    if chosen is None and hasattr(model, "distribute_reduction_method"):
+        model.distribute_reduction_method = "first"
     try:
         yield
     finally:
-        del model.train_step, model.compute_loss  # the class's methods again
+        for name in wrapped:
+            delattr(model, name)  # the class's methods again
+        if chosen is None and hasattr(model, "distribute_reduction_method"):
+            model.distribute_reduction_method = None
+
+
+def _sum_over_replicas(strategy: Any, value: Any) -> Any:
+    return strategy.reduce(tf.distribute.ReduceOp.SUM, value, axis=None)
+
+
+def _without_step_loss(epoch_logs: Any) -> Any:
+    """Keras's method making an epoch's logs, which takes the model's metrics (over the epoch,
+    from their variables) only when the logs hold the metrics' names and no other: it sees the
+    logs without ``STEP_LOSS``, which is then put back (the last step's)."""
+
+    def wrapped(logs: Any) -> Any:
+        if not isinstance(logs, dict) or STEP_LOSS not in logs:
+            return epoch_logs(logs)
+        rest = {name: value for name, value in logs.items() if name != STEP_LOSS}
+        result = epoch_logs(rest)
+        return {**result, STEP_LOSS: logs[STEP_LOSS]} if isinstance(result, dict) else result
+
+    return wrapped
 
 
 def user_callbacks(trainer: KerasHooks, keras: ModuleType, coordinated: bool) -> list[Any]:
@@ -181,7 +232,8 @@ def run_fit(
 ) -> None:
     """``model.fit`` from the loop's global step to ``max_steps`` (see the module)."""
     settings = trainer.settings
-    callbacks = [loop_callback(keras, loop, keeper, window(coordinator, workers))]
+    validating = overrides_hook(trainer, "create_validation_dataset")
+    callbacks = [loop_callback(keras, loop, keeper, window(coordinator, workers), validating)]
     callbacks += user_callbacks(trainer, keras, coordinator is not None)
     start, end = loop.global_step, loop.max_steps
     epoch_steps = settings.steps_per_epoch or end - start
@@ -190,7 +242,7 @@ def run_fit(
         "initial_epoch": start // epoch_steps if settings.steps_per_epoch else 0,
         "steps_per_epoch": epoch_steps,
     }
-    if overrides_hook(trainer, "create_validation_dataset"):
+    if validating:
         if settings.validation_steps is None:
             raise SettingsError(
                 f"{type(trainer).__name__} overrides create_validation_dataset: set "
@@ -207,6 +259,7 @@ def run_fit(
             callbacks=callbacks,
             **fit_args,
         )
+    keeper.changed_since_save(len(callbacks) > 1)  # the user's epoch and train ends ran after it
     if loop.running:
         print(
             f"[{loop.task}] fit stopped at global step {loop.global_step} before max_steps "
@@ -223,20 +276,28 @@ def _data(keras: ModuleType, trainer: KerasHooks, create: Any) -> Any:
     return trainer.strategy.distribute_datasets_from_function(create)
 
 
-def loop_callback(keras: ModuleType, loop: TrainLoop, keeper: CheckpointKeeper, limit: int) -> Any:
+def loop_callback(
+    keras: ModuleType,
+    loop: TrainLoop,
+    keeper: CheckpointKeeper,
+    limit: int,
+    validating: bool = False,
+) -> Any:
     """TaaS's callback (of ``keras``'s Callback class): reports each finished batch, in
     order, at most ``limit`` behind under ParameterServerStrategy; stops fit when the loop
-    ends; publishes the validation metrics at each epoch's end."""
+    ends; publishes the validation metrics at each epoch's end. With validation
+    (``validating``) the progress line of an epoch's last step waits for them: printed at the
+    epoch's end, it carries that epoch's ``val_*``."""
 
     class LoopCallback(keras.callbacks.Callback):  # type: ignore[name-defined]
         def __init__(self) -> None:
             super().__init__()
             self._supports_tf_logs = True  # PS training hands RemoteValues: fetched in order
-            self.pending: deque[Any] = deque()
+            self.pending: deque[tuple[int, Any]] = deque()
             self.noted = False
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-            self.pending.append(logs)
+            self.pending.append((batch, logs))
             while len(self.pending) > limit:
                 self._report_one()
 
@@ -248,14 +309,20 @@ def loop_callback(keras: ModuleType, loop: TrainLoop, keeper: CheckpointKeeper, 
                 for name, value in (fetch(logs) or {}).items()
                 if name.startswith("val_")
             }
+            loop.epoch_end(validation)
             if validation:
-                loop.scalars(validation)
                 keeper.epoch_end(loop.global_step, validation)
 
+        def _last_of_epoch(self, batch: int) -> bool:
+            steps = (self.params or {}).get("steps")
+            return loop.global_step + 1 >= loop.max_steps or (
+                steps is not None and batch + 1 >= steps
+            )
+
         def _report_one(self) -> None:
-            logs = {
-                name: float(value) for name, value in (fetch(self.pending.popleft()) or {}).items()
-            }
+            batch, values = self.pending.popleft()
+            hold = validating and self._last_of_epoch(batch)
+            logs = {name: float(value) for name, value in (fetch(values) or {}).items()}
             loss = logs.pop(STEP_LOSS, None)
             running = logs.pop("loss", None)
             if loss is None and running is not None and not self.noted:
@@ -265,7 +332,7 @@ def loop_callback(keras: ModuleType, loop: TrainLoop, keeper: CheckpointKeeper, 
                     flush=True,
                 )
                 self.noted = True
-            if not report(loop, keeper, running if loss is None else loss, logs):
+            if not report(loop, keeper, running if loss is None else loss, logs, hold):
                 self.model.stop_training = True
 
     return LoopCallback()

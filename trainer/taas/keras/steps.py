@@ -37,10 +37,12 @@ def report(
     keeper: CheckpointKeeper,
     loss: float | None,
     metrics: Mapping[str, float] | None = None,
+    hold: bool = False,
 ) -> bool:
-    """One more finished step; False when the loop should end."""
+    """One more finished step; False when the loop should end. ``hold``: its progress line
+    waits for the epoch's end (``TrainLoop.epoch_end``)."""
     step = loop.global_step + 1
-    more = loop.step(StepResult(step, loss, metrics=metrics))
+    more = loop.step(StepResult(step, loss, metrics=metrics), hold=hold)
     keeper.after_step(step, loss, metrics)
     return more
 
