@@ -255,6 +255,13 @@ def test_cli_get_logs_wait_delete(
     assert mine[:6] == [name, "Running", "2", "1", "25%", "1m35s"]
     one = taas("get", name, "-o", "yaml", kubeconfig=kubeconfig, ns=ns)
     assert yaml.safe_load(one.stdout)["status"]["progress"]["percent"] == 25
+    single = taas("get", name, kubeconfig=kubeconfig, ns=ns)  # one job: with its replicas
+    assert single.returncode == 0, single.stderr
+    replicas = single.stdout.split("\n\n", 1)[1].splitlines()
+    assert replicas[0].split() == ["REPLICA", "STATE", "RESTARTS", "EXIT", "NODE", "IP"]
+    assert [r.split()[:2] for r in replicas[1:]] == [
+        [f"{name}/{p}", "Running"] for p in ("ps-0", "worker-0", "worker-1")
+    ]
 
     logs = taas("logs", name, kubeconfig=kubeconfig, ns=ns)
     assert logs.returncode == 0, logs.stderr

@@ -173,7 +173,7 @@ def _logs(args: argparse.Namespace) -> int:
 
 # -- get -----------------------------------------------------------------------------------------
 def _get(args: argparse.Namespace) -> int:
-    from taas_operator.client.console import jobs_table, not_running, now_utc
+    from taas_operator.client.console import jobs_table, not_running, now_utc, replica_lines
 
     client = _client(args)
     one = [client.get(args.job)] if args.job else None
@@ -192,7 +192,11 @@ def _get(args: argparse.Namespace) -> int:
     print("\n".join(jobs_table(jobs, now_utc(), args.all_namespaces)))
     problem = not_running(jobs[0]) if one else None
     if problem:
-        print(f"{problem[0]}: {problem[1]}")
+        print(printable(f"{problem[0]}: {problem[1]}"))
+    replicas = replica_lines(jobs[0], client.pods(jobs[0].name)) if one else []
+    if replicas:  # one job: its replicas too, as `taas run` shows them
+        print()
+        print("\n".join(printable(line) for line in replicas))
     board = _tensorboard_line(jobs[0]) if one else None
     if board:
         print(printable(board))

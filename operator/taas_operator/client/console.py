@@ -85,8 +85,8 @@ def jobs_table(jobs: Sequence[TFJob], now: datetime, all_namespaces: bool = Fals
     return format_table(["NAMESPACE", *header] if all_namespaces else header, rows)
 
 
-def job_lines(job: TFJob, pods: Sequence[ReplicaPod]) -> list[str]:
-    """The replica table and the job row, as `taas run` draws them."""
+def replica_lines(job: TFJob, pods: Sequence[ReplicaPod]) -> list[str]:
+    """REPLICA STATE RESTARTS EXIT NODE IP, one row per pod ([] for none)."""
     header = ["REPLICA", "STATE", "RESTARTS", "EXIT", "NODE", "IP"]
     rows = [
         [
@@ -99,12 +99,17 @@ def job_lines(job: TFJob, pods: Sequence[ReplicaPod]) -> list[str]:
         ]
         for pod in pods
     ]
+    return format_table(header, rows) if rows else []
+
+
+def job_lines(job: TFJob, pods: Sequence[ReplicaPod]) -> list[str]:
+    """The replica table and the job row, as `taas run` draws them."""
     progress, eta = progress_columns(job.status)
     true = [c for c in job.status.conditions if c.status == "True"]
     state = job_state(job.status).shown
     row = [job.name, state, progress, eta, true[-1].message if true else ""]
-    lines = format_table(header, rows) if rows else []
-    return lines + format_table(["TFJOB", "STATE", "PROGRESS", "ETA", "MESSAGE"], [row])
+    job_row = format_table(["TFJOB", "STATE", "PROGRESS", "ETA", "MESSAGE"], [row])
+    return replica_lines(job, pods) + job_row
 
 
 def follow_job(client: TFJobClient, job: TFJob, display: Display, poll_s: float = 1.0) -> TFJob:
