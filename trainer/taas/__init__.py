@@ -137,8 +137,9 @@ Layout (layers, each importing only those below it; import-linter checks it, and
     taas.graph      graph mode: trainer (DistributedTrainer = hooks + main), hooks, engine,
                     model, steps, towers, devices, session, exporter, evaluator
     taas.keras      TensorFlow 2: trainer (KerasTrainer = hooks + main), hooks, engine, fit
-                    (Keras fit as the loop), strategies, steps, checkpoints, evaluator
-                    (graph and keras: independent)
+                    (Keras fit as the loop), strategies, steps, checkpoints, exports
+                    (SavedModels; together under MWMS), evaluator (graph and keras:
+                    independent)
     taas.runtime    TensorFlow services both engines use: coordination (PS serving, "done",
                     start barrier), preflight (the model dir check), keepalive (gRPC's, on a
                     coordinator's channels), lean_server (serving without TF's Python API)
