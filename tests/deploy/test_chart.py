@@ -183,6 +183,16 @@ CHART_VALUES: dict[str, tuple[str, str, object]] = {
         "registry.example/tb:1",
     ),
     "kueue_pod_groups": ("kueue.podGroups", "kueue.podGroups=true", True),
+    "creating_per_namespace": (
+        "fairness.creatingPerNamespace",
+        "fairness.creatingPerNamespace=5",
+        5,
+    ),
+    "namespace_weights": (
+        "fairness.namespaceWeights",
+        "fairness.namespaceWeights={team-a=4}",
+        ["team-a=4"],
+    ),
 }
 
 
