@@ -121,8 +121,17 @@ def test_one_person_holds_one_viewer_slot_and_one_stream_cap(
             assert refused.status == 429
             assert "live views open" in json.loads(refused.read())["error"]
             connection.close()
-            # Someone else's views are theirs.
-            connection, theirs = _open_stream(url, "/api/jobs/stream", _as(other))
+            # Another ServiceAccount of the namespace shares the namespace's group (16 views,
+            # all held); someone of another group still gets theirs.
+            connection, same_group = _open_stream(url, "/api/jobs/stream", _as(other))
+            assert same_group.status == 429
+            group = f"system:serviceaccounts:{namespace} has {STREAMS_PER_VIEWER} live views"
+            assert group in json.loads(same_group.read())["error"]
+            connection.close()
+            elsewhere = f"other-{uuid.uuid4().hex[:6]}"
+            admin.create("/api/v1/namespaces", {"metadata": {"name": elsewhere}})
+            stranger = _token(admin, elsewhere, _account(admin, elsewhere))
+            connection, theirs = _open_stream(url, "/api/jobs/stream", _as(stranger))
             assert theirs.status == 200
             connection.close()
         finally:
