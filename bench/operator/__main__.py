@@ -10,6 +10,9 @@
     python -m bench.operator e2e [--rounds N]   # one TFJob on a real node (bench/operator/e2e.py)
     python -m bench.operator node-loss [--timings fast|default]   # a node powered off under
                                              #       real training, 3 nodes (nodeloss.py)
+    python -m bench.operator fairness [--jobs 3000] [--controllers taas,kubeflow]
+                                             # one namespace floods, another's first pods
+                                             #       (fairness.py)
 
 Each (workload, controller) pair gets its own fresh etcd + kube-apiserver; controllers run in
 turn for each workload so noise spreads evenly. Exit 0 when every run finished (slow or not),
@@ -51,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         from bench.operator.e2e import main as e2e_main
 
         return e2e_main(argv[1:])
+    if argv[:1] == ["fairness"]:
+        from bench.operator.fairness import main as fairness_main
+
+        return fairness_main(argv[1:])
     if argv[:1] == ["node-loss"]:
         from bench.operator.nodeloss import main as node_loss_main
 

@@ -187,7 +187,7 @@ class KubeflowController(Controller):
         if not path.exists():
             raise ControllerError(
                 f"Kubeflow's TFJob CRD not found at {path}: build the training-operator first "
-                "(python -m taas_controlplane training-operator)."
+                "(python -m taas_controlplane build training-operator)."
             )
         return path
 

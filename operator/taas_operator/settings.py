@@ -32,6 +32,10 @@ def _flag(
     return {"flag": flag, "metavar": metavar, "short": short, "every": list(every or ())}
 
 
+#: The most passes one namespace takes per turn (`namespace_weights`).
+MAX_WEIGHT = 100
+
+
 class OperatorSettings(BaseSettings):
     """What the operator needs to know that is not in a TFJob."""
 
@@ -173,6 +177,21 @@ class OperatorSettings(BaseSettings):
         "Default 256 MiB, an eighth of etcd's default quota; 0: no limit.",
         json_schema_extra=_flag("--max-job-bytes", "BYTES"),
     )
+    creating_per_namespace: int = Field(
+        default=32,
+        ge=0,
+        le=10000,
+        description="TFJobs of one namespace being created at once (their pods not all made "
+        "yet); another job of that namespace waits, with condition Running False "
+        "NamespaceCreationLimit, until one is made. 0: no limit.",
+        json_schema_extra=_flag("--creating-per-namespace", "N"),
+    )
+    namespace_weights: list[str] = Field(
+        default_factory=list,
+        description="NAMESPACE=WEIGHT: passes a namespace takes per turn of the operator's "
+        "queue (1 to 100; every other namespace takes 1). Namespaces with work take turns.",
+        json_schema_extra=_flag("--namespace-weight", "NS=W"),
+    )
 
     @field_validator("gang_scheduler_name")
     @classmethod
@@ -191,6 +210,18 @@ class OperatorSettings(BaseSettings):
             return [str(ipaddress.ip_network(cidr, strict=False)) for cidr in value]
         except ValueError as err:
             raise ValueError(f"must be CIDRs such as 10.0.0.5/32: {err}") from None
+
+    @field_validator("namespace_weights")
+    @classmethod
+    def _weights(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            name, _, weight = entry.partition("=")
+            if not name or not weight.isdigit() or not 1 <= int(weight) <= MAX_WEIGHT:
+                raise ValueError(
+                    f"{entry!r} must be NAMESPACE=WEIGHT with a weight of 1 to {MAX_WEIGHT}, "
+                    "e.g. team-a=4"
+                )
+        return value
 
     @field_validator("health_host")
     @classmethod
@@ -217,6 +248,14 @@ class OperatorSettings(BaseSettings):
     def progress_namespace(self) -> str:
         """The namespace each job's NetworkPolicy admits to the progress port ("": none)."""
         return self.operator_namespace if self.progress else ""
+
+    @property
+    def weights(self) -> dict[str, int]:
+        """`namespace_weights` as namespace -> weight."""
+        return {
+            name: int(weight)
+            for name, _, weight in (entry.partition("=") for entry in self.namespace_weights)
+        }
 
     @property
     def passes_at_once(self) -> int:

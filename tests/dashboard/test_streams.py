@@ -24,12 +24,22 @@ def test_a_slow_reader_costs_at_most_the_buffer() -> None:
 
 
 def test_slots_per_viewer_and_in_all() -> None:
-    slots = StreamSlots(per_viewer=2, total=3)
-    alice, bob = Viewer(key="a", source=LocalSource()), Viewer(key="b", source=LocalSource())
+    slots = StreamSlots(per_viewer=2, total=4)
+    alice, bob, carol, dave = (
+        Viewer(key=name, source=LocalSource()) for name in ("a", "b", "c", "d")
+    )
     with slots.take(alice), slots.take(alice):
         with pytest.raises(Refusal) as mine, slots.take(alice):
             pass
         assert mine.value.status == 429 and "close some dashboard tabs" in mine.value.message
-        with slots.take(bob), pytest.raises(Refusal, match="its limit"), slots.take(bob):
+        # half the slots are open: another person gets half a share (1), not 2
+        with slots.take(bob), pytest.raises(Refusal, match="its share"), slots.take(bob):
             pass
-    assert slots.open == 0 and alice.streams == 0 and bob.streams == 0
+        with (
+            slots.take(bob),
+            slots.take(carol),
+            pytest.raises(Refusal, match="its limit"),
+            slots.take(dave),
+        ):
+            pass
+    assert slots.open == 0 and alice.streams == 0 and bob.streams == 0 and not slots.groups

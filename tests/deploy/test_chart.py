@@ -189,6 +189,16 @@ CHART_VALUES: dict[str, tuple[str, str, object]] = {
         ["10.0.0.5/32"],
     ),
     "max_job_bytes": ("maxJobBytes", "maxJobBytes=1073741824", 1073741824),
+    "creating_per_namespace": (
+        "fairness.creatingPerNamespace",
+        "fairness.creatingPerNamespace=5",
+        5,
+    ),
+    "namespace_weights": (
+        "fairness.namespaceWeights",
+        "fairness.namespaceWeights={team-a=4}",
+        ["team-a=4"],
+    ),
 }
 
 

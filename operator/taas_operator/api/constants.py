@@ -93,6 +93,8 @@ REASON_UNSCHEDULABLE: Final = "Unschedulable"
 REASON_NODE_LOST: Final = "NodeLost"
 #: TaaS: a gang-scheduled job whose pods the scheduler cannot yet place together.
 REASON_WAITING_FOR_GANG: Final = "WaitingForGang"
+#: TaaS: Running False while its namespace has `--creating-per-namespace` jobs being created.
+REASON_NAMESPACE_CREATION_LIMIT: Final = "NamespaceCreationLimit"
 
 # Gang scheduling with scheduler-plugins' coscheduling (`--gang-scheduler-name`).
 GANG_SCHEDULER_PLUGINS: Final = "scheduler-plugins"

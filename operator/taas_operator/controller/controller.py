@@ -11,14 +11,15 @@
 The watches are `informer.Informer`s: TFJobs, and the jobs' pods, services and NetworkPolicies
 (selected by the apiserver: `CHILD_SELECTOR`), in every namespace or each watched one. Each
 event only updates a cache (`JobCache`, `ChildCache`) and asks the work queue (`WorkQueue`) for
-a pass of the job (`reconciler.Reconciler.run`); the queue coalesces bursts and runs one pass per
-job at a time. No pass starts before every watch has listed once (the caches are complete), nor
-while peering says another replica is active (`peering.PeeringGate`). The watch events that
-only echo the operator's own writes start no pass (`expectations.Expectations`): the ADDED
-events of the objects a pass created, the MODIFIED event of its status write, and a TFJob
-version already cached. Every other event does. What a watch lists (at start-up, or again after
-a lost watch) asks for background passes, except a TFJob without status (a new job): a restart
-among thousands of jobs re-checks them all, but serves a new job first.
+a pass of the job (`reconciler.Reconciler.run`); the queue coalesces bursts and runs one pass
+per job at a time, the namespaces with work taking turns (`--namespace-weight`). No pass starts
+before every watch has listed once (the caches are complete), nor while peering says another
+replica is active (`peering.PeeringGate`). The watch events that only echo the operator's own
+writes start no pass (`expectations.Expectations`): the ADDED events of the objects a pass
+created, the MODIFIED event of its status write, and a TFJob version already cached. Every other
+event does. What a watch lists (at start-up, or again after a lost watch) asks for background
+passes, except a TFJob without status (a new job): a restart among thousands of jobs re-checks
+them all, but serves a new job first.
 """
 
 from __future__ import annotations
@@ -60,8 +61,13 @@ class Controller:
         self.jobs = JobCache()
         self.children = ChildCache()
         self._expectations = Expectations()
+        weights = settings.weights
         self.queue = WorkQueue(
-            self._run_pass, max_running=settings.passes_at_once, cost=self._pass_cost
+            self._run_pass,
+            max_running=settings.passes_at_once,
+            cost=self._pass_cost,
+            group=_namespace,
+            weight=lambda namespace: weights.get(str(namespace), 1),
         )
         self.queue.pause()  # until every watch has listed once (and peering lets us)
         self.passes = Reconciler(
@@ -214,3 +220,9 @@ class Controller:
         assert isinstance(key, tuple)
         with metrics.timed_pass():
             return await self.passes.run(key)
+
+
+def _namespace(key: Hashable) -> Hashable:
+    """Whose turn a job's pass takes in the work queue: its namespace's."""
+    assert isinstance(key, tuple)
+    return key[0]

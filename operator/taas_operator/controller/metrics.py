@@ -7,6 +7,7 @@
     timed_pass()                                     # context manager around a pass (triggers)
     pods_created(job, plan, failed, now)             # after a pass's creations (reconciler)
     progress_read(result)                            # one read of a chief's progress
+    creation_slots(namespace, creating, waiting)     # the per-namespace creation limit's state
     REGISTRY                                         # everything above (tests render it)
 
 Kubeflow's training-operator counters, same names, help and labels (`job_namespace`,
@@ -37,6 +38,9 @@ TaaS's own:
                                                            the pass after which all its pods exist
                                                            (once per job, by the process that
                                                            wrote its Created condition)
+    taas_operator_jobs_being_created{job_namespace}        gauge, jobs whose pods are not all made
+    taas_operator_jobs_waiting_to_create{job_namespace}    gauge, jobs held by
+                                                           --creating-per-namespace
     taas_operator_progress_reads_total{result}             counter, reads of a chief's progress:
                                                            ok | unreachable | invalid
 
@@ -55,6 +59,7 @@ from typing import Any
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     disable_created_metrics,
     start_http_server,
@@ -132,6 +137,18 @@ PODS_CREATED_SECONDS = Histogram(
     buckets=(0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600),
     registry=REGISTRY,
 )
+JOBS_BEING_CREATED = Gauge(
+    "taas_operator_jobs_being_created",
+    "TFJobs whose pods are not all made yet, by namespace (bounded by --creating-per-namespace)",
+    ["job_namespace"],
+    registry=REGISTRY,
+)
+JOBS_WAITING_TO_CREATE = Gauge(
+    "taas_operator_jobs_waiting_to_create",
+    "TFJobs waiting because their namespace has --creating-per-namespace jobs being created",
+    ["job_namespace"],
+    registry=REGISTRY,
+)
 PROGRESS_READS = Counter(
     "taas_operator_progress_reads",
     "Reads of a chief's training progress, by result",
@@ -189,6 +206,12 @@ def api_error(verb: str, resource: str, code: int) -> None:
 def progress_read(result: str) -> None:
     """One read of a chief's progress: ok, unreachable or invalid."""
     PROGRESS_READS.labels(result).inc()
+
+
+def creation_slots(namespace: str, creating: int, waiting: int) -> None:
+    """The namespace's jobs being created and waiting to be (`reconcile.creating`)."""
+    JOBS_BEING_CREATED.labels(namespace).set(creating)
+    JOBS_WAITING_TO_CREATE.labels(namespace).set(waiting)
 
 
 @contextlib.contextmanager

@@ -1,7 +1,10 @@
 """Per-job work queue: coalesced, serialized passes and one wake-up timer per job.
 
-    queue = WorkQueue(run_pass, max_running=4, cost=None)  # run_pass(key) -> datetime | None
+    queue = WorkQueue(run_pass, max_running=4, cost=None, group=None, weight=None)
+                                           # run_pass(key) -> datetime | None
                                            # cost(key) -> the last pass's own CPU seconds
+                                           # group(key) -> whose turn it is (a namespace)
+                                           # weight(group) -> keys a group takes per turn
     queue.request(key)                     # a pass soon (many requests -> one pass)
     queue.request(key, background=True)    # a pass when no other is waiting
     queue.forget(key)                      # the job is gone: drop its timer
@@ -15,12 +18,16 @@ it, so two passes of one job never overlap. After a pass its returned time arms 
 timer (on time: activeDeadlineSeconds, ttlSecondsAfterFinished); a pass that raises is retried
 with an exponential backoff (`planner.backoff_delay`: 1 s doubling to 5 min), logged, never
 crashing the operator.
-`max_running` workers (one per request when None) take keys in the order they were requested,
-so when many jobs arrive together the first ones finish first instead of all advancing slowly
-side by side. Background requests (the re-check of every job the operator lists when it
-starts, see `controller`) are taken only when no other key waits: a job created while 5,000 are
-re-checked is not served after them; a later ordinary request for a key moves it to the front
-lane. Waiting keys cost a queue entry, not a task (a restart queues thousands).
+`max_running` workers (one per request when None) take keys in the order they were requested, so
+when many jobs arrive together the first ones finish first instead of all advancing slowly side
+by side; but groups take turns (`group`: the job's namespace): each group with a key waiting
+gives one key (`weight(group)` keys, 1 by default) and goes to the back of the turns, first come
+first served within a group. 3,000 jobs of one namespace then delay another namespace's job by
+one pass per namespace with work, not by 3,000 passes. Background requests (the re-check of
+every job the operator lists when it starts, see `controller`) are taken only when no other key
+waits: a job created while 5,000 are re-checked is not served after them; a later ordinary
+request for a key moves it to the front lane. Waiting keys cost a queue entry, not a task (a
+restart queues thousands).
 A key whose pass cost much (`cost`: the seconds of computing it, told by the pass's owner; a
 job of a thousand replicas, whose passes read every pod) cools down for `COOL_DOWN` times that
 cost (`COOL_MAX_S` at most) before its next pass: requests meanwhile wait and coalesce into one
@@ -47,6 +54,8 @@ logger = logging.getLogger(__name__)
 
 PassFn = Callable[[Hashable], Awaitable[datetime | None]]
 CostFn = Callable[[Hashable], float]
+GroupFn = Callable[[Hashable], Hashable]
+WeightFn = Callable[[Hashable], int]
 BACKOFF_START = 1.0
 BACKOFF_MAX = 300.0
 #: Wake a little after the due time: the planner truncates `now` to whole seconds.
@@ -59,16 +68,73 @@ COOL_AFTER_S = 0.001
 COOL_MAX_S = 1.0
 
 
+class _Turns:
+    """The waiting keys of one lane, a first-come queue per group; groups take turns."""
+
+    def __init__(self, group: GroupFn, weight: WeightFn) -> None:
+        self._group, self._weight = group, weight
+        self._queues: dict[Hashable, deque[Hashable]] = {}
+        self._turns: deque[Hashable] = deque()  # groups with keys, the one whose turn it is first
+        self._taken = 0  # keys the first group took in its current turn
+
+    def append(self, key: Hashable) -> None:
+        group = self._group(key)
+        queue = self._queues.get(group)
+        if queue is None:
+            queue = self._queues[group] = deque()
+            self._turns.append(group)
+        queue.append(key)
+
+    def pop(self, live: Callable[[Hashable], bool]) -> Hashable | None:
+        """The next key whose entry is `live` (stale entries are dropped), or None."""
+        while self._turns:
+            group = self._turns[0]
+            queue = self._queues[group]
+            while queue and not live(queue[0]):
+                queue.popleft()
+            if not queue:
+                self._end_turn(group, queue)
+                continue
+            key = queue.popleft()
+            self._taken += 1
+            if not queue or self._taken >= max(1, self._weight(group)):
+                self._end_turn(group, queue)
+            return key
+        return None
+
+    def _end_turn(self, group: Hashable, queue: deque[Hashable]) -> None:
+        self._turns.popleft()
+        self._taken = 0
+        if queue:
+            self._turns.append(group)
+        else:
+            del self._queues[group]
+
+
+def _one_group(key: Hashable) -> Hashable:
+    return None
+
+
+def _weight_one(group: Hashable) -> int:
+    return 1
+
+
 class WorkQueue:
     """Runs `run_pass(key)` for each requested key, one pass at a time per key."""
 
     def __init__(
-        self, run_pass: PassFn, max_running: int | None = None, cost: CostFn | None = None
+        self,
+        run_pass: PassFn,
+        max_running: int | None = None,
+        cost: CostFn | None = None,
+        group: GroupFn | None = None,
+        weight: WeightFn | None = None,
     ) -> None:
         self._run_pass = run_pass
         self._cost = cost
         self._max_workers = max_running
-        self._lanes: dict[bool, deque[Hashable]] = {FRONT: deque(), BACKGROUND: deque()}
+        turns = (group or _one_group, weight or _weight_one)
+        self._lanes: dict[bool, _Turns] = {FRONT: _Turns(*turns), BACKGROUND: _Turns(*turns)}
         self._waiting: dict[Hashable, bool] = {}  # queued key -> its lane
         self._again: dict[Hashable, bool] = {}  # requested while running -> lane after it
         self._running: set[Hashable] = set()
@@ -149,14 +215,17 @@ class WorkQueue:
         worker.add_done_callback(self._workers.discard)
 
     def _next(self) -> Hashable | None:
-        """The next waiting key, front lane first (stale background entries skipped)."""
+        """The next waiting key, front lane first (stale background entries skipped), the
+        groups of a lane in turn."""
         for lane in (FRONT, BACKGROUND):
-            queue = self._lanes[lane]
-            while queue:
-                key = queue.popleft()
-                if self._waiting.get(key) is lane:
-                    del self._waiting[key]
-                    return key
+
+            def live(key: Hashable, lane: bool = lane) -> bool:
+                return self._waiting.get(key) is lane
+
+            key = self._lanes[lane].pop(live)
+            if key is not None:
+                del self._waiting[key]
+                return key
         self._ready.clear()
         return None
 

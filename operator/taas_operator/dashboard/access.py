@@ -16,14 +16,18 @@ viewer is made with that token, so the apiserver's RBAC decides what each viewer
 Everything the dashboard holds for viewers is kept per person, keyed by that identity, not per
 token: one viewer (and one source acting as them) per identity, and a sign-in with a new token
 for an identity already signed in replaces the earlier token (its sessions end, its streams stop
-within a heartbeat), at most `RENEWALS_PER_VIEWER` times in `RENEWAL_SECONDS`. Bounds:
-`MAX_VIEWERS` identities at once, each forgotten after `IDLE_SECONDS` without a request;
-`SESSIONS_PER_VIEWER` browser sessions per identity (the oldest ended first), each ended after
-`SESSION_IDLE_SECONDS` unused or `SESSION_MAX_SECONDS` after it began.
-Refused before the apiserver is asked: an empty, oversized or unprintable token, a token it
-refused in the last `REFUSED_SECONDS` (kept as sha256, at most `MAX_REFUSED`), and any sign-in
-from a client address with `FAILURES_PER_CLIENT` failed sign-ins in the last `FAILURE_SECONDS`
-(429; at most `MAX_CLIENTS` addresses remembered).
+within a heartbeat), at most `RENEWALS_PER_VIEWER` times in `RENEWAL_SECONDS`. Identities a
+tenant can mint (ServiceAccounts) share one group per namespace (`shares.group_of`). Bounds:
+`MAX_VIEWERS` identities at once, at most `VIEWERS_PER_GROUP` of one group (half that once half
+the slots are taken: `shares.refusal_reason`), each forgotten after `IDLE_SECONDS` without a
+request; `SESSIONS_PER_VIEWER` browser sessions per identity (the oldest ended first), each ended
+after `SESSION_IDLE_SECONDS` unused or `SESSION_MAX_SECONDS` after it began.
+Refused before the apiserver is asked: an empty, oversized or unprintable token; a token it
+refused in the last `REFUSED_SECONDS` (per credential fingerprint: kept as sha256, at most
+`MAX_REFUSED`); and, once `FAILED_SIGN_INS` sign-ins failed in the last `FAILURE_SECONDS` over
+all clients, a token not signed in already (429). Never a client address: behind an Ingress or a
+port-forward every viewer shares one, and one person's bad tokens would lock out everyone.
+A token already signed in, and every session, goes on whatever others fail.
 """
 
 from __future__ import annotations
@@ -39,16 +43,21 @@ from typing import Literal
 
 from aiohttp import web
 
+from taas_operator.dashboard.shares import group_of, refusal_reason
 from taas_operator.dashboard.source import Source
 from taas_operator.runtoken import RunToken, Sessions, bearer, cookie_name
 
 AuthMode = Literal["token", "kubernetes"]
 MAX_VIEWERS = 64
+#: Viewer slots one identity group holds at most (`shares`): ServiceAccounts of one namespace.
+VIEWERS_PER_GROUP = 8
 IDLE_SECONDS = 3600.0
 SESSIONS_PER_VIEWER = 4
 SESSION_IDLE_SECONDS = IDLE_SECONDS
 SESSION_MAX_SECONDS = 12 * 3600.0
-FAILURES_PER_CLIENT, FAILURE_SECONDS, MAX_CLIENTS = 10, 60.0, 4096
+#: Failed sign-ins (tokens the apiserver refused) in `FAILURE_SECONDS` over all clients, past
+#: which a token never seen before is refused without asking.
+FAILED_SIGN_INS, FAILURE_SECONDS = 120, 60.0
 REFUSED_SECONDS, MAX_REFUSED = 60.0, 4096
 RENEWALS_PER_VIEWER, RENEWAL_SECONDS = 10, 60.0
 #: A bearer token longer than this is refused before anything is asked of the apiserver.
@@ -73,8 +82,13 @@ class Viewer:
     source: Source
     name: str = ""
     token: str = ""
+    #: Whose share this viewer draws on (`shares.group_of`); empty: the viewer's own (`key`).
+    group: str = ""
     last_seen: float = field(default_factory=time.monotonic)
     streams: int = 0
+
+    def __post_init__(self) -> None:
+        self.group = self.group or self.key
 
 
 def session_cookie(request: web.Request) -> str:
@@ -146,8 +160,9 @@ SourceFactory = Callable[[str], Awaitable[tuple[int, str, str, Source | None]]]
 
 
 class Attempts:
-    """What each key (a client address, a person) tried in the last `window` seconds: at most
-    `limit` times each, at most `keys` keys remembered (the oldest forgotten)."""
+    """What each key (a person; "" for all clients together) tried in the last `window`
+    seconds: at most `limit` times each, at most `keys` keys remembered (the oldest
+    forgotten)."""
 
     def __init__(self, limit: int, window: float, keys: int) -> None:
         self.limit, self.window, self.keys = limit, window, keys
@@ -212,7 +227,7 @@ class ViewerGate(Gate):
         self.sessions: Sessions[str] = Sessions(  # session id -> sha256 of the token
             MAX_VIEWERS * SESSIONS_PER_VIEWER, SESSION_IDLE_SECONDS, SESSION_MAX_SECONDS
         )
-        self.failures = Attempts(FAILURES_PER_CLIENT, FAILURE_SECONDS, MAX_CLIENTS)
+        self.failures = Attempts(FAILED_SIGN_INS, FAILURE_SECONDS, 1)  # over all clients
         self.renewals = Attempts(RENEWALS_PER_VIEWER, RENEWAL_SECONDS, MAX_VIEWERS)
         self.refused = RecentlyRefused(MAX_REFUSED, REFUSED_SECONDS)
         self.lock = asyncio.Lock()
@@ -229,7 +244,7 @@ class ViewerGate(Gate):
     async def admit(self, request: web.Request) -> Viewer | web.StreamResponse:
         token = bearer(request)
         if token:
-            return await self.sign_in(token, request.remote or "")
+            return await self.sign_in(token)
         session = request.cookies.get(session_cookie(request), "")
         viewer = self._current(self.sessions.get(session) or "")
         if viewer is None:
@@ -240,7 +255,7 @@ class ViewerGate(Gate):
             )
         return viewer
 
-    async def sign_in(self, token: str, client: str) -> Viewer:
+    async def sign_in(self, token: str) -> Viewer:
         """The viewer for `token`, asking the apiserver who it is on first use (see the module
         for what is refused before that)."""
         if not token:
@@ -252,43 +267,41 @@ class ViewerGate(Gate):
         viewer = self._current(digest)
         if viewer is not None:
             return viewer
-        self._throttle(digest, client)
+        self._throttle(digest)
         async with self.lock:  # one question to the apiserver at a time
-            return self._current(digest) or await self._ask(token, digest, client)
+            return self._current(digest) or await self._ask(token, digest)
 
-    def _throttle(self, digest: str, client: str) -> None:
-        """Refuse, without asking the apiserver, a client past its failed sign-ins (429) and a
-        token refused a moment ago (401)."""
-        wait = self.failures.wait(client)
+    def _throttle(self, digest: str) -> None:
+        """Refuse, without asking the apiserver, a token refused a moment ago (401: its
+        fingerprint is remembered) and, past the ceiling of failed sign-ins over all clients,
+        a token not signed in already (429)."""
+        if digest in self.refused:
+            raise Refusal(401, "the apiserver does not accept this token (401): get a new one")
+        wait = self.failures.wait("")
         if wait > 0:
             raise Refusal(
                 429,
-                f"{FAILURES_PER_CLIENT} failed sign-ins from {client or 'your address'} within "
-                f"{FAILURE_SECONDS:.0f} s: try again in {wait:.0f} s with a valid token",
+                f"{FAILED_SIGN_INS} sign-ins with refused tokens reached the dashboard within "
+                f"{FAILURE_SECONDS:.0f} s: new tokens are checked again in {wait:.0f} s "
+                "(signed-in viewers are not affected)",
             )
-        if digest in self.refused:
-            self.failures.add(client)
-            raise Refusal(401, "the apiserver does not accept this token (401): get a new one")
 
-    async def _ask(self, token: str, digest: str, client: str) -> Viewer:
-        self._throttle(digest, client)  # again: others may have failed while this one waited
+    async def _ask(self, token: str, digest: str) -> Viewer:
+        self._throttle(digest)  # again: others may have failed while this one waited
         await self._forget_idle()
         status, name, uid, source = await self.make_source(token)
         if status == 401:
             self.refused.add(digest)
-            self.failures.add(client)
+            self.failures.add("")
             raise Refusal(401, "the apiserver does not accept this token (401): get a new one")
         if status != 201 or source is None:
             raise Refusal(503, f"the apiserver could not say who this token is (HTTP {status})")
-        key = f"{name}\n{uid}"
+        key, group = f"{name}\n{uid}", group_of(name)
         viewer = self.viewers.get(key)
-        if viewer is None and len(self.viewers) >= MAX_VIEWERS:
+        refusal = None if viewer is not None else self._no_slot(group)
+        if refusal is not None:
             await source.close()
-            raise Refusal(
-                429,
-                f"{MAX_VIEWERS} people are signed in already; try again when one has left "
-                f"(viewers idle for {int(IDLE_SECONDS / 60)} min are signed out)",
-            )
+            raise refusal
         wait = self.renewals.wait(key) if viewer is not None else 0.0
         if wait > 0:
             await source.close()
@@ -301,7 +314,8 @@ class ViewerGate(Gate):
             self.renewals.add(key)
         await source.start()
         if viewer is None:
-            viewer = self.viewers[key] = Viewer(key=key, source=source, name=name, token=digest)
+            viewer = Viewer(key=key, source=source, name=name, token=digest, group=group)
+            self.viewers[key] = viewer
         else:  # the same person with a new token: it replaces the earlier one
             earlier = viewer.source
             self.tokens.pop(viewer.token, None)
@@ -312,10 +326,30 @@ class ViewerGate(Gate):
         viewer.last_seen = time.monotonic()
         return viewer
 
-    async def new_session(self, token: str, client: str) -> tuple[Viewer, str]:
+    def _no_slot(self, group: str) -> Refusal | None:
+        """Why a new identity of `group` gets no viewer slot now (None: it gets one)."""
+        held = sum(1 for viewer in self.viewers.values() if viewer.group == group)
+        why = refusal_reason(held, len(self.viewers), VIEWERS_PER_GROUP, MAX_VIEWERS)
+        idle = f"viewers idle for {int(IDLE_SECONDS / 60)} min are signed out"
+        if why == "full":
+            return Refusal(
+                429,
+                f"{MAX_VIEWERS} people are signed in already; try again when one has left ({idle})",
+            )
+        if why is not None:
+            most = VIEWERS_PER_GROUP if why == "group" else max(VIEWERS_PER_GROUP // 2, 1)
+            busy = "" if why == "group" else f" while more than {MAX_VIEWERS // 2} are in"
+            return Refusal(
+                429,
+                f"{held} identities of {group} are signed in, its share (at most {most}{busy}); "
+                f"try again when one has left ({idle})",
+            )
+        return None
+
+    async def new_session(self, token: str) -> tuple[Viewer, str]:
         """Sign in from the page's form: the viewer and a session id for the cookie (this
         person's oldest session ends when they hold `SESSIONS_PER_VIEWER` already)."""
-        viewer = await self.sign_in(token, client)
+        viewer = await self.sign_in(token)
         while self.sessions.count(viewer.token) >= SESSIONS_PER_VIEWER:
             self.sessions.end(self.sessions.oldest_of(viewer.token) or "")
         return viewer, self.sessions.begin(viewer.token)

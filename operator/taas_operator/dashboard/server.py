@@ -80,8 +80,9 @@ MAX_SUBMIT_BYTES = 1 << 20
 FORM_TOO_LARGE = (
     "the form is larger than 1 MiB; fix: a program that large goes in an image (docs/your-code.md)"
 )
-#: Live streams (SSE) one viewer may hold open, and the server in all.
-STREAMS_PER_VIEWER, STREAMS_TOTAL = 16, 64
+#: Live streams (SSE) one viewer may hold open, one identity group (`shares`: the
+#: ServiceAccounts of one namespace; half that once half the total is open), the server in all.
+STREAMS_PER_VIEWER, STREAMS_PER_GROUP, STREAMS_TOTAL = 16, 16, 64
 
 
 class ServerSettings(BaseModel):
@@ -320,7 +321,7 @@ async def sign_in(request: web.Request) -> web.Response:
         token = str((await request.json()).get("token") or "").strip()
     except (ValueError, AttributeError):
         return error(400, 'send {"token": "..."}: your Kubernetes bearer token')
-    viewer, session = await gate.new_session(token, request.remote or "")
+    viewer, session = await gate.new_session(token)
     response = _json({"user": viewer.name})
     set_cookie(response, session_cookie(request), session, request.secure)
     return response
@@ -459,7 +460,7 @@ def make_app(gate: Gate, settings: ServerSettings) -> web.Application:
     app[GATE] = gate
     app[SETTINGS] = settings
     app[ALLOWED_HOSTS] = allowed_hosts(settings.host, settings.allowed_hosts)
-    app[SLOTS] = StreamSlots(STREAMS_PER_VIEWER, STREAMS_TOTAL)
+    app[SLOTS] = StreamSlots(STREAMS_PER_VIEWER, STREAMS_TOTAL, STREAMS_PER_GROUP)
     static = resources.files("taas_operator.dashboard") / "static"
     app.router.add_get("/", index)
     app.router.add_static("/static/", str(static))

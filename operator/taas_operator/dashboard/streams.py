@@ -1,11 +1,14 @@
 """Server-sent event streams and what bounds them.
 
     EventStream(request).open() -> stream; stream.send(event, data); stream.ping()
-    StreamSlots(per_viewer, total).take(viewer) -> context manager; Refusal 429 beyond a cap
+    StreamSlots(per_viewer, total, per_group).take(viewer) -> context manager; Refusal 429 beyond
+                                                                a cap
     LogBuffer(limit).put(item); await .get() -> item; .items; .take_dropped() -> int
 
 A browser that never reads cannot grow the server: a viewer holds at most `per_viewer` open
-streams and the server `total` (429, with a message, beyond either), and a followed log goes
+streams, their identity group (`shares`: the ServiceAccounts of one namespace) `per_group`
+(half that once half the `total` is open), and the server `total` (429, with a message, beyond
+any), and a followed log goes
 through a `LogBuffer` that keeps the newest `limit` lines and counts what it dropped (the page
 is told how many), so a slow reader costs at most `limit` lines.
 """
@@ -23,6 +26,7 @@ from aiohttp import web
 from pydantic import BaseModel
 
 from taas_operator.dashboard.access import Refusal, Viewer
+from taas_operator.dashboard.shares import refusal_reason
 
 T = TypeVar("T")
 
@@ -50,10 +54,12 @@ class EventStream:
 
 
 class StreamSlots:
-    """How many streams are open, per viewer and in all."""
+    """How many streams are open, per viewer, per identity group and in all."""
 
-    def __init__(self, per_viewer: int, total: int) -> None:
+    def __init__(self, per_viewer: int, total: int, per_group: int | None = None) -> None:
         self.per_viewer, self.total, self.open = per_viewer, total, 0
+        self.per_group = per_group or per_viewer
+        self.groups: dict[str, int] = {}  # group -> streams open (groups holding none left out)
 
     @contextmanager
     def take(self, viewer: Viewer) -> Iterator[None]:
@@ -64,17 +70,33 @@ class StreamSlots:
                 f"you have {viewer.streams} live views open (at most {self.per_viewer}): close "
                 f"some dashboard tabs",
             )
-        if self.open >= self.total:
+        held = self.groups.get(viewer.group, 0)
+        why = refusal_reason(held, self.open, self.per_group, self.total)
+        if why == "full":
             raise Refusal(
                 429, f"the dashboard serves {self.open} live views (its limit): try again soon"
             )
+        if why is not None:
+            most = self.per_group if why == "group" else max(self.per_group // 2, 1)
+            busy = "" if why == "group" else f" while more than {self.total // 2} are open"
+            raise Refusal(
+                429,
+                f"{viewer.group} has {held} live views open, its share (at most {most}{busy}): "
+                "close some dashboard tabs",
+            )
         viewer.streams += 1
         self.open += 1
+        self.groups[viewer.group] = held + 1
         try:
             yield
         finally:
             viewer.streams -= 1
             self.open -= 1
+            left = self.groups[viewer.group] - 1
+            if left:
+                self.groups[viewer.group] = left
+            else:
+                del self.groups[viewer.group]
 
 
 class LogBuffer(Generic[T]):

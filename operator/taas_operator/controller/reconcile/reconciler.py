@@ -17,11 +17,12 @@ A pass (level-triggered, idempotent; the rules are `taas_operator.planner.lifecy
    why it can be trusted); LISTed fresh by the job's labels instead while some of the job's own
    creations are not in the watch yet, or when a creation found a name taken that the cache
    did not show. Only objects this incarnation of the job controls are its children;
-4. `planner.plan_job` -> Plan; the status written FIRST (`status.StatusWriter`: a Conflict reads
-   the job again and repeats the pass; a change of the replica counts alone may be held a few
-   seconds, `StatusWriter.hold_until`), then deletions and creations concurrently
-   (`actions.Actions`), then the pass's events (`recorder.pass_events`: one Normal event naming
-   what it did, Warnings apart), then the TTL deletion;
+4. `planner.plan_job` -> Plan; the status written FIRST (`status.StatusWriter`: a Conflict
+   reads the job again and repeats the pass; a change of the replica counts alone may be held a
+   few seconds, `StatusWriter.hold_until`), then deletions and creations concurrently
+   (`actions.Actions`; none while the namespace has its limit of jobs being created:
+   `creating.CreationSlots`), then the pass's events (`recorder.pass_events`: one Normal event
+   naming what it did, Warnings apart), then the TTL deletion;
 5. the plan's `requeue_at` (or the end of a held status write, if sooner) is returned, so the
    work queue wakes the job exactly then.
 Failed API calls become Warning events (once per distinct error) and a `PassError`, so the
@@ -58,6 +59,7 @@ from taas_operator.apiserver.errors import ApiError
 from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller import metrics
 from taas_operator.controller.reconcile.actions import Actions
+from taas_operator.controller.reconcile.creating import CreationSlots
 from taas_operator.controller.reconcile.owned import NotOwned
 from taas_operator.controller.reconcile.progress_poller import ProgressPoller
 from taas_operator.controller.reconcile.recorder import (
@@ -137,6 +139,7 @@ class Reconciler:
             options=self.options,
         )
         self.progress = ProgressPoller(settings, request)
+        self.creating = CreationSlots(settings.creating_per_namespace, request)
         self.tensorboards = TensorBoards(
             kube,
             settings.tensorboard_image,
@@ -158,6 +161,7 @@ class Reconciler:
         self.actions.forget(key)
         self.progress.forget(key)
         self.tensorboards.forget(key)
+        self.creating.forget(key)
 
     def cost(self, key: JobKey) -> float:
         """Seconds the job's last pass spent reading the job and planning (its waits for the
@@ -222,6 +226,7 @@ class Reconciler:
         if plan.skipped:
             return None
         self.progress.fold(key, job, children.pods, plan, now)
+        self.creating.gate(key, job, plan, now)  # its namespace's creation limit
         self._costs[key] = self._costs.get(key, 0.0) + time.perf_counter() - started
         held = None
         if plan.status_changed:
@@ -237,6 +242,7 @@ class Reconciler:
             body = stored
         applied = await self.actions.apply(job, plan, children)
         metrics.pods_created(job, plan, bool(applied.errors))
+        self.creating.after(key, plan, now, failed=bool(applied.errors) and not applied.invalid)
         events = pass_events(applied.done, applied.problems, plan.events)
         not_owned = applied.not_owned
         if not plan.delete_job:
