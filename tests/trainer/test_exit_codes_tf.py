@@ -47,12 +47,10 @@ def test_tensorflows_errors_for_a_lost_peer_are_retryable_and_a_models_are_not()
         assert classify(exc) == ExitCode.USER_ERROR, exc
 
 
-@pytest.mark.timeout(300)
-def test_a_peer_lost_at_the_end_barrier_leaves_its_finished_peer_done(tmp_path: Path) -> None:
-    """worker:1 stops (SIGSTOP) at the end barrier, after its final checkpoint: no heartbeat
-    reaches the coordination service in worker:0, whose barrier fails; worker:0 had finished
-    and saved, so it exits 0 (the job is done: its checkpoint is the final one)."""
-    cluster = LocalCluster(
+def _lost_at_end(tmp_path: Path, lost: str) -> LocalCluster:
+    """Two MWMS workers of 20 steps (a checkpoint every 10); `lost` stops (SIGSTOP) at the
+    end barrier, after its final checkpoint (tests/trainer/programs/lost_at_end.py)."""
+    return LocalCluster(
         ["tests/trainer/programs/lost_at_end.py"],
         tmp_path / "logs",
         {"worker": 2},
@@ -61,9 +59,17 @@ def test_a_peer_lost_at_the_end_barrier_leaves_its_finished_peer_done(tmp_path: 
             "TF_MAX_STEPS": "20",
             "TAAS_SAVE_CHECKPOINTS_STEPS": "10",
             "TAAS_STARTUP_TIMEOUT_SECS": "120",
-            "LOST_AT_END": "worker:1",
+            "LOST_AT_END": lost,
         },
     )
+
+
+@pytest.mark.timeout(300)
+def test_a_peer_lost_at_the_end_barrier_leaves_its_finished_peer_done(tmp_path: Path) -> None:
+    """worker:1 stops (SIGSTOP) at the end barrier, after its final checkpoint: no heartbeat
+    reaches the coordination service in worker:0, whose barrier fails; worker:0 had finished
+    and saved, so it exits 0 (the job is done: its checkpoint is the final one)."""
+    cluster = _lost_at_end(tmp_path, "worker:1")
     try:
         cluster.start_all()
         cluster.wait_for_line("worker:1", "LOST ", 200)
@@ -83,18 +89,7 @@ def test_the_coordination_leader_lost_at_the_end_leaves_its_peer_done_or_retryab
 ) -> None:
     """worker:0, which hosts the coordination service, stops at the end barrier and is then
     killed (its node lost): worker:1, finished, exits 0 or retryable, never 1."""
-    cluster = LocalCluster(
-        ["tests/trainer/programs/lost_at_end.py"],
-        tmp_path / "logs",
-        {"worker": 2},
-        env={
-            "TAAS_MODEL_DIR": str(tmp_path / "model"),
-            "TF_MAX_STEPS": "20",
-            "TAAS_SAVE_CHECKPOINTS_STEPS": "10",
-            "TAAS_STARTUP_TIMEOUT_SECS": "120",
-            "LOST_AT_END": "worker:0",
-        },
-    )
+    cluster = _lost_at_end(tmp_path, "worker:0")
     try:
         cluster.start_all()
         cluster.wait_for_line("worker:0", "LOST ", 200)
