@@ -256,6 +256,19 @@ def test_every_setting_reaches_the_chart(render_docs: Render) -> None:
         assert getattr(changed, name) == expected, f"{assignment} did not reach {name}"
 
 
+def test_the_tensorboard_image_follows_the_operator_image(render_docs: Render) -> None:
+    """Unset, tensorboard.image is the trainer image beside image.repository, same tag: one
+    --set moves both to a cluster's registry."""
+    env = container_env(render_docs())
+    assert env["TAAS_TENSORBOARD_IMAGE"] == "ghcr.io/taas-dev/taas-trainer:0.1.0"
+    moved = container_env(
+        render_docs("image.repository=10.245.0.1:5000/taas/taas-operator", "image.tag=0.2.0")
+    )
+    assert moved["TAAS_TENSORBOARD_IMAGE"] == "10.245.0.1:5000/taas/taas-trainer:0.2.0"
+    bare = container_env(render_docs("image.repository=taas-operator"))
+    assert bare["TAAS_TENSORBOARD_IMAGE"] == "taas-trainer:0.1.0"
+
+
 def test_cluster_wide_rbac_is_exactly_what_the_operator_uses(render_docs: Render) -> None:
     """Watching every namespace: ClusterRoles grant exactly the needed rules, no Role exists."""
     docs = render_docs()

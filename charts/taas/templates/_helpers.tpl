@@ -59,6 +59,19 @@ app.kubernetes.io/part-of: taas
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 
+{{/* The TensorBoard image: tensorboard.image, else the trainer image beside the operator's
+(`<registry>/taas-operator` -> `<registry>/taas-trainer`, the same tag), so one
+`--set image.repository=...` moves both to your registry. */}}
+{{- define "taas.tensorboardImage" -}}
+{{- if .Values.tensorboard.image }}
+{{- .Values.tensorboard.image }}
+{{- else }}
+{{- $repository := .Values.image.repository }}
+{{- $trainer := ternary (printf "%s/taas-trainer" (dir $repository)) "taas-trainer" (contains "/" $repository) }}
+{{- printf "%s:%s" $trainer (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
 {{/* kopf peering name (leader election); empty when one replica runs standalone. */}}
 {{- define "taas.peering" -}}
 {{- if gt (int .Values.replicaCount) 1 }}{{ include "taas.fullname" . }}{{ end }}
