@@ -124,6 +124,7 @@ class InProcessOperator:
         # a new operator process: pods made before its first pass are trusted (`seen.ADOPTION`;
         # the key stays: operators of this process running at once sign alike)
         ADOPTION.since = None
+        ADOPTION.before.clear()
         controller = Controller(self.settings, fake_kube(self.store, self.settings.concurrency))
         await controller.start()  # kopf's start-up handler
         self._started.set()

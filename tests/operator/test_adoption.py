@@ -114,3 +114,19 @@ def test_what_a_process_trusts() -> None:
         assert not adoption.made_by_us(
             {**later, "annotations": {MADE_BY_ANNOTATION: other}}, "uid-1"
         )
+
+
+def test_a_pod_of_the_second_the_passes_began_is_trusted_only_if_seen_before_them() -> None:
+    """creationTimestamp has whole seconds: Kubeflow's (or an earlier operator's) pod made in
+    the second this process began its passes stays the job's when the kubelet next writes its
+    status (CI met the job failing ObjectNotOwned there), while a pod first seen after the
+    first pass, made in that same second, is not."""
+    adoption = Adoption()
+    kubeflows = {"namespace": "team", "name": "job-worker-1", "uid": "pod-a"}
+    assert adoption.made_by_us(kubeflows, "uid-1")  # listed before the first pass
+    adoption.activate()
+    assert adoption.since is not None
+    same_second = {"creationTimestamp": adoption.since}
+    assert adoption.made_by_us({**kubeflows, **same_second}, "uid-1")  # its status written
+    forged = {"namespace": "team", "name": "job-worker-0", "uid": "pod-b", **same_second}
+    assert not adoption.made_by_us(forged, "uid-1")

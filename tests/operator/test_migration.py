@@ -258,9 +258,11 @@ def _policy(api: Api, ns: str, name: str) -> dict[str, Any] | None:
 
 
 # -- tests --------------------------------------------------------------------------------------
-def test_crd_is_kubeflows_and_prunes_only_recreations(api: Api) -> None:
+def test_crd_is_kubeflows_and_prunes_only_taas_fields(api: Api) -> None:
     """The finding behind the backoff fix: of every status field TaaS writes, Kubeflow's schema
-    drops `status.recreations` (silently: the write is accepted) and keeps the rest as is."""
+    drops `status.recreations` (silently: the write is accepted), and `status.state` /
+    `stateReason` (only the State column reads those; every TaaS tool derives the state from
+    the conditions, `api.state`), and keeps the rest as is."""
     crd = api.get("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/tfjobs.kubeflow.org")
     status_schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["status"]
     assert "recreations" not in status_schema["properties"]
@@ -278,7 +280,9 @@ def test_crd_is_kubeflows_and_prunes_only_recreations(api: Api) -> None:
     written = status.to_dict()
     path = f"/apis/kubeflow.org/v1/namespaces/{ns}/tfjobs/{job['metadata']['name']}/status"
     stored = api.call("PUT", path, {**job, "status": written})
-    assert stored["status"] == {k: v for k, v in written.items() if k != "recreations"}
+    assert written["state"] == "Failed"
+    pruned = ("recreations", "state", "stateReason")
+    assert stored["status"] == {k: v for k, v in written.items() if k not in pruned}
 
 
 def test_running_job_is_taken_over_and_completed(api: Api, start_taas: StartTaas) -> None:

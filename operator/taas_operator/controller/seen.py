@@ -15,7 +15,8 @@ controlled by the TFJob only when it carries `taas.dev/made-by`, the HMAC of its
 name and job uid under a key this process drew at random and never shows
 (`planner.made_by_token`), or was created before this process began its passes (pods of an
 earlier operator process or of the replica it took over from, which no key here can vouch
-for). Any other pod with the job's ownerReference is nobody's child: the job fails naming it
+for: created before that second, or seen by this process before its first pass). Any other
+pod with the job's ownerReference is nobody's child: the job fails naming it
 (`ObjectNotOwned`), the pod is never counted, adopted or touched.
 """
 
@@ -40,6 +41,8 @@ class Adoption:
     def __init__(self) -> None:
         self.key = os.urandom(32)
         self.since: str | None = None  # RFC 3339, as creationTimestamp: the first pass
+        #: uids of the pods seen before the first pass (at most the pods then in the cluster)
+        self.before: set[str] = set()
 
     def activate(self) -> None:
         """Passes begin: pods created from now on must carry this process's token."""
@@ -53,8 +56,18 @@ class Adoption:
             ns, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
             if hmac.compare_digest(token, made_by_token(self.key, ns, name, job_uid)):
                 return True
+        uid = str(meta.get("uid") or "")
+        if self.since is None:  # passes have not begun: whoever made it, it is the job's
+            if uid:
+                self.before.add(uid)
+            return True
         created = meta.get("creationTimestamp")
-        return self.since is None or (isinstance(created, str) and created < self.since)
+        # creationTimestamp has whole seconds: a pod of the second the passes began counts as
+        # made before them only if this process saw it then (`before`), so a pod of an earlier
+        # operator or of Kubeflow stays the job's when the kubelet next writes its status
+        if uid and uid in self.before:
+            return True
+        return isinstance(created, str) and created < self.since
 
 
 ADOPTION = Adoption()
