@@ -96,8 +96,21 @@ def test_status_from_engine_is_accepted_and_shown_in_columns(crd, namespace):
     written = json.loads(result.stdout)["status"]
     assert written == plan.status.to_dict()
     table = crd.kubectl("get", "tfj", "cols", "-n", namespace).stdout.splitlines()
-    assert table[0].split() == ["NAME", "STATE", "WORKERS", "PS", "PROGRESS", "ETA", "AGE"]
+    header = ["NAME", "STATE", "REASON", "WORKERS", "PS", "PROGRESS", "ETA", "AGE"]
+    assert table[0].split() == header
     assert table[1].split()[:6] == ["cols", "Running", "2", "1", "40%", "1m35s"]
+
+    # A worker whose image cannot be pulled: kubectl says Waiting and why, never Running
+    # (Kubeflow's condition list ends with Running False; its column showed "Running").
+    job = parse_tfjob(json.loads(result.stdout))
+    stuck = [pods[0], pods[1].model_copy(update={"waiting_reason": "ImagePullBackOff"})]
+    plan = plan_job(job, stuck, now)
+    stored = {**json.loads(result.stdout), "status": plan.status.to_dict()}
+    crd.kubectl(
+        "replace", "--subresource=status", "-n", namespace, "-f", "-", input=json.dumps(stored)
+    )
+    table = crd.kubectl("get", "tfj", "cols", "-n", namespace).stdout.splitlines()
+    assert table[1].split()[:3] == ["cols", "Waiting", "ImagePullBackOff"]
 
 
 def test_generation_input_is_what_the_apiserver_serves(control_plane):

@@ -184,10 +184,15 @@ EDIT_RULES = [
     },
 ]
 
-#: The Submit form's program makes a ConfigMap too: the editor's rights and those.
+#: The Submit form's program makes a ConfigMap too (first, then its ownerReference; deleted
+#: again if the TFJob cannot be made): the editor's rights and those.
 FORM_RULES = [
     *EDIT_RULES,
-    {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create", "get"]},
+    {
+        "apiGroups": [""],
+        "resources": ["configmaps"],
+        "verbs": ["create", "get", "patch", "delete"],
+    },
 ]
 
 
