@@ -18,6 +18,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from taas_operator.api.constants import (
     DEFAULT_GANG_POD_SCHEDULER,
     DEFAULT_MAX_JOB_BYTES,
+    DEFAULT_NODE_LOST_TOLERATION_SECONDS,
     DEFAULT_TENSORBOARD_IMAGE,
     GANG_SCHEDULER_PLUGINS,
 )
@@ -143,6 +144,17 @@ class OperatorSettings(BaseSettings):
         description="schedulerName given to the pods of gang-scheduled TFJobs whose template "
         "names no scheduler: the name the scheduler-plugins scheduler runs under.",
         json_schema_extra=_flag("--gang-pod-scheduler-name", "NAME"),
+    )
+
+    node_lost_toleration_seconds: int = Field(
+        default=DEFAULT_NODE_LOST_TOLERATION_SECONDS,
+        ge=0,
+        le=86400,
+        description="Seconds each TFJob pod stays bound to a node judged lost (NoExecute "
+        "tolerations of node.kubernetes.io/not-ready and unreachable) before Kubernetes evicts "
+        "it and TaaS makes the replica again elsewhere, where the pod's template tolerates "
+        "neither taint (a template's own toleration stands). 0: Kubernetes' default, 300 s.",
+        json_schema_extra=_flag("--node-lost-toleration-seconds", "S"),
     )
 
     tensorboard_image: str = Field(
