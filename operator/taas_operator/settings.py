@@ -150,10 +150,10 @@ class OperatorSettings(BaseSettings):
         default=DEFAULT_NODE_LOST_TOLERATION_SECONDS,
         ge=0,
         le=86400,
-        description="Seconds each TFJob pod stays bound to a node judged lost (NoExecute "
-        "tolerations of node.kubernetes.io/not-ready and unreachable) before Kubernetes evicts "
-        "it and TaaS makes the replica again elsewhere, where the pod's template tolerates "
-        "neither taint (a template's own toleration stands). 0: Kubernetes' default, 300 s.",
+        description="Seconds each TFJob pod stays bound to a node judged lost before "
+        "Kubernetes evicts it and TaaS makes the replica again elsewhere: a NoExecute "
+        "toleration of node.kubernetes.io/not-ready and of unreachable, each added unless the "
+        "pod's template has one of that taint (which then stands). 0: Kubernetes' 300 s.",
         json_schema_extra=_flag("--node-lost-toleration-seconds", "S"),
     )
 
