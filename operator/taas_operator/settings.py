@@ -18,6 +18,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from taas_operator.api.constants import (
     DEFAULT_GANG_POD_SCHEDULER,
     DEFAULT_MAX_JOB_BYTES,
+    DEFAULT_NODE_LOST_TOLERATION_SECONDS,
     DEFAULT_TENSORBOARD_IMAGE,
     GANG_SCHEDULER_PLUGINS,
 )
@@ -143,6 +144,17 @@ class OperatorSettings(BaseSettings):
         description="schedulerName given to the pods of gang-scheduled TFJobs whose template "
         "names no scheduler: the name the scheduler-plugins scheduler runs under.",
         json_schema_extra=_flag("--gang-pod-scheduler-name", "NAME"),
+    )
+
+    node_lost_toleration_seconds: int = Field(
+        default=DEFAULT_NODE_LOST_TOLERATION_SECONDS,
+        ge=0,
+        le=86400,
+        description="Seconds each TFJob pod stays bound to a node judged lost before "
+        "Kubernetes evicts it and TaaS makes the replica again elsewhere: a NoExecute "
+        "toleration of node.kubernetes.io/not-ready and of unreachable, each added unless the "
+        "pod's template has one of that taint (which then stands). 0: Kubernetes' 300 s.",
+        json_schema_extra=_flag("--node-lost-toleration-seconds", "S"),
     )
 
     tensorboard_image: str = Field(

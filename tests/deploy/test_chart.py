@@ -66,6 +66,12 @@ def test_lint_is_clean(helm: Path) -> None:
         ("--set", "operatorNetworkPolicy.scrapers[0].namespace=x", "additional properties"),
         ("--set", "healthHost=localhost", "at '/healthHost'"),
         ("--set", "gangScheduling.schedulerName=volcano", "at '/gangScheduling/schedulerName'"),
+        ("--set", "pods.nodeLostTolerationSeconds=-1", "at '/pods/nodeLostTolerationSeconds'"),
+        (
+            "--set",
+            "operator.nodeLostTolerationSeconds=5m",
+            "at '/operator/nodeLostTolerationSeconds'",
+        ),
     ],
 )
 def test_schema_rejects_bad_values_naming_them(
@@ -181,6 +187,11 @@ CHART_VALUES: dict[str, tuple[str, str, object]] = {
         "tensorboard.image",
         "tensorboard.image=registry.example/tb:1",
         "registry.example/tb:1",
+    ),
+    "node_lost_toleration_seconds": (
+        "pods.nodeLostTolerationSeconds",
+        "pods.nodeLostTolerationSeconds=45",
+        45,
     ),
     "kueue_pod_groups": ("kueue.podGroups", "kueue.podGroups=true", True),
     "tensorboard_allow_from": (

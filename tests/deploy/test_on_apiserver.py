@@ -30,6 +30,7 @@ from kubernetes import client, config
 
 from taas_controlplane.launcher import ControlPlane
 from taas_operator.api import parse_tfjob
+from taas_operator.api.constants import DEFAULT_NODE_LOST_TOLERATION_SECONDS
 from taas_operator.planner import BuildOptions, desired_pods
 from tests.crds import wait_established
 from tests.deploy.rendered import CLUSTER_RULES, WORKLOAD_RULES, Docs, Rule, of_kind
@@ -223,13 +224,18 @@ def test_example_tfjobs_are_accepted(control_plane: ControlPlane) -> None:
         assert stored["spec"]["tfReplicaSpecs"].keys() == job["spec"]["tfReplicaSpecs"].keys()
 
 
+#: What the operator's default settings give every pod beyond the template (a lost node's
+#: tolerations).
+OPERATOR_DEFAULTS = BuildOptions(node_lost_toleration_seconds=DEFAULT_NODE_LOST_TOLERATION_SECONDS)
+
+
 def _operator_pods(path: Path, namespace: str) -> list[dict[str, Any]]:
     """The pods the operator creates for the TFJob(s) of an example file, in `namespace`."""
     pods = []
     for doc in yaml.safe_load_all(path.read_text()):
         if isinstance(doc, dict) and doc.get("kind") == "TFJob":
             doc["metadata"]["namespace"] = namespace
-            pods += desired_pods(parse_tfjob(doc), BuildOptions())
+            pods += desired_pods(parse_tfjob(doc), OPERATOR_DEFAULTS)
     return pods
 
 

@@ -111,6 +111,11 @@ def test_render_prints_what_the_operator_creates(tmp_path) -> None:
     assert all(d["metadata"]["namespace"] == "team" for d in docs)
     no_policy = run_taas("render", str(path), "--no-network-policy")
     assert "NetworkPolicy" not in no_policy.stdout
+    # The operator's default --node-lost-toleration-seconds: 30 s on a lost node, not 300 s.
+    assert [(t["key"], t["tolerationSeconds"]) for t in docs[0]["spec"]["tolerations"]] == [
+        ("node.kubernetes.io/not-ready", 30),
+        ("node.kubernetes.io/unreachable", 30),
+    ]
 
 
 def test_help_reads_like_kubectl() -> None:

@@ -76,3 +76,41 @@ app.kubernetes.io/part-of: taas
 {{- define "taas.peering" -}}
 {{- if gt (int .Values.replicaCount) 1 }}{{ include "taas.fullname" . }}{{ end }}
 {{- end }}
+
+{{/* The operator pod's tolerations, as `tolerations: [...]`: the `tolerations` value, then a
+NoExecute toleration of `operator.nodeLostTolerationSeconds` of each lost-node taint none of them
+names (its key, or every key, with effect NoExecute or none: Kubernetes' DefaultTolerationSeconds
+test), so a lost node holds the operator that long instead of Kubernetes' 300 s. */}}
+{{- define "taas.operatorTolerations" -}}
+{{- $given := .Values.tolerations | default list }}
+{{- $tolerations := concat (list) $given }}
+{{- $seconds := int .Values.operator.nodeLostTolerationSeconds }}
+{{- if gt $seconds 0 }}
+{{- range $key := list "node.kubernetes.io/not-ready" "node.kubernetes.io/unreachable" }}
+{{- $covered := false }}
+{{- range $given }}
+{{- if and (has (.key | default "") (list "" $key)) (has (.effect | default "") (list "" "NoExecute")) }}
+{{- $covered = true }}
+{{- end }}
+{{- end }}
+{{- if not $covered }}
+{{- $tolerations = append $tolerations (dict "key" $key "operator" "Exists" "effect" "NoExecute" "tolerationSeconds" $seconds) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- toYaml (dict "tolerations" $tolerations) }}
+{{- end }}
+
+{{/* The operator pod's affinity: the `affinity` value; with more than one replica, also a
+preferred podAntiAffinity on kubernetes.io/hostname between the replicas (unless `affinity` has
+a podAntiAffinity), so one node's loss takes at most one of them when the cluster has room. */}}
+{{- define "taas.operatorAffinity" -}}
+{{- $affinity := deepCopy (.Values.affinity | default dict) }}
+{{- if and (gt (int .Values.replicaCount) 1) (not (hasKey $affinity "podAntiAffinity")) }}
+{{- $term := dict "labelSelector" (dict "matchLabels" (include "taas.selectorLabels" . | fromYaml)) "topologyKey" "kubernetes.io/hostname" }}
+{{- $_ := set $affinity "podAntiAffinity" (dict "preferredDuringSchedulingIgnoredDuringExecution" (list (dict "weight" 100 "podAffinityTerm" $term))) }}
+{{- end }}
+{{- if $affinity }}
+{{- toYaml $affinity }}
+{{- end }}
+{{- end }}

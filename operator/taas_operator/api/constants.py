@@ -96,6 +96,14 @@ REASON_WAITING_FOR_GANG: Final = "WaitingForGang"
 #: TaaS: Running False while its namespace has `--creating-per-namespace` jobs being created.
 REASON_NAMESPACE_CREATION_LIMIT: Final = "NamespaceCreationLimit"
 
+# A lost node (`--node-lost-toleration-seconds`, `planner.tolerations`): the NoExecute taints the
+# node lifecycle controller puts on a node that stopped answering (unreachable) or reports
+# itself not ready, and how long a replica pod tolerates them unless its template says.
+NODE_LOST_TAINTS: Final = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+#: Seconds: a gang whose member is lost trains no more anyway, so wait not Kubernetes' 300 s
+#: (docs/tfjob-api.md, "A lost node").
+DEFAULT_NODE_LOST_TOLERATION_SECONDS: Final = 30
+
 # Gang scheduling with scheduler-plugins' coscheduling (`--gang-scheduler-name`).
 GANG_SCHEDULER_PLUGINS: Final = "scheduler-plugins"
 #: The schedulerName scheduler-plugins' own manifests give their scheduler.

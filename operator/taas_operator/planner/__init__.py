@@ -12,12 +12,14 @@ Public surface:
     Plan, Event, status_changed(old, new), counts_only_change(old, new),
     skip_reason(managed_by, ...)                                         (plan.py)
     ObservedPod (ObservedPod.from_manifest(pod_dict))                    (observed.py)
-    BuildOptions(cluster_domain="", hosts=None, gang_scheduler="", gang_pod_scheduler=...)
+    BuildOptions(cluster_domain="", hosts=None, gang_scheduler="", gang_pod_scheduler=...,
+                 node_lost_toleration_seconds=0)
     desired_pod_group(job, options), gang_waiting(job, pods, options), min_member(job)
                                                                           (gang.py)
     Kueue's pod groups: pod_group, join, to_release, to_close, ...        (kueue.py)
     desired_pod(s), desired_service(s), desired_network_policy, owner_reference,
     replica_labels, job_selector                                          (objects.py)
+    node_lost_tolerations(tolerations, seconds): a lost node's default    (tolerations.py)
     set_condition, fail_invalid_spec, fail_job                            (conditions.py)
     backoff_delay(attempt, start, cap)                                    (backoff.py)
     fold_progress, chief_slot, chief_pod, final_report, progress_port,

@@ -1,6 +1,7 @@
 """Desired Kubernetes objects of a TFJob, as plain manifests (dicts). Pure: no I/O.
 
-    BuildOptions(cluster_domain: str = "", hosts: HostFn | None = None)
+    BuildOptions(cluster_domain="", hosts=None, gang_scheduler="", ...,
+                 node_lost_toleration_seconds=0)
     replica_labels(job_name, replica_type, index) -> dict[str, str]
     job_selector(job_name) -> dict[str, str]              # labels of every pod/service of a job
     owner_reference(job) -> dict
@@ -22,7 +23,10 @@ the front of its env list, so the user's own env and `$(VAR)` references in args
 entries of the same names the user set are replaced. The pod's restartPolicy comes from the
 replica's (ExitCode becomes Never). With gang scheduling on (`BuildOptions.gang_scheduler`), pods
 carry the label `scheduling.x-k8s.io/pod-group: <job>` and the gang scheduler's schedulerName
-unless the template names one (as Kubeflow's training-operator does; `planner.gang`).
+unless the template names one (as Kubeflow's training-operator does; `planner.gang`). With
+`BuildOptions.node_lost_toleration_seconds`, pods tolerate a lost node that long instead of
+Kubernetes' 300 s, for each lost-node taint their template has no toleration of
+(`planner.tolerations`).
 
 `BuildOptions` holds every input that is not in the TFJob, as plain values (the operator fills
 them from its settings): `hosts` picks the addresses in the cluster spec, by default the job's
@@ -61,6 +65,7 @@ from taas_operator.api.constants import (
 )
 from taas_operator.api.models import TFJob
 from taas_operator.planner.progress import chief_slot, progress_port
+from taas_operator.planner.tolerations import node_lost_tolerations
 from taas_operator.tfjob.cluster_spec import (
     ClusterEnv,
     HostFn,
@@ -86,6 +91,9 @@ class BuildOptions:
     #: The operator's adoption key: each pod carries `made_by_token` of it (b"": none, `taas
     #: run` and `taas render`).
     adoption_key: bytes = b""
+    #: Seconds each pod tolerates a lost node (the not-ready / unreachable NoExecute taints)
+    #: where its template has no toleration of them (`planner.tolerations`); 0: Kubernetes'.
+    node_lost_toleration_seconds: int = 0
 
     def host_fn(self, job: TFJob) -> HostFn:
         """The host strategy for this job."""
@@ -165,6 +173,10 @@ def desired_pod(
     if options.gang_scheduler == GANG_SCHEDULER_PLUGINS:
         labels[LABEL_POD_GROUP] = job.name
         spec["schedulerName"] = spec.get("schedulerName") or options.gang_pod_scheduler
+    if options.node_lost_toleration_seconds > 0:
+        spec["tolerations"] = node_lost_tolerations(
+            spec.get("tolerations") or [], options.node_lost_toleration_seconds
+        )
     cluster = cluster or ClusterEnv(job, options.host_fn(job))
     env = cluster.env(replica_type, index)
     port = replica_port(replica)

@@ -126,6 +126,7 @@ class Reconciler:
             gang_pod_scheduler=settings.gang_pod_scheduler_name,
             kueue_pod_groups=settings.kueue_pod_groups,
             adoption_key=ADOPTION.key,
+            node_lost_toleration_seconds=settings.node_lost_toleration_seconds,
         )
         self.recorder = EventRecorder(kube)
         self.writer = StatusWriter(kube, cache, expectations, request, forget)
