@@ -1,0 +1,106 @@
+"""The Worker count of the scale subresource (`planner.scaling`): each pass writes the worker
+selector and status.workerReplicas; a changed count is one TFJobScaled event, and only the pods
+of the added or removed indices are made or deleted."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from taas_operator.api import parse_tfjob
+from taas_operator.controller import metrics
+from taas_operator.planner import ObservedPod, plan_job
+from taas_operator.planner.scaling import REASON_SCALED
+
+from .helpers import manifest, pod
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+SELECTOR = (
+    "training.kubeflow.org/operator-name=tfjob-controller,"
+    "training.kubeflow.org/job-name=mnist,training.kubeflow.org/replica-type=worker"
+)
+
+
+def _scaled(workers: int, status: dict) -> dict:
+    body = manifest({"PS": 1, "Worker": workers})
+    body["status"] = status
+    return body
+
+
+def _running(workers: int) -> list[ObservedPod]:
+    return [pod("PS", 0)] + [pod("Worker", i) for i in range(workers)]
+
+
+def _scale_events(plan) -> list[str]:  # type: ignore[no-untyped-def]
+    return [e.message for e in plan.events if e.reason == REASON_SCALED]
+
+
+def test_the_first_pass_records_the_count_and_the_selector_without_an_event() -> None:
+    plan = plan_job(parse_tfjob(_scaled(2, {})), [], NOW, services=[])
+    assert plan.status.worker_replicas == 2
+    assert plan.status.replica_statuses["Worker"].selector == SELECTOR
+    assert _scale_events(plan) == []
+
+
+def test_the_selector_matches_the_labels_of_the_worker_pods_made() -> None:
+    plan = plan_job(parse_tfjob(_scaled(2, {})), [], NOW, services=[])
+    selector = dict(term.split("=") for term in SELECTOR.split(","))
+    workers = [p for p in plan.create_pods if "-worker-" in p["metadata"]["name"]]
+    others = [p for p in plan.create_pods if "-worker-" not in p["metadata"]["name"]]
+    assert len(workers) == 2 and others
+    assert all(selector.items() <= p["metadata"]["labels"].items() for p in workers)
+    assert not any(selector.items() <= p["metadata"]["labels"].items() for p in others)
+
+
+def test_scaling_up_makes_only_the_new_indices_and_says_so_once() -> None:
+    status = plan_job(parse_tfjob(_scaled(2, {})), _running(2), NOW, services=[]).status
+    plan = plan_job(parse_tfjob(_scaled(4, status.to_dict())), _running(2), NOW, services=[])
+    assert sorted(p["metadata"]["name"] for p in plan.create_pods) == [
+        "mnist-worker-2",
+        "mnist-worker-3",
+    ]
+    assert plan.delete_pods == []
+    assert _scale_events(plan) == ["TFJob mnist scaled up from 2 to 4 Worker replicas."]
+    assert plan.status.worker_replicas == 4
+    again = plan_job(parse_tfjob(_scaled(4, plan.status.to_dict())), _running(4), NOW)
+    assert _scale_events(again) == []  # said once, not every pass
+
+
+def test_scaling_down_deletes_only_the_removed_indices() -> None:
+    status = plan_job(parse_tfjob(_scaled(4, {})), _running(4), NOW, services=[]).status
+    services = [f"mnist-worker-{i}" for i in range(4)] + ["mnist-ps-0"]
+    job = parse_tfjob(_scaled(1, status.to_dict()))
+    plan = plan_job(job, _running(4), NOW, services=services)
+    assert sorted(plan.delete_pods) == ["mnist-worker-1", "mnist-worker-2", "mnist-worker-3"]
+    assert sorted(plan.delete_services) == sorted(plan.delete_pods)
+    assert plan.create_pods == []
+    assert _scale_events(plan) == ["TFJob mnist scaled down from 4 to 1 Worker replicas."]
+
+
+def test_a_job_without_workers_has_no_count_and_no_selector() -> None:
+    plan = plan_job(parse_tfjob(manifest({"Chief": 1, "PS": 1})), [], NOW, services=[])
+    assert plan.status.worker_replicas is None
+    assert all(s.selector is None for s in plan.status.replica_statuses.values())
+
+
+def test_a_finished_job_keeps_its_count_and_says_nothing() -> None:
+    status = plan_job(parse_tfjob(_scaled(2, {})), _running(2), NOW).status.to_dict()
+    status["conditions"].append({"type": "Succeeded", "status": "True"})
+    plan = plan_job(parse_tfjob(_scaled(5, status)), [], NOW)
+    assert plan.status.worker_replicas == 2
+    assert _scale_events(plan) == [] and plan.create_pods == []
+
+
+def test_the_counter_counts_each_change_by_direction() -> None:
+    def value(direction: str) -> float:
+        sample = metrics.REGISTRY.get_sample_value(
+            "taas_operator_job_scale_changes_total",
+            {"job_namespace": "scale-ns", "direction": direction},
+        )
+        return sample or 0.0
+
+    up, down = value("up"), value("down")
+    metrics.status_written("scale-ns", {}, {"workerReplicas": 2})  # first sight: no change
+    metrics.status_written("scale-ns", {"workerReplicas": 2}, {"workerReplicas": 4})
+    metrics.status_written("scale-ns", {"workerReplicas": 4}, {"workerReplicas": 4})
+    metrics.status_written("scale-ns", {"workerReplicas": 4}, {"workerReplicas": 1})
+    assert (value("up") - up, value("down") - down) == (1, 1)
