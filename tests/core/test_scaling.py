@@ -5,8 +5,15 @@ of the added or removed indices are made or deleted."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
+import pytest
+
+from taas_operator import cli
 from taas_operator.api import parse_tfjob
+from taas_operator.api.constants import MAX_REPLICAS
+from taas_operator.apiserver.errors import Invalid
+from taas_operator.client.jobs import checked_workers
 from taas_operator.controller import metrics
 from taas_operator.planner import ObservedPod, plan_job
 from taas_operator.planner.scaling import REASON_SCALED
@@ -104,3 +111,36 @@ def test_the_counter_counts_each_change_by_direction() -> None:
     metrics.status_written("scale-ns", {"workerReplicas": 4}, {"workerReplicas": 4})
     metrics.status_written("scale-ns", {"workerReplicas": 4}, {"workerReplicas": 1})
     assert (value("up") - up, value("down") - down) == (1, 1)
+
+
+@pytest.mark.parametrize("bad", [-1, 5001, 2.5, "4", True, None])
+def test_a_worker_count_outside_the_bound_is_refused_naming_it(bad: object) -> None:
+    with pytest.raises(Invalid, match="workers must be"):
+        checked_workers(bad)
+
+
+@pytest.mark.parametrize("good", [0, 1, MAX_REPLICAS])
+def test_a_worker_count_inside_the_bound_is_taken(good: int) -> None:
+    assert checked_workers(good) == good
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--workers", "-3"], "workers must be from 0 to 5000"),
+        (["--workers", "5001"], "not 5001; fix"),
+        (["--workers", "four"], "invalid int value: 'four'"),
+        ([], "--workers"),
+    ],
+)
+def test_taas_scale_with_a_bad_count_exits_2_before_connecting(
+    flags: list[str], said: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    argv = ["scale", "mnist", *flags, "--kubeconfig", str(tmp_path / "none")]
+    try:
+        code = cli.main(argv)
+    except SystemExit as exc:  # argparse's own refusals
+        code = int(exc.code or 0)
+    err = capsys.readouterr().err
+    assert code == 2 and said in err, err
+    assert "Traceback" not in err and "kubeconfig" not in err.split("usage:")[0]
