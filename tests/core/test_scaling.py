@@ -16,7 +16,8 @@ from taas_operator.apiserver.errors import Invalid
 from taas_operator.client.jobs import checked_workers
 from taas_operator.controller import metrics
 from taas_operator.planner import ObservedPod, plan_job
-from taas_operator.planner.scaling import REASON_SCALED
+from taas_operator.planner.budget import job_bytes
+from taas_operator.planner.scaling import REASON_SCALED, held_scale
 
 from .helpers import manifest, pod
 
@@ -144,3 +145,23 @@ def test_taas_scale_with_a_bad_count_exits_2_before_connecting(
     err = capsys.readouterr().err
     assert code == 2 and said in err, err
     assert "Traceback" not in err and "kubeconfig" not in err.split("usage:")[0]
+
+
+def test_a_scale_up_past_the_byte_budget_keeps_the_last_count() -> None:
+    status = plan_job(parse_tfjob(_scaled(2, {})), _running(2), NOW).status.to_dict()
+    small, big = parse_tfjob(_scaled(2, status)), parse_tfjob(_scaled(40, status))
+    limit = (job_bytes(small).total + job_bytes(big).total) // 2
+    held = held_scale(big, limit)
+    assert held is not None
+    kept, refusal = held
+    assert kept.spec.tf_replica_specs["Worker"].replicas == 2
+    assert big.spec.tf_replica_specs["Worker"].replicas == 40  # the stored spec is not changed
+    assert refusal.startswith("TFJob ns1/mnist: scaling from 2 to 40 Worker replicas refused")
+    assert "over the limit" in refusal and "scale back to 2 or fewer" in refusal
+    plan = plan_job(kept, _running(2), NOW)  # what the operator plans with: nothing changes
+    assert plan.create_pods == [] and plan.delete_pods == [] and _scale_events(plan) == []
+    assert plan.status.worker_replicas == 2
+    # within the budget, a scale-down, or no count seen yet: not held
+    assert held_scale(big, job_bytes(big).total) is None
+    assert held_scale(parse_tfjob(_scaled(1, status)), 1) is None
+    assert held_scale(parse_tfjob(_scaled(40, {})), limit) is None

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 
 from taas_controlplane.launcher import ControlPlane
+from taas_operator.api import parse_tfjob
+from taas_operator.planner.budget import job_bytes
 from taas_operator.processes import free_ports
 from tests.operator.operator_harness import (
     Api,
@@ -161,3 +163,44 @@ def test_a_count_past_the_bound_and_a_job_without_workers_are_refused(
     assert no_worker.returncode == 2 and "no replica type spelled 'Worker'" in no_worker.stderr
     assert "Traceback" not in no_worker.stderr + too_many.stderr + total.stderr
     assert "Worker" not in admin.tfjob(ns, chief)["spec"]["tfReplicaSpecs"]
+
+
+def test_a_scale_up_past_the_byte_budget_is_refused_and_the_job_goes_on(
+    admin: Api, start_operator: StartOperator, control_plane: ControlPlane
+) -> None:
+    ns = new_namespace(admin, "scale-budget")
+    name = unique("budget")
+    manifest = tfjob(name, {"PS": {}, "Worker": {"replicas": 2}})
+    sized = parse_tfjob({**manifest, "metadata": {"name": name, "namespace": ns}})
+    at_40 = sized.model_copy(deep=True)
+    at_40.spec.tf_replica_specs["Worker"].replicas = 40
+    limit = (job_bytes(sized).total + job_bytes(at_40).total) // 2
+    start_operator(ns, args=(f"--max-job-bytes={limit}",))
+    admin.create_tfjob(ns, manifest)
+    first = _uids(admin, ns, name, [f"{name}-ps-0", f"{name}-worker-0", f"{name}-worker-1"])
+    _seen(admin, ns, name, 2)
+
+    scaled = _kubectl(control_plane, ns, "scale", f"tfjob/{name}", "--replicas=40")
+    assert scaled.returncode == 0, scaled.stderr  # the apiserver cannot count bytes
+
+    def refusal() -> list[str] | None:
+        found = [e for e in admin.events(ns, name) if e["reason"] == "ScaleRefused"]
+        return [f"{e['type']}: {e['message']}" for e in found] or None
+
+    said = wait_for(refusal, "the ScaleRefused event", timeout=60)
+    assert len(said) == 1 and said[0].startswith(
+        f"Warning: TFJob {ns}/{name}: scaling from 2 to 40 Worker replicas refused"
+    )
+    assert "over the limit" in said[0], said
+    # the job goes on as it was: no pod made or remade, not failed, the count it runs with
+    assert _uids(admin, ns, name, list(first)) == first
+    job = admin.tfjob(ns, name) or {}
+    assert job["status"]["workerReplicas"] == 2
+    assert not any(c["type"] == "Failed" for c in job["status"].get("conditions") or [])
+
+    back = _taas(control_plane, ns, "scale", name, "--workers", "3")
+    assert back.returncode == 0, back.stderr
+    _seen(admin, ns, name, 3)
+    three = _uids(admin, ns, name, [*first, f"{name}-worker-2"])
+    assert {n: three[n] for n in first} == first
+    assert refusal() == said  # said once
