@@ -502,8 +502,8 @@ def test_kueue_pod_groups_add_only_patch_on_pods(render_docs: Render) -> None:
 
 def test_team_roles_aggregate_tfjob_rights_into_admin_edit_and_view(render_docs: Render) -> None:
     """rbac.aggregateToDefaultRoles (on by default): `edit` and `admin` gain every verb on TFJobs
-    and set their scale, `view` reads them (and the PodGroups with gang scheduling); nothing about pods, secrets or
-    anything else; off, no such role."""
+    and set their scale, `view` reads them (and the PodGroups with gang scheduling); nothing
+    about pods, secrets or anything else; off, no such role."""
     every = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
     reads = {"get", "list", "watch"}
     roles = {role["metadata"]["name"]: role for role in user_roles(render_docs())}
