@@ -13,7 +13,7 @@ from taas_operator import cli
 from taas_operator.api import parse_tfjob
 from taas_operator.api.constants import MAX_REPLICAS
 from taas_operator.apiserver.errors import Invalid
-from taas_operator.client.jobs import checked_workers
+from taas_operator.client.scale import checked_workers
 from taas_operator.controller import metrics
 from taas_operator.planner import ObservedPod, plan_job
 from taas_operator.planner.budget import job_bytes

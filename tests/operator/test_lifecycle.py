@@ -71,7 +71,9 @@ def _reasons(admin: Api, ns: str, name: str) -> list[str]:
 
 
 def _counts(job: dict[str, Any]) -> dict[str, Any]:
-    return dict((job.get("status") or {}).get("replicaStatuses") or {})
+    """replicaStatuses' counts (without the Worker selector the scale subresource reads)."""
+    found = (job.get("status") or {}).get("replicaStatuses") or {}
+    return {t: {k: v for k, v in s.items() if k != "selector"} for t, s in found.items()}
 
 
 def _seen_succeeded(admin: Api, ns: str, name: str, rtype: str, count: int) -> dict:

@@ -255,7 +255,7 @@ def _delete(args: argparse.Namespace) -> int:
 
 # -- scale ---------------------------------------------------------------------------------------
 def _scale(args: argparse.Namespace) -> int:
-    from taas_operator.client.jobs import checked_workers
+    from taas_operator.client.scale import checked_workers
 
     checked_workers(args.workers)  # before any connection: a bad N is said first
     workers = _client(args).scale_job(args.job, args.workers)

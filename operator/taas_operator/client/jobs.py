@@ -42,7 +42,6 @@ from taas_operator.api.constants import (
     COND_RUNNING,
     COND_SUCCEEDED,
     LABEL_JOB_NAME,
-    MAX_REPLICAS,
     PLURAL,
 )
 from taas_operator.api.names import InvalidName, check_name, check_namespace
@@ -60,6 +59,7 @@ from taas_operator.client.programs import (
     program_job,
     read_program,
 )
+from taas_operator.client.scale import checked_workers, scale_workers
 from taas_operator.client.watching import changes
 
 Callback = Callable[[TFJob], None]
@@ -262,25 +262,10 @@ class TFJobClient:
 
     def scale_job(self, name: str, workers: int, namespace: str | None = None) -> int:
         """Set the Worker replicas through the scale subresource, as `kubectl scale` does;
-        the count the apiserver stored. The operator makes or deletes the workers of the
-        changed indices only (docs/tfjob-api.md, "The scale subresource")."""
+        the count the apiserver stored (`client.scale`)."""
         workers = checked_workers(workers)
         ns, name = self._ns(namespace), _checked(check_name, name, "name")
-        job = self.conn.call(Request("get", PLURAL, ns, name), "GET", TFJOB.path(ns, name))
-        if "Worker" not in ((job.get("spec") or {}).get("tfReplicaSpecs") or {}):
-            raise Invalid(
-                f"TFJob {ns}/{name} has no replica type spelled 'Worker' (the scale "
-                "subresource sets spec.tfReplicaSpecs.Worker.replicas); fix: change the other "
-                "types' replicas in the TFJob itself, or spell its workers' key 'Worker'"
-            )
-        scale = self.conn.call(
-            Request("patch", f"{PLURAL}/scale", ns, name),
-            "PATCH",
-            TFJOB.path(ns, name, "scale"),
-            body={"spec": {"replicas": workers}},
-            content_type="application/merge-patch+json",
-        )
-        return int((scale.get("spec") or {}).get("replicas") or 0)
+        return scale_workers(self.conn, ns, name, workers)
 
     # -- state ----------------------------------------------------------------------------------
     def is_succeeded(self, name: str, namespace: str | None = None) -> bool:
@@ -383,18 +368,6 @@ class TFJobClient:
         if not follow:
             return follower.now()
         return follower.follow(lambda: self.get(name, ns).status.finished)
-
-
-def checked_workers(workers: object) -> int:
-    """`workers` if it is a Worker count the CRD accepts (0 to MAX_REPLICAS), else Invalid."""
-    if isinstance(workers, bool) or not isinstance(workers, int):
-        raise Invalid(f"workers must be a whole number, not {workers!r}; fix: e.g. 4")
-    if not 0 <= workers <= MAX_REPLICAS:
-        raise Invalid(
-            f"workers must be from 0 to {MAX_REPLICAS} (the replica bound of a TFJob), "
-            f"not {workers}; fix: give a count in that range"
-        )
-    return workers
 
 
 def _checked(check: Callable[[str, str], str], value: str, field: str) -> str:

@@ -10,7 +10,7 @@ the job's worker pods) and, TaaS, workerReplicas (the Worker count the last pass
 A pass whose spec differs from workerReplicas is a scale change: one Normal event (TFJobScaled)
 naming both counts; the pods of the added or removed indices are made or deleted by the usual
 rules (`planner.lifecycle`), the others are not touched. The first pass only records the
-count; a finished job's stays as it was.
+count; a finished job's status is left as it ended.
 
 A scale-up of a running job past the operator's byte budget (`planner.budget`; the apiserver
 cannot count bytes, its schema only bounds the replicas) is refused without ending the job:
@@ -51,14 +51,14 @@ def note_worker_scale(job: TFJob, status: TFJobStatus) -> Event | None:
     """Write the Worker count and selector into `status`; the event of a change, if any (none
     for a finished job, whose pods are no longer made)."""
     spec = job.spec.tf_replica_specs.get(WORKER)
+    if status.finished:
+        return None  # makes no pods: its status stays as it ended (a job taken over, too)
     if spec is None:
         status.worker_replicas = None
         return None
     worker = status.replica_statuses.setdefault(WORKER, ReplicaStatus())
     worker.selector = worker_selector(job.name)
     before = status.worker_replicas
-    if status.finished and before is not None:
-        return None  # a finished job makes no pods: its count stays the one it ran with
     status.worker_replicas = spec.replicas
     if before is None or before == spec.replicas:
         return None

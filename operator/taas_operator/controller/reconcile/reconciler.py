@@ -67,6 +67,7 @@ from taas_operator.controller.reconcile.recorder import (
     pass_events,
     waiting_for_names,
 )
+from taas_operator.controller.reconcile.scaleguard import ScaleGuard
 from taas_operator.controller.reconcile.status import StatusWriter
 from taas_operator.controller.reconcile.tensorboard import TensorBoards
 from taas_operator.controller.seen import ADOPTION
@@ -85,7 +86,7 @@ from taas_operator.planner import (
 from taas_operator.planner.batches import list_page
 from taas_operator.planner.budget import over_budget
 from taas_operator.planner.kueue import to_close
-from taas_operator.planner.scaling import REASON_SCALE_REFUSED, held_scale
+from taas_operator.planner.scaling import REASON_SCALE_REFUSED
 from taas_operator.settings import OperatorSettings
 
 logger = logging.getLogger("taas_operator.controller")
@@ -151,15 +152,14 @@ class Reconciler:
         self._must_list: set[JobKey] = set()  # jobs whose next pass must LIST their children
         self._costs: dict[JobKey, float] = {}  # seconds the last pass computed (no waiting)
         self._sized: dict[JobKey, tuple[str, int | None]] = {}  # (uid, generation) within budget
-        # (uid, generation) -> a scale-up's refusal, None when within budget (`_scale_held`)
-        self._scale_refusals: dict[JobKey, tuple[tuple[str, int | None], str | None]] = {}
+        self.scale_guard = ScaleGuard(self.max_job_bytes, self.options)
 
     def forget(self, key: JobKey) -> None:
         """Drop what passes kept about the job (the caller forgets its cache and expectations)."""
         self._must_list.discard(key)
         self._costs.pop(key, None)
         self._sized.pop(key, None)
-        self._scale_refusals.pop(key, None)
+        self.scale_guard.forget(key)
         self.recorder.clear(key)
         self.writer.forget_job(key)
         self.actions.forget(key)
@@ -225,7 +225,7 @@ class Reconciler:
         self._must_list.discard(key)
         if not children.pods and not job.status.finished and await self._too_large(key, body, job):
             return None
-        job, refused = self._scale_held(key, job)
+        job, refused = self.scale_guard.held(key, job)
         now = datetime.now(UTC)
         plan = plan_job(job, children.pods, now, services=children.services, options=self.options)
         if plan.skipped:
@@ -317,19 +317,6 @@ class Reconciler:
         detail = "; ".join(named[:_NAMED_OBJECTS]) + (f" (and {more} more)" if more > 0 else "")
         message = f"TFJob {key[0]}/{key[1]} cannot run under its name: {detail}"
         return await self._fail(key, body, REASON_NOT_OWNED, message)
-
-    def _scale_held(self, key: JobKey, job: TFJob) -> tuple[TFJob, str | None]:
-        """A scale-up past --max-job-bytes: the job at its last Worker count, and the refusal
-        to post (once per spec generation; `planner.scaling.held_scale`)."""
-        version = (job.metadata.uid or "", job.metadata.generation)
-        known = self._scale_refusals.get(key)
-        if known is not None and known[0] == version and known[1] is None:
-            return job, None  # this generation is within budget, or no scale-up
-        held = held_scale(job, self.max_job_bytes, self.options)
-        self._scale_refusals[key] = (version, held[1] if held else None)
-        if held is None:
-            return job, None
-        return held[0], (None if known is not None and known[0] == version else held[1])
 
     async def _too_large(self, key: JobKey, body: dict[str, Any], job: TFJob) -> bool:
         """Before any pod is made: a job whose pods and services would take more of etcd than
