@@ -5,7 +5,7 @@
     taas render JOB.yaml     the pods, services and NetworkPolicy the operator would create
     taas dashboard [FLAGS]   a live web page of the cluster's TFJobs (flags: dashboard.flags)
     taas operator [FLAGS]    run the TFJob operator against a cluster (flags: controller.flags)
-    taas submit | logs | get | wait | delete   TFJobs on a cluster (taas_operator.client)
+    taas submit | logs | get | wait | delete | scale   TFJobs on a cluster (taas_operator.client)
     taas tensorboard JOB.yaml|DIR|JOB          a job's summaries (taas_operator.tensorboard_command)
 
 Each subcommand is registered by an `add_<verb>(subparsers)` function that adds its parser and

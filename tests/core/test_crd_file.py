@@ -57,7 +57,15 @@ def test_crd_shape():
     assert crd["spec"]["scope"] == "Namespaced"
     assert crd["spec"]["names"]["shortNames"] == ["tfj"]
     (version,) = crd["spec"]["versions"]
-    assert version["name"] == "v1" and version["subresources"] == {"status": {}}
+    assert version["name"] == "v1"
+    assert version["subresources"] == {
+        "status": {},
+        "scale": {  # kubectl scale / an HPA on the workers (docs/tfjob-api.md)
+            "specReplicasPath": ".spec.tfReplicaSpecs.Worker.replicas",
+            "statusReplicasPath": ".status.replicaStatuses.Worker.active",
+            "labelSelectorPath": ".status.replicaStatuses.Worker.selector",
+        },
+    }
     columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
     assert columns["State"] == ".status.state"
     assert columns["Reason"] == ".status.stateReason"

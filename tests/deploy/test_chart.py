@@ -512,9 +512,9 @@ def test_kueue_pod_groups_add_only_patch_on_pods(render_docs: Render) -> None:
 
 
 def test_team_roles_aggregate_tfjob_rights_into_admin_edit_and_view(render_docs: Render) -> None:
-    """rbac.aggregateToDefaultRoles (on by default): `edit` and `admin` gain every verb on TFJobs,
-    `view` reads them (and the PodGroups with gang scheduling); nothing about pods, secrets or
-    anything else; off, no such role."""
+    """rbac.aggregateToDefaultRoles (on by default): `edit` and `admin` gain every verb on TFJobs
+    and set their scale, `view` reads them (and the PodGroups with gang scheduling); nothing
+    about pods, secrets or anything else; off, no such role."""
     every = {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
     reads = {"get", "list", "watch"}
     roles = {role["metadata"]["name"]: role for role in user_roles(render_docs())}
@@ -526,9 +526,11 @@ def test_team_roles_aggregate_tfjob_rights_into_admin_edit_and_view(render_docs:
     assert not any("aggregate-to-edit" in label for label in labels["taas-view"])
     assert rules(roles["taas-edit"]) == {("kubeflow.org", "tfjobs", v) for v in every} | {
         ("kubeflow.org", "tfjobs/status", "get")
-    }
+    } | {("kubeflow.org", "tfjobs/scale", v) for v in ("get", "patch", "update")}
     assert rules(roles["taas-view"]) == {
-        ("kubeflow.org", resource, v) for resource in ("tfjobs", "tfjobs/status") for v in reads
+        ("kubeflow.org", resource, v)
+        for resource in ("tfjobs", "tfjobs/status", "tfjobs/scale")
+        for v in reads
     }
     gang = {r["metadata"]["name"]: r for r in user_roles(
         render_docs("gangScheduling.schedulerName=scheduler-plugins"))}  # fmt: skip

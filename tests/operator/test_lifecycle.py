@@ -71,7 +71,9 @@ def _reasons(admin: Api, ns: str, name: str) -> list[str]:
 
 
 def _counts(job: dict[str, Any]) -> dict[str, Any]:
-    return dict((job.get("status") or {}).get("replicaStatuses") or {})
+    """replicaStatuses' counts (without the Worker selector the scale subresource reads)."""
+    found = (job.get("status") or {}).get("replicaStatuses") or {}
+    return {t: {k: v for k, v in s.items() if k != "selector"} for t, s in found.items()}
 
 
 def _seen_succeeded(admin: Api, ns: str, name: str, rtype: str, count: int) -> dict:
@@ -430,15 +432,37 @@ def test_suspend_and_resume(admin: Api, ns: str) -> None:
 
 
 def test_scale_up_and_down(admin: Api, ns: str) -> None:
+    """2 -> 4 -> 1 workers (the field the scale subresource writes; the in-memory apiserver has
+    no scale subresource, tests/operator/test_scale.py uses it on the real one): only the
+    changed indices are made or deleted, the others keep their uid; one TFJobScaled each."""
     name = unique("scale")
-    _start(admin, ns, tfjob(name, {"Worker": {"replicas": 2}}), 2)
+    first = _start(admin, ns, tfjob(name, {"PS": {}, "Worker": {"replicas": 2}}), 3)
+    uids = {n: p["metadata"]["uid"] for n, p in first.items()}
+
+    def seen(count: int) -> bool:
+        return ((admin.tfjob(ns, name) or {}).get("status") or {}).get("workerReplicas") == count
+
+    wait_for(lambda: seen(2), "status.workerReplicas 2")
     admin.patch_tfjob(ns, name, {"spec": {"tfReplicaSpecs": {"Worker": {"replicas": 4}}}})
-    want = {f"{name}-worker-{i}" for i in range(4)}
-    wait_for(lambda: set(admin.pods(ns, name)) == want, "scaled up to 4 pods")
+    want = {f"{name}-ps-0"} | {f"{name}-worker-{i}" for i in range(4)}
+    four = wait_for(lambda: set(p := admin.pods(ns, name)) == want and p, "scaled up to 4 pods")
     wait_for(lambda: set(admin.services(ns, name)) == want, "scaled up to 4 services")
+    assert {n: four[n]["metadata"]["uid"] for n in uids} == uids
+    wait_for(lambda: seen(4), "status.workerReplicas 4")
     admin.patch_tfjob(ns, name, {"spec": {"tfReplicaSpecs": {"Worker": {"replicas": 1}}}})
-    wait_for(lambda: set(admin.pods(ns, name)) == {f"{name}-worker-0"}, "scaled down to 1 pod")
-    wait_for(lambda: set(admin.services(ns, name)) == {f"{name}-worker-0"}, "1 service")
+    want = {f"{name}-ps-0", f"{name}-worker-0"}
+    one = wait_for(lambda: set(p := admin.pods(ns, name)) == want and p, "scaled down to 1 pod")
+    wait_for(lambda: set(admin.services(ns, name)) == want, "1 worker service")
+    assert {n: p["metadata"]["uid"] for n, p in one.items()} == {n: uids[n] for n in want}
+
+    def scaled() -> list[str] | None:
+        said = [e["message"] for e in admin.events(ns, name) if e["reason"] == "TFJobScaled"]
+        return sorted(m.split(". ")[0] for m in said) if len(said) == 2 else None
+
+    assert wait_for(scaled, "two TFJobScaled events") == [
+        f"TFJob {name} scaled down from 4 to 1 Worker replicas",
+        f"TFJob {name} scaled up from 2 to 4 Worker replicas",
+    ]
 
 
 def test_managed_by_other_controller_is_left_alone(admin: Api, ns: str) -> None:

@@ -141,6 +141,9 @@ class ReplicaStatus(_Wire):
     active: int = 0
     succeeded: int = 0
     failed: int = 0
+    #: Kubeflow's: the label selector of this type's pods (written for Worker: the scale
+    #: subresource's labelSelectorPath).
+    selector: str | None = None
 
 
 class Recreation(_Wire):
@@ -197,6 +200,8 @@ class TFJobStatus(_Wire):
     #: TaaS: what the job is doing (`api.state`), the State printer column; and why.
     state: str | None = None
     state_reason: str | None = None
+    #: TaaS: the Worker replicas the last pass planned for (`planner.scaling`).
+    worker_replicas: int | None = None
 
     def condition(self, type_: str) -> JobCondition | None:
         """The condition of this type, if present."""

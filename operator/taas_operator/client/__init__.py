@@ -8,14 +8,15 @@
     client.wait(job.name, timeout=600)           # raises JobFailed with the job's own message
 
 Modules: `jobs` (TFJobClient: create, create_job, get, list, wait, logs, events, pods, delete,
-suspend/resume, watch), `manifests` (what create sends, how stored jobs are read), `programs`
-and `programoptions` (a TFJob running a local .py file, shipped in a ConfigMap: what create_job
-and `taas submit PROGRAM.py` send), `submitflags` (that command's flags), `watching`
+scale_job, suspend/resume, watch), `manifests` (what create sends, how stored jobs are read),
+`programs` and `programoptions` (a TFJob running a local .py file, shipped in a ConfigMap:
+what create_job and `taas submit PROGRAM.py` send), `submitflags` (that command's flags), `watching`
 (list + watch, resumed), `logs` (following replica logs), `models` (ReplicaPod, LogLine,
 JobEvent, JobChange), `errors` (JobFailed, WaitTimeout and the client's own checks; the rest
 is the one hierarchy of `taas_operator.apiserver.errors`, exported here too), `console` (the
 tables and the live view of `taas submit`), `commands` (`taas submit | logs | get | wait |
-delete`). Every request goes through `taas_operator.apiserver` (`blocking.Connection`).
+delete | scale`), `scale` (the Worker count through the scale subresource). Every request
+goes through `taas_operator.apiserver` (`blocking.Connection`).
 
 Why here, a layer of `taas_operator` beside the controller: the trainer package `taas` must not
 import `taas_operator` (a training program needs no operator code), and only

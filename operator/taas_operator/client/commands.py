@@ -1,4 +1,5 @@
-"""`taas submit | logs | get | wait | delete`: TFJobs on a cluster, from the command line.
+"""`taas submit | logs | get | wait | delete | scale`: TFJobs on a cluster, from the command
+line.
 
     taas submit JOB.yaml [--detach]      create, then the live table and merged logs until it
                                          ends; exit 0 Succeeded, 1 Failed (as `taas run`)
@@ -12,6 +13,7 @@
                                          it is not running, where its TensorBoard is)
     taas wait JOB [--for C] [--timeout S]  until Succeeded (or C); 1 when it fails or times out
     taas delete JOB
+    taas scale JOB --workers N           the Worker replicas, through the scale subresource
 
 Every command takes `-n/--namespace`, `--kubeconfig` and `--context` as kubectl does. A missing
 job, a missing CRD, RBAC refusing the user, a broken kubeconfig or an unreachable server print
@@ -251,8 +253,37 @@ def _delete(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- scale ---------------------------------------------------------------------------------------
+def _scale(args: argparse.Namespace) -> int:
+    from taas_operator.client.scale import checked_workers
+
+    checked_workers(args.workers)  # before any connection: a bad N is said first
+    workers = _client(args).scale_job(args.job, args.workers)
+    print(f'tfjob.kubeflow.org "{args.job}" scaled to {workers} Worker replicas')
+    return 0
+
+
+def _add_scale(subparsers: argparse._SubParsersAction) -> None:
+    scale = subparsers.add_parser(
+        "scale",
+        help="set a TFJob's Worker replicas (as `kubectl scale tfjob/JOB --replicas=N`)",
+        description="Set spec.tfReplicaSpecs.Worker.replicas through the TFJob's scale "
+        "subresource. The operator makes the workers of the new indices, or deletes those "
+        "past N, and touches no other pod; what the program does then: docs/tfjob-api.md.",
+        epilog="example:\n  taas scale mnist --workers 4\n\nexit status: 0 scaled, 2 bad "
+        "input (N below 0 or above the replica bound, no Worker type) or cluster access",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    scale.add_argument("job", metavar="JOB")
+    scale.add_argument(
+        "--workers", type=int, required=True, metavar="N", help="the Worker replicas wanted"
+    )
+    _connection_arguments(scale)
+    scale.set_defaults(handler=_safely(_scale))
+
+
 def add_cluster_commands(subparsers: argparse._SubParsersAction) -> None:
-    """Register submit, logs, get, wait and delete."""
+    """Register submit, logs, get, wait, delete and scale."""
     raw = argparse.RawDescriptionHelpFormatter
     submit = subparsers.add_parser(
         "submit",
@@ -345,3 +376,4 @@ def add_cluster_commands(subparsers: argparse._SubParsersAction) -> None:
     delete.add_argument("job", metavar="JOB")
     _connection_arguments(delete)
     delete.set_defaults(handler=_safely(_delete))
+    _add_scale(subparsers)

@@ -10,6 +10,7 @@
     client.logs(name, replica=None, follow=False) -> Iterator[LogLine]
     client.pods(name) -> list[ReplicaPod] client.events(name) -> list[JobEvent]
     client.delete(name)                   client.suspend(name) / client.resume(name) -> TFJob
+    client.scale_job(name, workers) -> int   # the Worker replicas, through tfjobs/NAME/scale
     client.watch(namespace=None, all_namespaces=False, name=None, timeout=None)
         -> Iterator[JobChange]            # the jobs there now (ADDED), then every change
     client.is_succeeded(name) / is_failed(name) / is_running(name) -> bool
@@ -58,6 +59,7 @@ from taas_operator.client.programs import (
     program_job,
     read_program,
 )
+from taas_operator.client.scale import checked_workers, scale_workers
 from taas_operator.client.watching import changes
 
 Callback = Callable[[TFJob], None]
@@ -257,6 +259,13 @@ class TFJobClient:
             content_type="application/merge-patch+json",
         )
         return read_job(obj)
+
+    def scale_job(self, name: str, workers: int, namespace: str | None = None) -> int:
+        """Set the Worker replicas through the scale subresource, as `kubectl scale` does;
+        the count the apiserver stored (`client.scale`)."""
+        workers = checked_workers(workers)
+        ns, name = self._ns(namespace), _checked(check_name, name, "name")
+        return scale_workers(self.conn, ns, name, workers)
 
     # -- state ----------------------------------------------------------------------------------
     def is_succeeded(self, name: str, namespace: str | None = None) -> bool:

@@ -34,6 +34,9 @@ TaaS's own:
                                                            counter, pods deleted and recreated
                                                            after a failure (status.recreations;
                                                            reason: Error, OOMKilled, Evicted...)
+    taas_operator_job_scale_changes_total{job_namespace,direction}
+                                                           counter, Worker replicas changed
+                                                           (status.workerReplicas; up | down)
     taas_operator_job_pods_created_seconds                 histogram, TFJob creationTimestamp ->
                                                            the pass after which all its pods exist
                                                            (once per job, by the process that
@@ -131,6 +134,12 @@ POD_RECREATIONS = Counter(
     ["job_namespace", "reason"],
     registry=REGISTRY,
 )
+SCALE_CHANGES = Counter(
+    "taas_operator_job_scale_changes",
+    "Changes of a TFJob's Worker replicas (the scale subresource), by direction (up, down)",
+    ["job_namespace", "direction"],
+    registry=REGISTRY,
+)
 PODS_CREATED_SECONDS = Histogram(
     "taas_operator_job_pods_created_seconds",
     "Seconds from a TFJob's creation to the end of the pass after which all its pods exist",
@@ -191,6 +200,9 @@ def status_written(
         added = count - old.get(pod, (0, ""))[0]
         if added > 0:
             POD_RECREATIONS.labels(namespace, printable(reason)).inc(added)
+    was, now = (before or {}).get("workerReplicas"), after.get("workerReplicas")
+    if isinstance(was, int) and isinstance(now, int) and was != now:
+        SCALE_CHANGES.labels(namespace, "up" if now > was else "down").inc()
 
 
 def job_deleted(namespace: str) -> None:

@@ -22,6 +22,8 @@ Public surface:
     node_lost_tolerations(tolerations, seconds): a lost node's default    (tolerations.py)
     set_condition, fail_invalid_spec, fail_job                            (conditions.py)
     backoff_delay(attempt, start, cap)                                    (backoff.py)
+    the scale subresource's Worker count: note_worker_scale, held_scale,
+    worker_selector                                                        (scaling.py)
     fold_progress, chief_slot, chief_pod, final_report, progress_port,
     progress_columns,
     format_eta                                                            (progress.py)

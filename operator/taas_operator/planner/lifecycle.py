@@ -34,6 +34,8 @@ Rules (Kubeflow's unless marked TaaS):
 - suspend: delete every pod and service, active counts 0, Running False and Suspended True
   (TFJobSuspended). Resume: Suspended False (TFJobResumed), startTime reset, pods recreated.
 - scaling: pods at an index >= replicas (and their services) are deleted, missing ones created.
+  TaaS: a change of the Worker count (the scale subresource) is one Normal event, TFJobScaled
+  (`planner.scaling`: status.workerReplicas, replicaStatuses.Worker.selector, every pass).
   TaaS: in batches (`planner.batches`): a pass builds at most a batch of pods and of services,
   in index order, and asks to run again at once (`requeue_at`) for the rest.
 - TaaS: with gang scheduling on, pods the scheduler reports Unschedulable set Running False
@@ -108,6 +110,7 @@ from taas_operator.planner.gang import gang_waiting
 from taas_operator.planner.objects import BuildOptions, desired_pod, desired_service
 from taas_operator.planner.observed import ObservedPod
 from taas_operator.planner.plan import Event, EventType, Plan, skip_reason, status_changed
+from taas_operator.planner.scaling import note_worker_scale
 from taas_operator.tfjob import rules
 from taas_operator.tfjob.cluster_spec import ClusterEnv, replica_name
 
@@ -211,6 +214,9 @@ class _Pass:
             self.plan.requeue_at = at
 
     def finish(self) -> Plan:
+        scaled = note_worker_scale(self.job, self.status)
+        if scaled is not None:
+            self.plan.events.append(scaled)
         self.plan.status = self.status
         self.plan.status_changed = status_changed(self.job.status, self.status)
         return self.plan

@@ -67,6 +67,7 @@ from taas_operator.controller.reconcile.recorder import (
     pass_events,
     waiting_for_names,
 )
+from taas_operator.controller.reconcile.scaleguard import ScaleGuard
 from taas_operator.controller.reconcile.status import StatusWriter
 from taas_operator.controller.reconcile.tensorboard import TensorBoards
 from taas_operator.controller.seen import ADOPTION
@@ -85,6 +86,7 @@ from taas_operator.planner import (
 from taas_operator.planner.batches import list_page
 from taas_operator.planner.budget import over_budget
 from taas_operator.planner.kueue import to_close
+from taas_operator.planner.scaling import REASON_SCALE_REFUSED
 from taas_operator.settings import OperatorSettings
 
 logger = logging.getLogger("taas_operator.controller")
@@ -151,12 +153,14 @@ class Reconciler:
         self._must_list: set[JobKey] = set()  # jobs whose next pass must LIST their children
         self._costs: dict[JobKey, float] = {}  # seconds the last pass computed (no waiting)
         self._sized: dict[JobKey, tuple[str, int | None]] = {}  # (uid, generation) within budget
+        self.scale_guard = ScaleGuard(self.max_job_bytes, self.options)
 
     def forget(self, key: JobKey) -> None:
         """Drop what passes kept about the job (the caller forgets its cache and expectations)."""
         self._must_list.discard(key)
         self._costs.pop(key, None)
         self._sized.pop(key, None)
+        self.scale_guard.forget(key)
         self.recorder.clear(key)
         self.writer.forget_job(key)
         self.actions.forget(key)
@@ -222,6 +226,7 @@ class Reconciler:
         self._must_list.discard(key)
         if not children.pods and not job.status.finished and await self._too_large(key, body, job):
             return None
+        job, refused = self.scale_guard.held(key, job)
         now = datetime.now(UTC)
         plan = plan_job(job, children.pods, now, services=children.services, options=self.options)
         if plan.skipped:
@@ -258,6 +263,8 @@ class Reconciler:
             taken = [name for name in taken if name in earlier]
         if taken:
             events.append(waiting_for_names(taken))
+        if refused:
+            events.append(Event(type="Warning", reason=REASON_SCALE_REFUSED, message=refused))
         await self.recorder.post(key, body, events)
         if applied.name_taken and not fresh:  # look at what is there
             self._must_list.add(key)
