@@ -112,6 +112,8 @@ def _static_mutations() -> list[tuple[str, Mutation]]:
         ("env as strings", _set(_tf, "env", ["A=1"])),
         ("ports as a map", _set(_tf, "ports", {"tfjob-port": 2222})),
         ("containerPort 'abc'", _set(_tf, "ports", [{"containerPort": "abc"}])),
+        # bounded in the CRD since issue 39 (as Kubernetes bounds a pod's ports)
+        ("containerPort 70000", _set(_tf, "ports", [{"name": "extra", "containerPort": 70000}])),
         ("args as a string", _set(_tf, "args", "--max_steps=10")),
         ("workingDir 5", _set(_tf, "workingDir", 5)),
         (
@@ -128,7 +130,6 @@ def pod_level_mutations() -> list[tuple[str, Mutation]]:
     pod = lambda m: _worker(m)["template"]["spec"]  # noqa: E731
     return [
         ("env var name with '='", _set(_tf, "env", [{"name": "A=B", "value": "x"}])),
-        ("containerPort 70000", _set(_tf, "ports", [{"name": "extra", "containerPort": 70000}])),
         (
             "cpu request above its limit",
             _set(_tf, "resources", {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}),

@@ -24,22 +24,22 @@ pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(120)]
 def test_pod_template_the_apiserver_refuses_fails_the_job_once(
     admin: Api, start_operator: StartOperator
 ) -> None:
-    """The CRD keeps pod templates open, so a containerPort out of range reaches the operator;
-    the apiserver refuses the pod (422) and the job ends Failed naming replica and field,
-    instead of retrying forever."""
+    """The CRD keeps pod templates open (their types, not every rule of pod validation), so a
+    cpu request above its limit reaches the operator; the apiserver refuses the pod (422) and
+    the job ends Failed naming replica and field, instead of retrying forever."""
     ns = new_namespace(admin, "badpod")
     start_operator(ns)
     name = unique("badpod")
     container = {
         "name": "tensorflow",
         "image": "example.com/trainer:1",
-        "ports": [{"name": "tfjob-port", "containerPort": 70000}],
+        "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}},
     }
     admin.create_tfjob(ns, tfjob(name, {"Worker": {"containers": [container]}}))
     job = wait_for(lambda: (j := admin.tfjob(ns, name)) and condition(j, "Failed") and j, "Failed")
     message = condition(job, "Failed")["message"]
     assert message.startswith(f"TFJob {ns}/{name} has an invalid spec: ")
-    assert f"pod {name}-worker-0" in message and "containerPort" in message
+    assert f"pod {name}-worker-0" in message and "resources.requests" in message
     assert "fix spec.tfReplicaSpecs.Worker.template" in message
     assert admin.pods(ns, name) == {}
     wait_for(lambda: "InvalidTFJobSpec" in reasons(admin, ns, name), "InvalidTFJobSpec event")
