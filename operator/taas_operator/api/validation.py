@@ -83,7 +83,7 @@ def parse_tfjob(obj: Mapping[str, Any]) -> TFJob:
     # metadata are checked above, as kubectl and the apiserver check them (not by the schema).
     body = {k: v for k, v in prepared.defaulted.items() if k not in _NOT_BY_SCHEMA}
     found = schema_errors(body, schema) + list_type_errors(body, schema)
-    errors += found
+    errors += found + scale_errors(body)
     if any(e.blocking for e in found):
         errors.append(FieldError(path="<nil>", message=messages.RULES_NOT_CHECKED))
     else:
@@ -100,6 +100,33 @@ def parse_tfjob(obj: Mapping[str, Any]) -> TFJob:
         return TFJob.model_validate(data)
     except ValidationError as exc:
         raise TFJobValidationError(_from_pydantic(exc)) from None
+
+
+#: The scale subresource's specReplicasPath, as the apiserver names it in its errors.
+SCALE_PATH = ".spec.tfReplicaSpecs.Worker.replicas"
+
+
+def scale_errors(body: Mapping[str, Any]) -> list[FieldError]:
+    """The apiserver's own check of the scale subresource's replicas field (Worker.replicas),
+    made beside the schema's, and shown even when a schema error skips the CEL rules: a whole
+    number (an int64) and not negative."""
+    specs = (body.get("spec") or {}).get("tfReplicaSpecs") if isinstance(body, Mapping) else None
+    worker = specs.get("Worker") if isinstance(specs, Mapping) else None
+    if not isinstance(worker, Mapping) or worker.get("replicas") is None:
+        return []
+    value = worker["replicas"]
+    if isinstance(value, bool) or not isinstance(value, int):
+        said = f"Invalid value: 0: {SCALE_PATH} accessor error"
+        if isinstance(value, str):  # Go's %v of a string is the string itself
+            said += f": {value} is of the type string, expected int64"
+        return [FieldError(path=SCALE_PATH, message=said)]
+    if value < 0:
+        return [
+            FieldError(
+                path=SCALE_PATH, message=f"Invalid value: {value}: should be a non-negative integer"
+            )
+        ]
+    return []
 
 
 def template_errors(replica_type: str, template: Any) -> list[FieldError]:
