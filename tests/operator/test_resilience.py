@@ -136,7 +136,12 @@ def _schemaless(crd: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture
-def loose_crd(control_plane: ControlPlane, tfjob_crd: Path) -> Iterator[None]:
+def loose_crd(
+    control_plane: ControlPlane, tfjob_crd: Path, watched: tuple[str, OperatorProcess]
+) -> Iterator[None]:
+    """A CRD that lets any spec in, for the test; then the jobs it let in are deleted (a TFJob
+    no client can decode, left in the session's apiserver, stops every later informer of
+    TFJobs: Kueue's failed to list them, and CI's Kueue tests with it), and the CRD put back."""
     crd = yaml.safe_load(tfjob_crd.read_text())
     control_plane.kubectl(
         "apply",
@@ -149,6 +154,7 @@ def loose_crd(control_plane: ControlPlane, tfjob_crd: Path) -> Iterator[None]:
     try:
         yield
     finally:
+        control_plane.kubectl("delete", "tfjobs", "--all", "-n", watched[0], "--wait=true")
         control_plane.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(tfjob_crd))
 
 
