@@ -25,6 +25,7 @@ from taas_operator.dashboard.access import TokenGate, ViewerGate
 from taas_operator.dashboard.cluster import ClusterSource
 from taas_operator.dashboard.cluster.source import connect
 from taas_operator.dashboard.guard import ACTION_HEADER
+from taas_operator.dashboard.main import viewer_sources
 from taas_operator.dashboard.serve import Background
 from taas_operator.dashboard.server import ServerSettings
 
@@ -81,13 +82,12 @@ def viewer_dashboard(
     """`taas dashboard --auth kubernetes` in this process: each request acts with the bearer
     token it carries (or its sign-in session); `kubeconfig` only says where the cluster is.
     `asked` gets each token the apiserver is asked about (SelfSubjectReview), in order."""
-    base = connect(kubeconfig, None)
-    wanted = list(namespaces or [])
+    sources = viewer_sources(connect(kubeconfig, None), list(namespaces or []))
 
     async def viewer_source(token: str) -> tuple[int, str, str, Any]:
         if asked is not None:
             asked.append(token)
-        return await ClusterSource.for_token(base, token, wanted)
+        return await sources(token)
 
     settings = ServerSettings(host=host, port=0, read_only=read_only)
     server = Background.start(ViewerGate(viewer_source), settings)

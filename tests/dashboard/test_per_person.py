@@ -40,6 +40,7 @@ from taas_operator.dashboard.cluster.source import MAX_JOB_PAGES
 from taas_operator.dashboard.server import STREAMS_PER_VIEWER
 from taas_operator.processes import spawn, stop
 from tests.dashboard.dashboard_harness import (
+    EDIT_RULES,
     TOKENS,
     auth,
     call,
@@ -137,6 +138,52 @@ def test_one_person_holds_one_viewer_slot_and_one_stream_cap(
         finally:
             for connection, _ in held:
                 connection.close()
+
+
+def _bind(admin: Api, ns: str, account: str, rules: list[dict[str, Any]]) -> None:
+    """A Role with `rules` in `ns` bound to the ServiceAccount `account` of `ns`."""
+    name = f"role-{account}"
+    admin.create(
+        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+        {"metadata": {"name": name}, "rules": rules},
+    )
+    admin.create(
+        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+        {
+            "metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
+        },
+    )
+
+
+def test_a_namespace_scoped_viewer_sees_and_submits_in_their_namespace(
+    control_plane: ControlPlane, admin: Api, namespace: str
+) -> None:
+    """Issue 44: with `edit` in one namespace only and the chart's defaults (no
+    dashboard.namespaces), the page showed the dashboard's own namespace and hid Submit."""
+    other = f"other-{uuid.uuid4().hex[:6]}"
+    admin.create("/api/v1/namespaces", {"metadata": {"name": other}})
+    admin.create_tfjob(namespace, tfjob("mine", {"Worker": {"replicas": 1}}))
+    admin.create_tfjob(other, tfjob("theirs", {"Worker": {"replicas": 1}}))
+    account = _account(admin, namespace)
+    _bind(admin, namespace, account, EDIT_RULES)
+    viewer = _as(_token(admin, namespace, account))
+    with viewer_dashboard(control_plane.kubeconfig) as url:  # no namespaces named
+        jobs = wait_for(
+            lambda: (lambda a: a if a.get("jobs") else None)(
+                call(url + "api/jobs", headers=viewer).json or {}
+            ),
+            "the viewer's job in the list",
+        )
+        assert [(j["namespace"], j["name"]) for j in jobs["jobs"]] == [(namespace, "mine")]
+        (note,) = jobs["status"]["notes"]
+        assert f"you may list TFJobs in 1 namespace(s): showing {namespace}" in note
+        info = call(url + "api/info", headers=viewer).json
+        assert info["defaultNamespace"] == namespace
+        permissions = call(f"{url}api/namespaces/{namespace}/permissions", headers=viewer).json
+        assert permissions["create"]["allowed"] is True  # the page shows Submit
+        assert call(f"{url}api/jobs/{other}/theirs", headers=viewer).status != 200
 
 
 def test_a_new_token_replaces_the_earlier_and_sessions_are_bounded(

@@ -1,15 +1,18 @@
 """The dashboard's jobs list from a cluster: one list-then-watch of TFJobs, cluster-wide when the
 identity may list them in every namespace (`kubectl get tfjobs -A`), else one per namespace
-(those asked for, or the context's), each refused namespace named on the page.
+(those asked for, else those the identity may list them in (`scopes`), else the context's), each
+refused namespace named on the page.
 
-    await JobList(api, board, namespaces).follow()      # for ever
+    jobs = JobList(api, board, namespaces, names)
+    await jobs.resolve()                                # which namespaces (`jobs.shown`)
+    await jobs.follow()                                 # for ever
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from taas_operator.api.resources import TFJOB
 from taas_operator.apiserver.errors import Unreachable
@@ -21,13 +24,25 @@ from taas_operator.dashboard.cluster.follow import (
     RETRY_START,
     list_watch,
 )
+from taas_operator.dashboard.cluster.scopes import NamespaceNames, readable
+
+T = TypeVar("T")
 
 
 class JobList:
     """Keeps `board` holding every TFJob the identity may list in its scope."""
 
-    def __init__(self, api: KubeApi, board: JobsBoard, namespaces: list[str]) -> None:
+    def __init__(
+        self,
+        api: KubeApi,
+        board: JobsBoard,
+        namespaces: list[str],
+        names: NamespaceNames | None = None,
+    ) -> None:
         self.api, self.board, self.namespaces = api, board, namespaces
+        self.names = names or NamespaceNames(None)
+        #: The scopes followed (None: every namespace); set by `resolve`.
+        self.shown: list[str | None] = list(namespaces)
         self.scopes: dict[str | None, set[Key]] = {}
         self.problems: dict[str | None, str] = {}
         self.refused: dict[str, str] = {}
@@ -45,22 +60,29 @@ class JobList:
                 f"({exc or type(exc).__name__}): it is out of date; restart taas dashboard."
             )
 
-    async def _follow(self) -> None:
-        scopes: list[str | None] = list(self.namespaces)
-        if not scopes:
-            if await self._retrying(self._can_list_everywhere):
-                scopes = [None]
-            else:
-                scopes = [self.api.namespace]
-                self.scope_note = (
-                    f"You may not list TFJobs in every namespace (kubectl get tfjobs -A would "
-                    f"be refused): showing namespace {self.api.namespace}. Choose others with "
-                    f"taas dashboard -n NAMESPACE."
-                )
-                self._notes()
-        await asyncio.gather(*(self._follow_scope(s) for s in scopes))
+    async def resolve(self) -> None:
+        """Decide the scopes once: those asked for, else every namespace when the identity may
+        list TFJobs there, else the namespaces it may list them in, else the context's."""
+        if self.namespaces:
+            return
+        if await self._retrying(self._can_list_everywhere):
+            self.shown = [None]
+            return
+        found = await self._retrying(lambda: readable(self.api, self.names))
+        self.shown = list(found.namespaces) or [self.api.namespace]
+        fallback = "" if found.namespaces else f"; showing namespace {self.api.namespace}"
+        self.scope_note = (
+            f"You may not list TFJobs in every namespace (kubectl get tfjobs -A would be "
+            f"refused): {found.note}{fallback}."
+        )
+        self._notes()
 
-    async def _retrying(self, call: Callable[[], Awaitable[bool]]) -> bool:
+    async def _follow(self) -> None:
+        if not self.shown:
+            await self.resolve()
+        await asyncio.gather(*(self._follow_scope(s) for s in self.shown))
+
+    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
         delay = RETRY_START
         while True:
             try:

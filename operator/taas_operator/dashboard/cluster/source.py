@@ -1,7 +1,8 @@
 """ClusterSource: the dashboard's Source (`dashboard.source`) for a cluster, as one identity.
 
     ClusterSource.load(kubeconfig, context, namespaces=[])    # as kubectl connects
-    ClusterSource.for_token(base, token) -> (status, user, uid, source)   # a viewer's token
+    ClusterSource.for_token(base, token, namespaces, names) -> (status, user, uid, source)
+                                                              # a viewer's token
 
 Outages: each watch says on the page what is out of date and since when, and catches up by
 itself (`follow`). Bounds: `MAX_JOB_PAGES` jobs watched at once (`jobwatches`), `logs.MAX_PODS`
@@ -11,6 +12,7 @@ pods per log stream, one follow per pod shared by every view of it (`logs`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -25,10 +27,12 @@ from taas_operator.dashboard.cluster import rbac
 from taas_operator.dashboard.cluster.joblist import JobList
 from taas_operator.dashboard.cluster.jobwatches import JobWatches
 from taas_operator.dashboard.cluster.logs import PodLogs
+from taas_operator.dashboard.cluster.scopes import NamespaceNames
 from taas_operator.dashboard.source import LogLine, Permissions, Source
 from taas_operator.documents import InputError
 
 MAX_JOB_PAGES = 32
+RESOLVE_SECONDS = 30.0
 
 
 def connect(kubeconfig: str | None = None, context: str | None = None) -> Connection:
@@ -46,12 +50,16 @@ class ClusterSource(Source):
     mode = "cluster"
 
     def __init__(
-        self, api: KubeApi, client: TFJobClient, namespaces: list[str] | None = None
+        self,
+        api: KubeApi,
+        client: TFJobClient,
+        namespaces: list[str] | None = None,
+        names: NamespaceNames | None = None,
     ) -> None:
         super().__init__()
         self.api, self.client = api, client
         self.namespaces = list(namespaces or [])
-        self.jobs = JobList(api, self.board, self.namespaces)
+        self.jobs = JobList(api, self.board, self.namespaces, names)
         self.pages = JobWatches(api, MAX_JOB_PAGES)
         self.pod_logs = PodLogs(api)
         self.tasks: list[asyncio.Task[None]] = []
@@ -67,20 +75,30 @@ class ClusterSource(Source):
 
     @classmethod
     async def for_token(
-        cls, base: Connection, token: str, namespaces: list[str] | None = None
+        cls,
+        base: Connection,
+        token: str,
+        namespaces: list[str] | None = None,
+        names: NamespaceNames | None = None,
     ) -> tuple[int, str, str, ClusterSource | None]:
         """What the apiserver says of a viewer's `token` (SelfSubjectReview status, user name,
-        uid) and, when it accepts it (201), a source acting with it on `base`'s cluster."""
+        uid) and, when it accepts it (201), a source acting with it on `base`'s cluster
+        (`names`: the namespaces the dashboard itself may list, `scopes`)."""
         connection = base.with_token(token)
         api = KubeApi.of(connection)
         status, user, uid = await api.identify()
         if status != 201:
             await api.close()
             return status, user, uid, None
-        return status, user, uid, cls(api, TFJobClient.of(connection), namespaces)
+        return status, user, uid, cls(api, TFJobClient.of(connection), namespaces, names)
 
     async def start(self) -> None:
         await self.api.who_am_i()
+        # Which namespaces to show, before the page asks (its Submit form's namespace); an
+        # apiserver that does not answer in time leaves it to the jobs list, which retries.
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(RESOLVE_SECONDS):
+                await self.jobs.resolve()
         self.tasks.append(asyncio.create_task(self.jobs.follow()))
 
     async def close(self) -> None:
@@ -132,6 +150,8 @@ class ClusterSource(Source):
             "mode": self.mode,
             "where": f"{self.api.server}{context}{user}",
             "readOnly": False,
-            "defaultNamespace": self.namespaces[0] if self.namespaces else self.api.namespace,
+            "defaultNamespace": next(
+                (ns for ns in self.jobs.shown if ns is not None), self.api.namespace
+            ),
             "since": time.time(),
         }
