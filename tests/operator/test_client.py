@@ -23,6 +23,7 @@ import yaml
 
 from taas.core.publish import Publisher, document
 from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.pki import CertificateAuthority
 from taas_operator.api import parse_tfjob
 from taas_operator.client import (
     AlreadyExists,
@@ -358,6 +359,15 @@ def test_bad_paths_are_one_message_and_exit_2(
     assert 'has no context "elsewhere"' in one_error(context)
     with pytest.raises(ConfigError):
         TFJobClient(kubeconfig=str(broken))
+    # a CA that did not sign the apiserver's certificate: TLS named as such, with its fix
+    stranger = CertificateAuthority.create(tmp_path / "stranger-ca")
+    wrong_ca = yaml.safe_load(Path(kubeconfig).read_text())
+    wrong_ca["clusters"][0]["cluster"]["certificate-authority"] = str(stranger.cert_file)
+    (tmp_path / "wrong-ca.kubeconfig").write_text(yaml.safe_dump(wrong_ca))
+    message = one_error(taas("get", kubeconfig=str(tmp_path / "wrong-ca.kubeconfig"), ns=ns))
+    assert "failed TLS verification: " in message and "certificate verify failed" in message, message
+    assert "fix: the kubeconfig's certificate-authority-data" in message
+    assert "cannot reach" not in message
     with pytest.raises(Invalid, match=r"metadata\.name"):
         TFJobClient(kubeconfig=kubeconfig, namespace=ns).create(str(bad))
 

@@ -17,7 +17,7 @@ the dashboard and `taas tensorboard`, each error's text naming what and how to f
     operator_error(status, data, request) -> ApiError   # the operator's words (its log, events)
     user_error(status, data, request, server, source)    # a person's words (CLI, dashboard)
     refused(status, data, request)                        # the server's words alone (its pages)
-    unreachable(error, server, source) -> Unreachable     # no answer at all
+    unreachable(error, server, source) -> Unreachable     # no answer at all (TLS named as such)
 
 Each has `status`, `request` (verb, resource, namespace, name, for messages) and
 `server_message` (the apiserver's own words). The two audiences see the same classes with
@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import ssl
 from dataclasses import dataclass
 from typing import Any
 
@@ -284,11 +285,34 @@ def refused(status: int, data: Any, request: Request) -> ApiError:
 
 
 def unreachable(error: BaseException, server: str, source: str) -> Unreachable:
-    """No answer from `server` (a refused or reset connection, a timeout)."""
+    """No answer from `server` (a refused or reset connection, a timeout), or none that TLS
+    lets through (a certificate the kubeconfig's CA did not sign, another host's name)."""
+    tls = tls_failure(error)
+    if tls is not None:
+        return Unreachable(
+            f"the Kubernetes API server at {server} ({source}) failed TLS verification: "
+            f"{reason(tls)}; fix: the kubeconfig's certificate-authority-data (or "
+            f"certificate-authority) must be the cluster's CA and its server the address the "
+            f"serving certificate names (kubectl config view --raw shows both)"
+        )
     return Unreachable(
         f"cannot reach the Kubernetes API server at {server} ({source}): {reason(error)}; fix: "
         f"check the cluster is up and the kubeconfig's server"
     )
+
+
+def tls_failure(error: BaseException) -> ssl.SSLError | None:
+    """The TLS error behind a connection error (aiohttp wraps it), if one is."""
+    found: ssl.SSLError | None = None
+    seen: BaseException | None = error
+    for _ in range(8):  # a chain of causes, never a loop; the innermost TLS error says most
+        if seen is None:
+            break
+        if isinstance(seen, ssl.SSLError):
+            found = seen
+        inner = getattr(seen, "certificate_error", None) or getattr(seen, "os_error", None)
+        seen = inner if isinstance(inner, BaseException) else (seen.__cause__ or seen.__context__)
+    return found
 
 
 def reason(error: BaseException) -> str:
