@@ -365,7 +365,8 @@ def test_bad_paths_are_one_message_and_exit_2(
     wrong_ca["clusters"][0]["cluster"]["certificate-authority"] = str(stranger.cert_file)
     (tmp_path / "wrong-ca.kubeconfig").write_text(yaml.safe_dump(wrong_ca))
     message = one_error(taas("get", kubeconfig=str(tmp_path / "wrong-ca.kubeconfig"), ns=ns))
-    assert "failed TLS verification: " in message and "certificate verify failed" in message, message
+    assert "failed TLS verification: " in message, message
+    assert "certificate verify failed" in message
     assert "fix: the kubeconfig's certificate-authority-data" in message
     assert "cannot reach" not in message
     with pytest.raises(Invalid, match=r"metadata\.name"):
