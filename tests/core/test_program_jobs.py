@@ -64,7 +64,10 @@ def test_the_shape_of_a_ps_job() -> None:
         ]
         assert pod["volumes"] == [{"name": "program", "configMap": {"name": "train-program"}}]
         assert pod["securityContext"]["runAsNonRoot"] is True
-        assert "resources" not in container and "env" not in container
+        assert "resources" not in container
+        # TensorFlow's INFO lines (device dumps, "Local rendezvous is aborting") stay off the
+        # terminal `taas submit` follows, unless the user sets the level (below)
+        assert container["env"] == [{"name": "TF_CPP_MIN_LOG_LEVEL", "value": "1"}]
     assert made.config_map == {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -87,7 +90,7 @@ def test_a_chief_resources_gpus_env_arguments_and_a_namespace() -> None:
         image="registry.example.com/team/trainer:1",
         cpu="2",
         memory="4Gi",
-        env={"TF_MAX_STEPS": "400", "TAAS_BATCH_SIZE": "64"},
+        env={"TF_MAX_STEPS": "400", "TAAS_BATCH_SIZE": "64", "TF_CPP_MIN_LOG_LEVEL": "0"},
         args=("--epochs", "3"),
     )
     made = program_job(PROGRAM, options, namespace="team-a")
@@ -103,6 +106,7 @@ def test_a_chief_resources_gpus_env_arguments_and_a_namespace() -> None:
         assert container["env"] == [
             {"name": "TF_MAX_STEPS", "value": "400"},
             {"name": "TAAS_BATCH_SIZE", "value": "64"},
+            {"name": "TF_CPP_MIN_LOG_LEVEL", "value": "0"},  # the user's level, not TaaS's
         ]
         resources = container["resources"]
         assert resources["requests"] == {"cpu": "2", "memory": "4Gi"}
@@ -128,7 +132,7 @@ def test_the_operator_builds_pods_that_mount_and_run_the_program() -> None:
         assert container["command"] == ["python", f"{PROGRAM_DIR}/train.py"]
         assert pod["spec"]["volumes"][0]["configMap"]["name"] == "train-program"
         names = [e["name"] for e in container["env"]]
-        assert names[0] == "TF_CONFIG" and names[-1] == "A"
+        assert names[0] == "TF_CONFIG" and names[-2:] == ["A", "TF_CPP_MIN_LOG_LEVEL"]
 
 
 def test_the_cluster_variables_are_the_ones_taas_sets() -> None:

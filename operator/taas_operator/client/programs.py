@@ -10,13 +10,14 @@
     owned_config_map(made.config_map, created_job)        # + the ownerReference to its uid
     local_job(path, program, options) -> TFJob            # `taas run`: the file where it is
 
-Every replica runs `python /opt/taas/program/<file> [ARGS...]` in the trainer image (or
-`image`), the ConfigMap `<job>-program` mounted read-only at /opt/taas/program; TF_CONFIG and
-the classic variables come from the operator as for any TFJob. The pods follow the restricted
-Pod Security Standard as the examples do (a non-root image), restartPolicy ExitCode (an evicted
-replica is recreated, a program error fails the job), cleanPodPolicy Running. `cpu` and
-`memory` are each replica's requests and limits; `gpus_per_worker` is the `nvidia.com/gpu` limit
-of each Worker and the Chief (a PS holds variables on its CPU).
+Every replica runs `python /opt/taas/program/<file> [ARGS...]` in the trainer image (or `image`),
+the ConfigMap `<job>-program` mounted read-only at /opt/taas/program; TF_CONFIG and the classic
+variables come from the operator as for any TFJob; `TF_CPP_MIN_LOG_LEVEL=1` unless `env` sets it
+(`QUIET_TF`; `taas run`'s own filter, local.noise, leaves the user's env alone). The pods follow the
+restricted Pod Security Standard as the examples do (a non-root image), restartPolicy ExitCode (an
+evicted replica is recreated, a program error fails the job), cleanPodPolicy Running. `cpu` and
+`memory` are each replica's requests and limits; `gpus_per_worker` is the `nvidia.com/gpu` limit of
+each Worker and the Chief (a PS holds variables on its CPU).
 
 A command instead of a program (the dashboard's form) makes the same TFJob, each replica running
 the command in the image (`options.args` unused), with no ConfigMap and no volume.
@@ -37,6 +38,7 @@ the ConfigMap is deleted again (by uid).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -66,6 +68,8 @@ IMAGE_FIX: Final = (
 )
 _CONFIG_MAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+\Z")
 _VOLUME = "program"
+#: What `taas submit` sets for TensorFlow's own log level, unless the user's env does.
+QUIET_TF = ("TF_CPP_MIN_LOG_LEVEL", "1")
 
 
 @dataclass(frozen=True)
@@ -152,7 +156,7 @@ def program_job(
     check_options(options, names)
     name = options.name or job_name(program.file_name)
     runs = ["python", f"{PROGRAM_DIR}/{program.file_name}", *options.args]
-    tfjob = _tfjob(name, namespace, runs, options, mounted=True)
+    tfjob = _tfjob(name, namespace, runs, _quiet(options), mounted=True)
     job = _validated(tfjob, options, names, program.file_name)
     meta: dict[str, Any] = {"name": config_map_name(name), "labels": {LABEL_JOB_NAME: name}}
     if namespace:
@@ -188,7 +192,7 @@ def command_job(
         problems.append(("name", f"{names['name']}: needed for a command; fix: e.g. train"))
     if problems:
         raise InvalidOptions(problems)
-    tfjob = _tfjob(str(options.name), namespace, list(command), options, mounted=False)
+    tfjob = _tfjob(str(options.name), namespace, list(command), _quiet(options), mounted=False)
     return tfjob, _validated(tfjob, options, names, "")
 
 
@@ -206,6 +210,15 @@ def local_job(
     runs = ["python", str(Path(path).resolve()), *options.args]
     tfjob = _tfjob(name, namespace, runs, options, mounted=False)
     return _validated(tfjob, options, names, program.file_name)
+
+
+def _quiet(options: ProgramOptions) -> ProgramOptions:
+    """`options` with TensorFlow's C++ log level at 1 (warnings and errors) unless the user set
+    one: its INFO lines (a session's device dump, about 20 lines a replica, and "Local rendezvous
+    is aborting" at each end of a dataset) would otherwise fill `taas submit`'s terminal."""
+    if QUIET_TF[0] in options.env:
+        return options
+    return dataclasses.replace(options, env={**options.env, QUIET_TF[0]: QUIET_TF[1]})
 
 
 def owned_config_map(config_map: dict[str, Any], job: TFJob) -> dict[str, Any]:
