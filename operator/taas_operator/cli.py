@@ -95,14 +95,18 @@ def _jobs(path: str, args: argparse.Namespace) -> list[TFJob]:
     from taas_operator.apiserver.errors import ApiError
     from taas_operator.client.programoptions import CLI_NAMES
     from taas_operator.client.programs import local_job, read_program
+    from taas_operator.client.shapes import shape_warnings
     from taas_operator.documents import load_tfjobs
 
     try:
         if not path.endswith(".py"):
             check_manifest_flags(args, path)
             return load_tfjobs(path, args.namespace)
-        program = read_program(path, CLI_NAMES)
-        return [local_job(path, program, program_options(args), CLI_NAMES, args.namespace)]
+        program, options = read_program(path, CLI_NAMES), program_options(args)
+        job = local_job(path, program, options, CLI_NAMES, args.namespace)
+        for line in shape_warnings(program, options):
+            print(line, file=sys.stderr)
+        return [job]
     except ApiError as err:
         raise InputError(str(err)) from None
 

@@ -15,7 +15,8 @@ what create_job and `taas submit PROGRAM.py` send), `submitflags` (that command'
 JobEvent, JobChange), `errors` (JobFailed, WaitTimeout and the client's own checks; the rest
 is the one hierarchy of `taas_operator.apiserver.errors`, exported here too), `console` (the
 tables and the live view of `taas submit`), `commands` (`taas submit | logs | get | wait |
-delete | scale`), `scale` (the Worker count through the scale subresource). Every request
+delete | scale`), `scale` (the Worker count through the scale subresource), `shapes` (a
+plain program's own strategy against the job's shape: warnings). Every request
 goes through `taas_operator.apiserver` (`blocking.Connection`).
 
 Why here, a layer of `taas_operator` beside the controller: the trainer package `taas` must not

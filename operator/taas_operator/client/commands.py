@@ -112,10 +112,13 @@ def _submit(args: argparse.Namespace) -> int:
 
 def _submit_program(args: argparse.Namespace) -> int:
     from taas_operator.client.programs import dump_yaml, program_job, read_program
+    from taas_operator.client.shapes import shape_warnings
 
     options = program_options(args)
     program = read_program(args.file, CLI_NAMES)
     made = program_job(program, options, CLI_NAMES, args.namespace)  # all checked, none asked
+    for line in shape_warnings(program, options):
+        print(line, file=sys.stderr)
     if args.dry_run:
         sys.stdout.write(dump_yaml(made))
         print(
