@@ -393,3 +393,39 @@ def test_a_cluster_without_the_crd(bare_plane: ControlPlane, tmp_path: Path) -> 
     )
     with pytest.raises(CrdMissing):
         TFJobClient(kubeconfig=bare_plane.kubeconfig).list()
+
+
+def test_taas_kubeconfig_gives_a_team_member_their_service_accounts_rights(
+    control_plane: ControlPlane, admin: Api, ns: str, tmp_path: Path
+) -> None:
+    """Issue 44: no documented way to make a kubeconfig from a token for a team member."""
+    account = unique("member")
+    admin.create(f"/api/v1/namespaces/{ns}/serviceaccounts", {"metadata": {"name": account}})
+    rules = [{"apiGroups": ["kubeflow.org"], "resources": ["tfjobs"], "verbs": ["get", "list"]}]
+    admin.create(
+        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/roles",
+        {"metadata": {"name": account}, "rules": rules},
+    )
+    admin.create(
+        f"/apis/rbac.authorization.k8s.io/v1/namespaces/{ns}/rolebindings",
+        {
+            "metadata": {"name": account},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": account},
+            "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": ns}],
+        },
+    )
+    made = tmp_path / "member.kubeconfig"
+    wrote = taas("kubeconfig", account, "-o", str(made), kubeconfig=control_plane.kubeconfig, ns=ns)
+    assert wrote.returncode == 0, wrote.stderr
+    assert made.stat().st_mode & 0o777 == 0o600
+    config = yaml.safe_load(made.read_text())
+    assert config["contexts"][0]["context"]["namespace"] == ns
+    # the member's own view: their namespace (the context's) and nothing beyond it
+    theirs = subprocess.run(
+        [*TAAS, "get", "--kubeconfig", str(made)], capture_output=True, text=True, timeout=60
+    )
+    assert theirs.returncode == 0, theirs.stderr
+    elsewhere = one_error(taas("get", kubeconfig=str(made), ns="default"))
+    assert f'User "system:serviceaccount:{ns}:{account}" cannot list' in elsewhere
+    missing = one_error(taas("kubeconfig", "nobody", kubeconfig=control_plane.kubeconfig, ns=ns))
+    assert 'serviceaccounts "nobody" not found' in missing

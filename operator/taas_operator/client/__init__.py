@@ -16,7 +16,8 @@ JobEvent, JobChange), `errors` (JobFailed, WaitTimeout and the client's own chec
 is the one hierarchy of `taas_operator.apiserver.errors`, exported here too), `console` (the
 tables and the live view of `taas submit`), `commands` (`taas submit | logs | get | wait |
 delete | scale`), `scale` (the Worker count through the scale subresource), `shapes` (a
-plain program's own strategy against the job's shape: warnings). Every request
+plain program's own strategy against the job's shape: warnings), `kubeconfigs` (`taas
+kubeconfig`: a team member's kubeconfig from a ServiceAccount token). Every request
 goes through `taas_operator.apiserver` (`blocking.Connection`).
 
 Why here, a layer of `taas_operator` beside the controller: the trainer package `taas` must not

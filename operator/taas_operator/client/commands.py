@@ -1,5 +1,5 @@
-"""`taas submit | logs | get | wait | delete | scale`: TFJobs on a cluster, from the command
-line.
+"""`taas submit | logs | get | wait | delete | scale | kubeconfig`: TFJobs on a cluster, from the
+command line.
 
     taas submit JOB.yaml [--detach]      create, then the live table and merged logs until it
                                          ends; exit 0 Succeeded, 1 Failed (as `taas run`)
@@ -14,6 +14,7 @@ line.
     taas wait JOB [--for C] [--timeout S]  until Succeeded (or C); 1 when it fails or times out
     taas delete JOB
     taas scale JOB --workers N           the Worker replicas, through the scale subresource
+    taas kubeconfig SA [-o FILE]         a team member's kubeconfig: a new token of SA
 
 Every command takes `-n/--namespace`, `--kubeconfig` and `--context` as kubectl does. A missing
 job, a missing CRD, RBAC refusing the user, a broken kubeconfig or an unreachable server print
@@ -285,8 +286,59 @@ def _add_scale(subparsers: argparse._SubParsersAction) -> None:
     scale.set_defaults(handler=_safely(_scale))
 
 
+# -- kubeconfig ----------------------------------------------------------------------------------
+def _kubeconfig(args: argparse.Namespace) -> int:
+    import os
+
+    from taas_operator.apiserver.blocking import Connection
+    from taas_operator.apiserver.errors import Invalid
+    from taas_operator.client.kubeconfigs import duration_seconds, team_kubeconfig
+
+    seconds = duration_seconds(args.duration)  # before any connection: a bad value first
+    connection = Connection.load(args.kubeconfig, args.context)
+    namespace = args.namespace or connection.namespace
+    text = team_kubeconfig(connection, args.account, namespace, seconds)
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+        return 0
+    try:
+        descriptor = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as out:
+            out.write(text)
+    except OSError as err:
+        raise Invalid(
+            f"-o {args.output}: cannot write it ({err.strerror or err}); fix: a path in an "
+            f"existing directory you may write"
+        ) from None
+    print(f"wrote {args.output} (ServiceAccount {namespace}/{args.account}, for {args.duration})")
+    return 0
+
+
+def _add_kubeconfig(subparsers: argparse._SubParsersAction) -> None:
+    made = subparsers.add_parser(
+        "kubeconfig",
+        help="a kubeconfig for a team member: a new token of a ServiceAccount, this cluster",
+        description="Print (or write with -o, mode 0600) a kubeconfig acting as SERVICEACCOUNT "
+        "of the namespace: a new bound token (as `kubectl create token`, expiring after "
+        "--duration), the server and CA of your own kubeconfig, a context in that namespace. "
+        "The member gets what the ServiceAccount's RoleBindings grant: docs/operations.md.",
+        epilog="example:\n  kubectl create serviceaccount alice -n team-a\n  kubectl create "
+        "rolebinding alice-edit --clusterrole=edit --serviceaccount=team-a:alice -n team-a\n"
+        "  taas kubeconfig alice -n team-a --duration 8h -o alice.kubeconfig\n\nexit status: "
+        "0 made, 2 bad input (a duration, no such ServiceAccount, RBAC) or cluster access",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    made.add_argument("account", metavar="SERVICEACCOUNT")
+    made.add_argument(
+        "--duration", default="8h", help="how long the token lasts (10m to 365d; default 8h)"
+    )
+    made.add_argument("-o", "--output", metavar="FILE", help="write here (0600), not stdout")
+    _connection_arguments(made)
+    made.set_defaults(handler=_safely(_kubeconfig))
+
+
 def add_cluster_commands(subparsers: argparse._SubParsersAction) -> None:
-    """Register submit, logs, get, wait, delete and scale."""
+    """Register submit, logs, get, wait, delete, scale and kubeconfig."""
     raw = argparse.RawDescriptionHelpFormatter
     submit = subparsers.add_parser(
         "submit",
@@ -380,3 +432,4 @@ def add_cluster_commands(subparsers: argparse._SubParsersAction) -> None:
     _connection_arguments(delete)
     delete.set_defaults(handler=_safely(_delete))
     _add_scale(subparsers)
+    _add_kubeconfig(subparsers)
