@@ -362,3 +362,42 @@ def test_log_views_of_a_pod_share_one_follow(
                     connection.close()
     finally:
         kubelet.close()
+
+
+def test_a_log_view_ends_with_the_job_and_says_why(
+    control_plane: ControlPlane, admin: Api, namespace: str, tmp_path: Any
+) -> None:
+    """Issue 44: the log pane looked for the pods cleanPodPolicy deleted for ever; now it stops
+    once the job has ended and its streams have closed, and says why no more lines come."""
+    admin.create_tfjob(namespace, tfjob("over", {"Worker": {"replicas": 1}}))
+    pod = "over-worker-0"
+    manifest = {
+        "metadata": {"name": pod, "labels": {LABEL_JOB_NAME: "over"}},
+        "spec": {"containers": [{"name": "tensorflow", "image": "example.com/t:1"}]},
+    }
+    admin.create(PODS.format(ns=namespace), manifest)
+    kubelet = KubeletPlayer(admin, tmp_path)
+    try:
+        kubelet.run(namespace, pod, lines=["step 1"])
+        with dashboard(control_plane.kubeconfig, [namespace]) as url:
+            connection, view = _open_stream(url, f"/api/jobs/{namespace}/over/logs", auth(url))
+            try:
+                read = bytearray()
+                wait_for(lambda: (read.extend(view.read1(65536)), b"step 1" in read)[1], "a line")
+                kubelet.end(namespace, pod, "Succeeded")
+                condition = {"type": "Succeeded", "status": "True", "reason": "TFJobSucceeded"}
+                admin.merge_patch(
+                    f"/apis/kubeflow.org/v1/namespaces/{namespace}/tfjobs/over/status",
+                    {"status": {"conditions": [condition]}},
+                )
+                admin.delete(f"{PODS.format(ns=namespace)}/{pod}?gracePeriodSeconds=0")
+                wait_for(
+                    lambda: (read.extend(view.read1(65536)), b"the TFJob has ended" in read)[1],
+                    "the view to say the job ended",
+                    timeout=60,
+                )
+                assert b"cleanPodPolicy" in read
+            finally:
+                connection.close()
+    finally:
+        kubelet.close()

@@ -8,9 +8,11 @@ merged with the `[worker-1]` prefixes `taas run` writes, shared by the views tha
 
 Shared: one identity's views of the same job (and replica) share one follow (one
 `pods/log?follow` request at a time per pod, fanned out to every view); a view joining late gets
-the follow's last `LOG_TAIL_LINES` lines first. A follow stops when its last view leaves. A log
-the apiserver refuses (a pod not started yet) is asked again at the next look, every
-`LOG_RETRY_SECONDS`; each different reason is said once.
+the follow's last `LOG_TAIL_LINES` lines first. A follow stops when its last view leaves, and
+once the TFJob has Succeeded or Failed and its streams have closed (saying so: the pods
+cleanPodPolicy deleted are not looked for again). A log the apiserver refuses (a pod not started
+yet) is asked again at the next look, every `LOG_RETRY_SECONDS`; each different reason is said
+once.
 
 Bounded: at most `MAX_PODS` pods are followed for one view (the page says which were left out:
 pick a replica to read another); each view's lines wait in a buffer of `QUEUE_LINES` that drops
@@ -24,8 +26,14 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
 
-from taas_operator.api.constants import DEFAULT_CONTAINER_NAME, LABEL_JOB_NAME
-from taas_operator.api.resources import POD
+from taas_operator.api.constants import (
+    COND_FAILED,
+    COND_SUCCEEDED,
+    DEFAULT_CONTAINER_NAME,
+    LABEL_JOB_NAME,
+)
+from taas_operator.api.resources import POD, TFJOB
+from taas_operator.api.state import body_state
 from taas_operator.apiserver.errors import ApiError, Unreachable
 from taas_operator.apiserver.kubeapi import KubeApi
 from taas_operator.client.logs import JobLogs
@@ -35,6 +43,11 @@ from taas_operator.dashboard.source import ActionError, LogLine, short_name
 from taas_operator.dashboard.streams import LogBuffer
 
 LOG_TAIL_LINES = 500
+#: What a view reads last once the job has ended and every stream has closed.
+ENDED = (
+    "the TFJob has ended: no more lines. Pods deleted at the end (cleanPodPolicy Running, "
+    "the default, deletes those still running) took their logs with them"
+)
 LOG_RETRY_SECONDS = 3.0
 MAX_PODS = 16
 QUEUE_LINES = 5000
@@ -100,7 +113,11 @@ class PodLogs:
         pods = sorted((ReplicaPod.from_pod(p) for p in items), key=lambda p: p.name)
         pods = [p for p in pods if replica in (None, short_name(name, p.name))]
         if not pods:
-            raise ActionError(404, f"no pod of TFJob {namespace}/{name} to read logs from yet")
+            raise ActionError(
+                404,
+                f"no pod of TFJob {namespace}/{name} to read logs from (none started yet, or "
+                f"all deleted)",
+            )
         return pods
 
     def _join(self, key: FollowKey, view: LogBuffer[LogLine]) -> None:
@@ -154,10 +171,26 @@ class PodLogs:
             limit=MAX_PODS,
             refused=refused,
         )
-        async for line in logs.follow():
+
+        async def ended() -> bool:
+            return await self._ended(namespace, name)
+
+        async for line in logs.follow(ended):
             label = short_name(name, line.pod) if line.pod else "dashboard"
             text = line.text if line.pod else f"(taas dashboard: {line.text})"
             follow.put(LogLine(replica=label, text=text))
+        self._say(follow, "dashboard", ENDED)
+
+    async def _ended(self, namespace: str, name: str) -> bool:
+        """Whether the TFJob has Succeeded or Failed (or is gone): no replica starts again."""
+        try:
+            status, data = await self.api.request("GET", TFJOB.path(namespace, name))
+        except Unreachable:
+            return False
+        if status == 404:
+            return True
+        state = body_state(data.get("status") if isinstance(data, dict) else None)
+        return status == 200 and state.state in (COND_SUCCEEDED, COND_FAILED)
 
     @staticmethod
     def _say(follow: JobFollow, label: str, message: str) -> None:
