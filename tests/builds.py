@@ -8,7 +8,7 @@ A test declares the control-plane binaries and images it needs, in either of two
     @needs("scheduler-plugins-scheduler", images=("trainer",))   # a fixture it uses
     def gang_scheduler(...): ...
 
-`BuildsFirst` (registered by tests/conftest.py) calls `taas_controlplane.binaries.ensure` and
+`BuildsFirst` (registered by tests/conftest.py) calls `taas_controlplane.build.binaries.ensure` and
 `images.ensure_image` for them in its `pytest_runtest_protocol` wrapper, which runs outside
 pytest-timeout's (it starts its timer in its own `pytest_runtest_protocol` wrapper; this one is
 `tryfirst`, so the outer one). A binary still being built by CI's background build (.ci/run) is
@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from taas_controlplane.binaries import BINARIES, BuildError, binary_path, ensure
+from taas_controlplane.build.binaries import BINARIES, BuildError, binary_path, ensure
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,8 +65,8 @@ ATTRIBUTE = "taas_builds"
 
 def needs(*binaries: str, images: tuple[str, ...] = ()) -> Callable[[F], F]:
     """Mark a fixture's function (put it under `@pytest.fixture`) as needing these binaries
-    (names of `taas_controlplane.binaries.BINARIES`) and images (`taas_controlplane.images`
-    targets)."""
+    (names of `taas_controlplane.build.binaries.BINARIES`) and images
+    (`taas_controlplane.build.images` targets)."""
     unknown = [name for name in binaries if name not in BINARIES]
     if unknown:
         raise ValueError(f"needs(): unknown binaries {unknown}; known: {sorted(BINARIES)}")
@@ -140,7 +140,7 @@ class BuildsFirst:
                 ensure(name)
                 self.ready.add(name)
             if images:
-                from taas_controlplane.images import ensure_image
+                from taas_controlplane.build.images import ensure_image
 
                 for target in images:
                     ensure_image(target)  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests import builds
 
 HERE = Path(__file__).resolve().parent

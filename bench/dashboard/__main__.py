@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.processes import spawn, stop
 from tests.crds import install_crd
 from tests.dashboard.dashboard_harness import launch_chromium

@@ -33,8 +33,8 @@ from bench.katib.measure import run_experiment
 from bench.katib.trials import TrialRun, experiment
 from bench.operator.controllers import TAAS_CRD
 from bench.operator.e2e import REPO, contest, contest_table
-from taas_controlplane.cluster import Cluster
-from taas_controlplane.katib import KatibOptions
+from taas_controlplane.cluster.cluster import Cluster
+from taas_controlplane.cluster.katib import KatibOptions
 
 EXAMPLE = REPO / "examples" / "hyperparameter_search" / "experiment.yaml"
 PARALLEL = 2

@@ -28,8 +28,8 @@ from bench.katib.trials import (
     replicas,
     trial_run,
 )
-from taas_controlplane.cluster import Cluster
-from taas_controlplane.katib.config import INJECTION_LABEL
+from taas_controlplane.cluster.cluster import Cluster
+from taas_controlplane.cluster.katib.config import INJECTION_LABEL
 from taas_operator.api.resources import Kind
 
 TRIAL = Kind("kubeflow.org", "v1beta1", "trials")

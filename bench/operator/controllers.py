@@ -9,7 +9,7 @@
 - taas: `python -m taas_operator.controller --kubeconfig K --all-namespaces` (what
   `taas operator` runs), defaults otherwise (NetworkPolicy per job on), with TaaS's CRD.
 - kubeflow: the training-operator v1.8.1 binary built from the Go module proxy
-  (`taas_controlplane.binaries.ensure("training-operator")`), `--enable-scheme=tfjob`, out of
+  (`taas_controlplane.build.binaries.ensure("training-operator")`), `--enable-scheme=tfjob`, out of
   cluster, with the TFJob CRD shipped in its module; it wants a Secret
   `training-operator-webhook-cert` in its namespace (MY_POD_NAMESPACE) before it starts, and
   the certificates its rotator writes there mounted at KUBEFLOW_CERT_DIR (copied here). No
@@ -41,8 +41,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from taas_controlplane.hostparts import FIELD_MANAGER
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.cluster.addon_processes import FIELD_MANAGER
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.processes import free_ports, spawn, stop
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -174,7 +174,7 @@ class KubeflowController(Controller):
     threads: int = 1
 
     def crd(self) -> Path:
-        from taas_controlplane.binaries import TRAINING_OPERATOR_VERSION
+        from taas_controlplane.build.binaries import TRAINING_OPERATOR_VERSION
 
         gomodcache = subprocess.run(
             ["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True
@@ -216,7 +216,7 @@ class KubeflowController(Controller):
         return running
 
     def command(self, kubeconfig: str) -> list[str]:
-        from taas_controlplane.binaries import ensure
+        from taas_controlplane.build.binaries import ensure
 
         metrics_port, health_port, webhook_port = free_ports(3)
         return [

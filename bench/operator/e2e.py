@@ -45,8 +45,8 @@ from bench.operator.controllers import (
     wait_alive,
 )
 from bench.table import figure, ratio
-from taas_controlplane.cluster import Cluster, ClusterError
-from taas_controlplane.images import ensure_image
+from taas_controlplane.build.images import ensure_image
+from taas_controlplane.cluster.cluster import Cluster, ClusterError
 
 REPO = Path(__file__).resolve().parents[2]
 CONTESTANTS = ("taas", "kubeflow")

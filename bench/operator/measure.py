@@ -48,7 +48,7 @@ from bench.operator.observer import Observer
 from bench.operator.procstats import PeakSampler
 from bench.operator.profiler import Profiler
 from bench.operator.workloads import Workload, tfjob_manifest
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 
 NAMESPACE = "bench"
 WARMUP_NAMESPACE = "bench-warmup"

@@ -43,9 +43,9 @@ from pydantic import BaseModel
 
 from bench.operator.e2e import contest
 from bench.table import figure, ratio
-from taas_controlplane.cluster import Cluster
-from taas_controlplane.components import NodeTimings
-from taas_controlplane.images import ensure_image
+from taas_controlplane.build.images import ensure_image
+from taas_controlplane.cluster.cluster import Cluster
+from taas_controlplane.node.component_commands import NodeTimings
 
 REPO = Path(__file__).resolve().parents[2]
 PROGRAM = REPO / "tests" / "e2e" / "programs" / "seeded_digits.py"

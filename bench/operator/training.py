@@ -46,7 +46,7 @@ from bench.operator.measure import _api, _namespace, settle, warm_up
 from bench.operator.procstats import PeakSampler
 from bench.operator.workloads import IMAGE
 from taas.core.publish import Publisher, document
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.processes import free_ports
 
 NAMESPACE = "bench-train"

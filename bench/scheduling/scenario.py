@@ -9,13 +9,14 @@ training-operator as the baseline) runs them.
     result.problems                            # [] when every check held
     result.notes                               # worth knowing, not wrong
 
-What runs: a `SimCluster` (real etcd, kube-apiserver, kube-scheduler, kube-controller-manager;
-kwok plays `shape.nodes` GPU nodes of 8 `nvidia.com/gpu` each), scheduler-plugins' scheduler and
-controller and Kueue with its `kubeflow.org/tfjob` integration (`taas_controlplane.scheduling`),
-and the TFJob controller under test: TaaS's operator (`python -m taas_operator.controller
---gang-scheduler-name=scheduler-plugins`, defaults otherwise, TaaS's CRD) or Kubeflow's
-training-operator v1.8.1 (`--gang-scheduler-name=scheduler-plugins-scheduler`: it makes the same
-PodGroups and names the scheduler its pods go to by that flag; its own CRD, which Kueue is
+What runs: a `SimCluster` (real etcd, kube-apiserver, kube-scheduler, kube-controller-manager; kwok
+plays `shape.nodes` GPU nodes of 8 `nvidia.com/gpu` each), scheduler-plugins' scheduler and
+controller and Kueue with its `kubeflow.org/tfjob` integration
+(`taas_controlplane.cluster.scheduling`), and the TFJob controller under test: TaaS's operator
+(`python -m taas_operator.controller --gang-scheduler-name=scheduler-plugins`, defaults otherwise,
+TaaS's CRD) or Kubeflow's training-operator v1.8.1
+(`--gang-scheduler-name=scheduler-plugins-scheduler`: it makes the same PodGroups and names the
+scheduler its pods go to by that flag; its own CRD, which Kueue is
 started with), both as `bench.operator.controllers` runs them. Kueue's objects: one
 ResourceFlavor `gpu` (node label `nvidia.com/gpu.present: "true"`), and per queue a ClusterQueue
 with `shape.quota` GPUs (and CPU and memory to match) and a LocalQueue in the queue's own
@@ -56,9 +57,9 @@ from bench.operator.controllers import (
 from bench.operator.controllers import Controller as TFJobController
 from bench.scheduling.measure import KUEUE, GangResult, job_name, measure_jobs
 from bench.scheduling.shape import GangShape
-from taas_controlplane.foreground import Parts
-from taas_controlplane.scheduling import SchedulingOptions
-from taas_controlplane.scheduling.coscheduling import DEFAULT_SCHEDULER_NAME
+from taas_controlplane.cluster.scheduling import SchedulingOptions
+from taas_controlplane.cluster.scheduling.coscheduling import DEFAULT_SCHEDULER_NAME
+from taas_controlplane.parts import Parts
 from taas_controlplane.sim.annotations import container_plan
 from taas_controlplane.sim.cluster import SimCluster
 from taas_operator.api.quantity import parse_quantity

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from taas_controlplane.__main__ import main
-from taas_controlplane.hostnet import NetworkConfig
+from taas_controlplane.node.host_network import NetworkConfig
 
 
 def _bridge_exists(name: str) -> bool:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 
 pytestmark = pytest.mark.controlplane
 

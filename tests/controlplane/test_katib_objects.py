@@ -1,4 +1,4 @@
-"""Katib's objects as taas_controlplane.katib makes them, accepted by a real kube-apiserver:
+"""Katib's objects as taas_controlplane.cluster.katib makes them, accepted by a real kube-apiserver:
 its CRDs from its own module, its ClusterRole bound to the controller's user, and its webhook
 configurations rewritten to call the host (dry run: nothing serves them here)."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from taas_controlplane.katib import config
-from taas_controlplane.katib.stack import CONTROLLER_USER, IMAGES
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.cluster.katib import config
+from taas_controlplane.cluster.katib.stack import CONTROLLER_USER, IMAGES
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 
 pytestmark = [pytest.mark.controlplane]
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from taas_controlplane import oci
+from taas_controlplane.build import busybox_images
 
 
 @pytest.fixture
@@ -23,21 +23,25 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _base(tmp_path: Path) -> Path:
-    return oci.write_archive(tmp_path / "base.tar", "taas.local/base:1", b"", ["/bin/sh"])
+    return busybox_images.write_archive(
+        tmp_path / "base.tar", "taas.local/base:1", b"", ["/bin/sh"]
+    )
 
 
 def test_old_derived_archives_of_a_name_are_pruned(cache: Path, tmp_path: Path) -> None:
     base = _base(tmp_path)
-    other = oci.derived_archive(base, "taas.local/other:1", {"/x": b"x"})
+    other = busybox_images.derived_archive(base, "taas.local/other:1", {"/x": b"x"})
     made = []
-    for n in range(oci.KEEP_DERIVED + 2):
-        archive = oci.derived_archive(base, "taas.local/job:1", {"/app/v": str(n).encode()})
+    for n in range(busybox_images.KEEP_DERIVED + 2):
+        archive = busybox_images.derived_archive(
+            base, "taas.local/job:1", {"/app/v": str(n).encode()}
+        )
         os.utime(archive, (1_000 + n, 1_000 + n))  # made in this order, whatever the clock
         made.append(archive)
         with tarfile.open(archive) as tar:
             assert "index.json" in tar.getnames()
     kept = sorted(p for p in cache.iterdir() if p.name.startswith("taas.local_job_1-"))
-    assert kept == sorted(made[-oci.KEEP_DERIVED :])
+    assert kept == sorted(made[-busybox_images.KEEP_DERIVED :])
     assert other.exists()  # another name keeps its own
 
 
@@ -47,11 +51,11 @@ def test_the_archive_just_made_is_kept_even_when_older_by_its_clock(
     base = _base(tmp_path)
     future = time.time() + 10**6  # archives stamped by a clock ahead of this one
     others = []
-    for n in range(oci.KEEP_DERIVED):
-        archive = oci.derived_archive(base, "taas.local/job:1", {"/v": str(n).encode()})
+    for n in range(busybox_images.KEEP_DERIVED):
+        archive = busybox_images.derived_archive(base, "taas.local/job:1", {"/v": str(n).encode()})
         os.utime(archive, (future + n, future + n))
         others.append(archive)
-    fresh = oci.derived_archive(base, "taas.local/job:1", {"/v": b"fresh"})
+    fresh = busybox_images.derived_archive(base, "taas.local/job:1", {"/v": b"fresh"})
     assert fresh.exists()
     # The one in use stays; of the others the oldest went, so KEEP_DERIVED remain in all.
     assert [p.exists() for p in others] == [False, True, True]
@@ -68,7 +72,7 @@ def test_a_derived_image_with_an_entrypoint_runs_its_program(cache: Path, tmp_pa
     """A Go binary on the node's busybox (Katib's suggestion and collector): the program is
     executable and the image's entrypoint, the base's command gone."""
     base = _base(tmp_path)
-    archive = oci.derived_archive(
+    archive = busybox_images.derived_archive(
         base, "taas.local/tool:1", {"/bin/tool": b"\x7fELF", "/etc/x": b"x"}, ["/bin/tool"]
     )
     with tarfile.open(archive) as tar:
@@ -81,5 +85,5 @@ def test_a_derived_image_with_an_entrypoint_runs_its_program(cache: Path, tmp_pa
         modes = {m.name: m.mode for m in tar.getmembers() if m.isfile()}
     assert modes == {"bin/tool": 0o755, "etc/x": 0o644}
     # Without an entrypoint the base's stays, and the files are only readable.
-    plain = oci.derived_archive(base, "taas.local/tool:1", {"/bin/tool": b"\x7fELF"})
+    plain = busybox_images.derived_archive(base, "taas.local/tool:1", {"/bin/tool": b"\x7fELF"})
     assert plain != archive

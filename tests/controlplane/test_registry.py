@@ -1,5 +1,5 @@
-"""The cluster's registry (taas_controlplane.registry) on a real control plane's CA: it serves
-the registry API over TLS with a certificate that CA signed, and only over TLS; the files
+"""The cluster's registry (taas_controlplane.cluster.registry) on a real control plane's CA: it
+serves the registry API over TLS with a certificate that CA signed, and only over TLS; the files
 containerd and buildah read name it and its CA; `images --push` refuses a destination it cannot
 use. The registry itself is CNCF distribution, built from its Go module."""
 
@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from taas_controlplane.containers import ImageBuildError
-from taas_controlplane.images import ImageArchive, push_reference
-from taas_controlplane.launcher import ControlPlane
-from taas_controlplane.registry import Registry, RegistryError
+from taas_controlplane.build.image_store import ImageBuildError
+from taas_controlplane.build.images import ImageArchive, push_reference
+from taas_controlplane.cluster.registry import Registry, RegistryError
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.processes import free_ports
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]

@@ -1,6 +1,6 @@
-"""The clusters' storage classes (taas_controlplane.storage): the provisioner's config as v0.0.30
-reads it, and the provisioner started against a real kube-apiserver, its default class given to
-a claim that names none, and nothing left after stop."""
+"""The clusters' storage classes (taas_controlplane.cluster.storage): the provisioner's config as
+v0.0.30 reads it, and the provisioner started against a real kube-apiserver, its default class given
+to a claim that names none, and nothing left after stop."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from taas_controlplane import storage
-from taas_controlplane.launcher import ControlPlane
-from taas_controlplane.oci import TOOLBOX_IMAGE
+from taas_controlplane.build.busybox_images import TOOLBOX_IMAGE
+from taas_controlplane.cluster import storage
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 
 
 def _by_kind(objects: list[dict]) -> dict[str, list[dict]]:

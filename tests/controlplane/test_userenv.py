@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from taas_controlplane import binaries
-from taas_controlplane.hostnet import NetworkConfig
-from taas_controlplane.hoststate import RunRecord
-from taas_controlplane.launcher import ControlPlane
-from taas_controlplane.registry import hosts_dir, trust_files
+from taas_controlplane.build import binaries
+from taas_controlplane.cluster.registry import hosts_dir, trust_files
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
+from taas_controlplane.node.host_network import NetworkConfig
+from taas_controlplane.node.host_scrub import RunRecord
 from taas_controlplane.userenv import USER_TOOLS
 
 BIN = str(Path(sys.executable).parent)  # where `taas-controlplane` is installed

@@ -2,7 +2,7 @@
 the latest CI builds run last.
 
 The build is faked where it cannot be real in a fast test: this process holds the real build
-locks of `taas_controlplane.binaries` (as CI's background build does while it compiles) and
+locks of `taas_controlplane.build.binaries` (as CI's background build does while it compiles) and
 writes the binaries before it lets them go; the inner pytest session's `ensure` is the real one.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from taas_controlplane.binaries import BINARIES, binary_path
+from taas_controlplane.build.binaries import BINARIES, binary_path
 from tests.builds import CI_BUILD_ORDER
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,7 +28,7 @@ import os
 
 import pytest
 
-from taas_controlplane.binaries import ensure
+from taas_controlplane.build.binaries import ensure
 from tests import builds
 
 
@@ -54,7 +54,7 @@ def kwok():
 TESTS = {
     "test_a_marked.py": """
 import pytest
-from taas_controlplane.binaries import ensure
+from taas_controlplane.build.binaries import ensure
 
 pytestmark = [pytest.mark.builds("kueue"), pytest.mark.timeout(1)]
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from taas_controlplane.binaries import KUBERNETES_VERSION
+from taas_controlplane.build.binaries import KUBERNETES_VERSION
 from taas_controlplane.crd.generate import BASE, CRD_FILE, INPUT, rendered, stale
 from taas_controlplane.crd.structural_schema import SchemaError, structural_schema
 from taas_operator.api.schema import template_schema, tfjob_schema

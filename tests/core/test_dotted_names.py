@@ -158,7 +158,8 @@ def test_the_check_finds_names_and_refuses_wrong_ones() -> None:
     assert not resolves("planner", ["tensorboard"])
     assert resolves("controller", ["reconcile", "tensorboard", "TensorBoards"])
     assert not resolves("controller", ["reconcile", "tensorboard", "Nothing"])
-    assert resolves("taas_controlplane", ["binaries", "BINARIES"])
+    assert resolves("taas_controlplane", ["build", "binaries", "BINARIES"])
+    assert not resolves("taas_controlplane", ["binaries", "BINARIES"])
     assert resolves("taas", ["keras", "hooks"])
     assert not resolves("taas", ["keras", "nohooks"])
 

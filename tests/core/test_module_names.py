@@ -20,7 +20,7 @@ SAME_PART: dict[str, tuple[frozenset[str], str]] = {
         ("cli.py", ("taas_operator/cli.py", "taas_controlplane/sim/cli.py"), "a command line"),
         (
             "cluster.py",
-            ("taas_controlplane/cluster.py", "taas_controlplane/sim/cluster.py"),
+            ("taas_controlplane/cluster/cluster.py", "taas_controlplane/sim/cluster.py"),
             "a Kubernetes cluster on this machine: real nodes, or kwok's",
         ),
         (
@@ -35,7 +35,10 @@ SAME_PART: dict[str, tuple[frozenset[str], str]] = {
         ),
         (
             "stack.py",
-            ("taas_controlplane/katib/stack.py", "taas_controlplane/scheduling/stack.py"),
+            (
+                "taas_controlplane/cluster/katib/stack.py",
+                "taas_controlplane/cluster/scheduling/stack.py",
+            ),
             "parts run on the host beside a cluster, started and stopped as one (HostParts)",
         ),
         (

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests.crds import install_crd
 from tests.dashboard.dashboard_harness import artifacts_dir, launch_chromium
 from tests.operator.operator_harness import Api, OperatorProcess, launch_operator

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.dashboard.server import STREAMS_PER_VIEWER
 from tests.dashboard.dashboard_harness import (
     EDIT_RULES,

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.processes import spawn, stop
 from tests.dashboard.dashboard_harness import (
     EDIT_RULES,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.client.programoptions import ProgramOptions
 from taas_operator.client.programs import Program, dump_yaml, program_job
 from taas_operator.dashboard.form import FORM_NAMES

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests.dashboard.dashboard_harness import call, dashboard, grant
 from tests.operator.operator_harness import Api, new_namespace, tfjob
 

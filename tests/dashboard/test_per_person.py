@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.api.constants import LABEL_JOB_NAME
 from taas_operator.dashboard.access import (
     MAX_VIEWERS,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests.dashboard.dashboard_harness import (
     EDIT_RULES,
     VIEW_RULES,

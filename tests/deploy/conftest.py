@@ -1,6 +1,6 @@
 """Fixtures for the deployment tests: the Helm binary and parsed chart renders.
 
-Helm is real (built from the Go module proxy by `taas_controlplane.binaries.ensure`, cached);
+Helm is real (built from the Go module proxy by `taas_controlplane.build.binaries.ensure`, cached);
 the control plane, where a test needs one, is the session fixture from tests/conftest.py.
 Nothing is faked here.
 """
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from taas_controlplane.binaries import ensure
+from taas_controlplane.build.binaries import ensure
 from tests.builds import needs
 from tests.deploy.rendered import Docs
 from tests.deploy.sync_chart import render

@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from taas_controlplane.binaries import KUBERNETES_VERSION, ensure
+from taas_controlplane.build.binaries import KUBERNETES_VERSION, ensure
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "charts" / "taas"

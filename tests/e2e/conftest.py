@@ -1,4 +1,5 @@
-"""Fixtures for end-to-end tests on a real one-node cluster (tools/taas_controlplane/cluster.py).
+"""Fixtures for end-to-end tests on a real one-node cluster
+(tools/taas_controlplane/cluster/cluster.py).
 
 Everything is real: kubelet, containerd and runc run the pods, the CNI bridge gives them
 addresses, kube-proxy carries ClusterIPs, CoreDNS answers service names, kube-router enforces
@@ -11,7 +12,7 @@ before the session's operator (`operator`, the chart installed once) is installe
 stops the one-node cluster (and the operator installed on it) before it starts the 3-node one,
 as it does for any fixture whose parameter changes.
 
-Images are the Dockerfile's, built for real (taas_controlplane.images) and imported into the
+Images are the Dockerfile's, built for real (taas_controlplane.build.images) and imported into the
 node's containerd; pods use them with `imagePullPolicy: Never` or `IfNotPresent`.
 """
 
@@ -23,10 +24,10 @@ from pathlib import Path
 
 import pytest
 
-from taas_controlplane.cluster import NODE_BINARIES, Cluster, ClusterError
-from taas_controlplane.components import NodeTimings
-from taas_controlplane.images import ensure_image
-from taas_controlplane.oci import toolbox_archive
+from taas_controlplane.build.busybox_images import toolbox_archive
+from taas_controlplane.build.images import ensure_image
+from taas_controlplane.cluster.cluster import NODE_BINARIES, Cluster, ClusterError
+from taas_controlplane.node.component_commands import NodeTimings
 from tests.builds import needs
 from tests.e2e.node_helpers import OPERATOR_NS, RELEASE, SESSION_VALUES, helm, install_chart
 

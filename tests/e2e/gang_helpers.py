@@ -25,9 +25,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from taas_controlplane.cluster import Cluster
-from taas_controlplane.oci import TOOLBOX_IMAGE
-from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
+from taas_controlplane.build.busybox_images import TOOLBOX_IMAGE
+from taas_controlplane.cluster.cluster import Cluster
+from taas_controlplane.cluster.scheduling import SchedulingOptions, SchedulingStack
 from tests.e2e.node_helpers import (
     SESSION_VALUES,
     condition,

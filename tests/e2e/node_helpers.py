@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from taas_controlplane.binaries import ensure
-from taas_controlplane.cluster import Cluster
-from taas_controlplane.oci import TOOLBOX_IMAGE
+from taas_controlplane.build.binaries import ensure
+from taas_controlplane.build.busybox_images import TOOLBOX_IMAGE
+from taas_controlplane.cluster.cluster import Cluster
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "taas"
@@ -184,7 +184,7 @@ def toolbox_tfjob(
 def web_server(name: str, greeting: str = "hello", node: str | None = None) -> str:
     """YAML of a busybox httpd pod `name` serving `greeting` on 8080 (ready once it listens),
     on `node` if given, and a ClusterIP Service `name` on port 80 in front of it."""
-    from taas_controlplane.oci import TOOLBOX_IMAGE
+    from taas_controlplane.build.busybox_images import TOOLBOX_IMAGE
 
     placed = f"\n  nodeName: {node}" if node else ""
     return f"""

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from taas_controlplane.binaries import cache_root
+from taas_controlplane.build.binaries import cache_root
 
 SDK = "kubeflow-training==1.9.4"
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from taas_controlplane.cluster import Cluster
+from taas_controlplane.cluster.cluster import Cluster
 from taas_operator.processes import spawn, stop
 
 

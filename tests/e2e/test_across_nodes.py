@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from taas_controlplane.cluster import Cluster
+from taas_controlplane.cluster.cluster import Cluster
 from tests.e2e.node_helpers import (
     HOSTNAME,
     JOB_LABEL,

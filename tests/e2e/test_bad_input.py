@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from taas_controlplane.cluster import Cluster
+from taas_controlplane.cluster.cluster import Cluster
 from tests.e2e.node_helpers import condition, get_json, toolbox_tfjob, wait_finished, wait_for
 
 pytestmark = [pytest.mark.node]

@@ -16,10 +16,10 @@ from typing import IO
 
 import pytest
 
-from taas_controlplane.cluster import NODE_BINARIES, Cluster
-from taas_controlplane.hoststate import run_processes
-from taas_controlplane.oci import TOOLBOX_IMAGE, toolbox_archive, write_archive
-from taas_controlplane.runlock import clean_stale_run
+from taas_controlplane.build.busybox_images import TOOLBOX_IMAGE, toolbox_archive, write_archive
+from taas_controlplane.cluster.cluster import NODE_BINARIES, Cluster
+from taas_controlplane.cluster.machine_lock import clean_stale_run
+from taas_controlplane.node.host_scrub import run_processes
 from tests.e2e.node_helpers import exec_in, get_json, wait_for, web_server
 
 pytestmark = pytest.mark.node

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from taas_controlplane.cluster import Cluster
-from taas_controlplane.images import ensure_image
-from taas_controlplane.oci import derived_archive
+from taas_controlplane.build.busybox_images import derived_archive
+from taas_controlplane.build.images import ensure_image
+from taas_controlplane.cluster.cluster import Cluster
 from tests.e2e.node_helpers import REPO, condition, get_json, job_pods, wait_finished, wait_for
 
 pytestmark = [pytest.mark.node, pytest.mark.tensorflow, pytest.mark.slow]

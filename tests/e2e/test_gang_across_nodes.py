@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from taas_controlplane.cluster import Cluster
-from taas_controlplane.scheduling import SchedulingStack
+from taas_controlplane.cluster.cluster import Cluster
+from taas_controlplane.cluster.scheduling import SchedulingStack
 from tests.builds import SCHEDULERS, needs
 from tests.e2e.gang_helpers import (
     QUEUE_LABEL,

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 import yaml
 
-from taas_controlplane.cluster import Cluster
-from taas_controlplane.oci import TOOLBOX_IMAGE
-from taas_controlplane.scheduling import SchedulingStack
+from taas_controlplane.build.busybox_images import TOOLBOX_IMAGE
+from taas_controlplane.cluster.cluster import Cluster
+from taas_controlplane.cluster.scheduling import SchedulingStack
 from tests.builds import SCHEDULERS, needs
 from tests.e2e.gang_helpers import (
     PRIORITY_LABEL,

@@ -1,7 +1,7 @@
 """Katib's hyperparameter search with TaaS TFJobs as its trials, on the one-node cluster.
 
-Katib v0.19 (taas_controlplane.katib: PostgreSQL, db-manager and katib-controller on the host,
-the goptuna suggestion and the file metrics collector in pods, all built from Katib's Go
+Katib v0.19 (taas_controlplane.cluster.katib: PostgreSQL, db-manager and katib-controller on the
+host, the goptuna suggestion and the file metrics collector in pods, all built from Katib's Go
 module) runs beside the session's TaaS operator. The Experiment is the one under
 examples/hyperparameter_search: a learning-rate search whose trials are TFJobs running a
 trainer-library program; the metric is what the program prints, read by the StdOut collector
@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 import yaml
 
-from taas_controlplane.cluster import Cluster
-from taas_controlplane.katib import KatibOptions, KatibStack
-from taas_controlplane.katib.config import INJECTION_LABEL
-from taas_controlplane.oci import TOOLBOX_IMAGE
+from taas_controlplane.build.busybox_images import TOOLBOX_IMAGE
+from taas_controlplane.cluster.cluster import Cluster
+from taas_controlplane.cluster.katib import KatibOptions, KatibStack
+from taas_controlplane.cluster.katib.config import INJECTION_LABEL
 from tests.builds import KATIB, SCHEDULERS
 from tests.e2e.gang_helpers import QUEUE_LABEL, kueue_queue, scheduling_on
 from tests.e2e.node_helpers import REPO, condition, get_json, wait_for

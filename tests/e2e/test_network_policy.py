@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from taas_controlplane.cluster import Cluster
-from taas_controlplane.oci import TOOLBOX_IMAGE
+from taas_controlplane.build.busybox_images import TOOLBOX_IMAGE
+from taas_controlplane.cluster.cluster import Cluster
 from tests.e2e.node_helpers import exec_in, get_json, toolbox_tfjob, wait_for
 
 pytestmark = [pytest.mark.node]

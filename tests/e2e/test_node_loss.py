@@ -48,7 +48,7 @@ from bench.operator.nodeloss import (
     shared_volume,
     timed_log,
 )
-from taas_controlplane.cluster import Cluster
+from taas_controlplane.cluster.cluster import Cluster
 from tests.e2e.node_helpers import (
     condition,
     get_json,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from taas_controlplane.cluster import Cluster
+from taas_controlplane.cluster.cluster import Cluster
 from tests.e2e.node_helpers import (
     OPERATOR_NS,
     condition,

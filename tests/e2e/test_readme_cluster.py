@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from taas_controlplane.binaries import cache_root
-from taas_controlplane.cluster import Cluster
+from taas_controlplane.build.binaries import cache_root
+from taas_controlplane.cluster.cluster import Cluster
 from tests.docs.markdown_blocks import block_run_by
 from tests.e2e.node_helpers import OPERATOR_NS, RELEASE, REPO, helm
 

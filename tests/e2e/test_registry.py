@@ -1,11 +1,11 @@
 """Images through the cluster's registry, nothing side-loaded: docs/deploy.md's registry block,
 run as written on the one-node cluster.
 
-The block is the one after `<!-- runs: tests/e2e/test_registry.py -->`: `taas-controlplane
-images --push` puts the operator and trainer images into the registry `cluster up` runs
-(taas_controlplane.registry), the chart is installed with `image.repository` naming it, an image
-`FROM` the trainer image with examples/your_image's program copied in is built with buildah and
-pushed, and a TFJob runs it to Succeeded. It runs in bash with `-e -o pipefail`, from the
+The block is the one after `<!-- runs: tests/e2e/test_registry.py -->`: `taas-controlplane images
+--push` puts the operator and trainer images into the registry `cluster up` runs
+(taas_controlplane.cluster.registry), the chart is installed with `image.repository` naming it, an
+image `FROM` the trainer image with examples/your_image's program copied in is built with buildah
+and pushed, and a TFJob runs it to Succeeded. It runs in bash with `-e -o pipefail`, from the
 repository's root, without KUBECONFIG (`taas-controlplane env` finds the cluster and its
 registry). The images are never imported here: the registry's references are first removed
 from the node's containerd, and afterwards the pods' imageIDs, kubelet's `Pulled` events and
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from taas_controlplane.cluster import Cluster
-from taas_controlplane.containers import Store
+from taas_controlplane.build.image_store import Store
+from taas_controlplane.cluster.cluster import Cluster
 from tests.docs.markdown_blocks import block_run_by
 from tests.e2e.node_helpers import OPERATOR_NS, RELEASE, REPO, get_json, helm, operator_pods
 

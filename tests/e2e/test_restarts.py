@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from taas_controlplane.cluster import Cluster
+from taas_controlplane.cluster.cluster import Cluster
 from tests.e2e.node_helpers import (
     REPO,
     await_resumed_step,

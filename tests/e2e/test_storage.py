@@ -1,5 +1,5 @@
-"""The clusters' storage classes (taas_controlplane.storage): a claim of each is provisioned by a
-helper pod in the node's toolbox image, written by a pod, and its directory removed when the
+"""The clusters' storage classes (taas_controlplane.cluster.storage): a claim of each is provisioned
+by a helper pod in the node's toolbox image, written by a pod, and its directory removed when the
 claim is deleted. The model directory on a PersistentVolumeClaim of the default class:
 manifests/examples/mnist-on-a-volume.yaml's job, its chief killed
 mid-training, is recreated and resumes from the last checkpoint the first chief wrote on the
@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from taas_controlplane.cluster import Cluster
-from taas_controlplane.oci import TOOLBOX_IMAGE
+from taas_controlplane.build.busybox_images import TOOLBOX_IMAGE
+from taas_controlplane.cluster.cluster import Cluster
 from tests.e2e.node_helpers import (
     HOSTNAME,
     REPO,

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from taas_controlplane.cluster import Cluster
+from taas_controlplane.cluster.cluster import Cluster
 from tests.e2e.node_helpers import REPO, condition, get_json, wait_for
 
 pytestmark = [pytest.mark.node, pytest.mark.tensorflow, pytest.mark.slow]

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from taas_controlplane.cluster import Cluster
+from taas_controlplane.cluster.cluster import Cluster
 from tests.e2e.node_helpers import toolbox_tfjob, wait_for
 
 pytestmark = [pytest.mark.node]

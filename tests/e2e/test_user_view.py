@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 import yaml
 
-from taas_controlplane.cluster import Cluster
+from taas_controlplane.cluster.cluster import Cluster
 from taas_operator.processes import spawn, stop
 from tests.e2e.node_helpers import JOB_LABEL, REPO, condition, get_json, wait_finished, wait_for
 from tests.e2e.tensorboard_helpers import served_tensorboard

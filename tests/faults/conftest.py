@@ -30,7 +30,7 @@ from bench.operator.controllers import (
     wait_alive,
 )
 from bench.operator.controllers import CONTROLLERS as _CONTROLLERS
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests.builds import needs
 
 HERE = Path(__file__).resolve().parent

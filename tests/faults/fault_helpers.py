@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from bench.operator.measure import create_jobs
 from bench.operator.workloads import IMAGE, Workload
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 
 JOB_LABEL = "training.kubeflow.org/job-name"
 

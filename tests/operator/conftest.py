@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
-from taas_controlplane.scheduling.coscheduling import (
+from taas_controlplane.cluster.scheduling.coscheduling import (
     PODGROUP_CRD,
     crd_files,
     scheduler_plugins_source,
 )
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests.crds import install_crd
 from tests.harness.fakeapi import Store
 from tests.operator.fake_operator import FakeCluster

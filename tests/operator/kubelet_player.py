@@ -26,7 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from taas_controlplane.pki import CertificateAuthority
+from taas_controlplane.controlplane.certificates import CertificateAuthority
 from tests.operator.operator_harness import PODS, Api
 
 

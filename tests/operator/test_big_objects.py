@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.client import TFJobClient
 from tests.operator.operator_harness import (
     Api,

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.api import messages
 from taas_operator.api.quantity import parse_quantity
 from taas_operator.processes import stop

@@ -22,8 +22,8 @@ import pytest
 import yaml
 
 from taas.core.publish import Publisher, document
-from taas_controlplane.launcher import ControlPlane
-from taas_controlplane.pki import CertificateAuthority
+from taas_controlplane.controlplane.certificates import CertificateAuthority
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.api import parse_tfjob
 from taas_operator.client import (
     AlreadyExists,

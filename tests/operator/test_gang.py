@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from taas_controlplane.binaries import KUEUE_VERSION, module_source
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.build.binaries import KUEUE_VERSION, module_source
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.controller.reconcile import podgroups
 from tests.crds import install_crd
 from tests.harness.fakeapi import Store

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
-from taas_controlplane.scheduling import SchedulingOptions, SchedulingStack
+from taas_controlplane.cluster.scheduling import SchedulingOptions, SchedulingStack
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests.builds import needs
 from tests.operator.operator_harness import (
     Api,

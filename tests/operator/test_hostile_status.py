@@ -16,7 +16,7 @@ import urllib.request
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.api.text import printable
 from taas_operator.processes import free_ports
 from tests.operator.operator_harness import (

@@ -28,8 +28,8 @@ from typing import Any
 
 import pytest
 
-from taas_controlplane.binaries import TRAINING_OPERATOR_VERSION, module_source
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.build.binaries import TRAINING_OPERATOR_VERSION, module_source
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.api.models import Recreation, ReplicaStatus, TFJobStatus
 from taas_operator.planner import set_condition
 from tests.operator.operator_harness import (

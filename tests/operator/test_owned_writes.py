@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.api.resources import POD, POD_GROUP, POLICY, SERVICE, Kind
 from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller.reconcile.owned import NotOwned, Owned

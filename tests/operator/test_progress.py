@@ -17,7 +17,7 @@ import time
 import pytest
 
 from taas.core.publish import SCALARS, Publisher, document
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.processes import free_ports
 from tests.operator.operator_harness import (
     Api,

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests.operator.operator_harness import (
     SERVICES,
     Api,

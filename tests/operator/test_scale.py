@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.api import parse_tfjob
 from taas_operator.planner.budget import job_bytes
 from taas_operator.processes import free_ports

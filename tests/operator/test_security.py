@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.processes import free_ports
 from tests.operator.operator_harness import (
     POLICIES,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.client import AlreadyExists, TFJobClient
 from tests.operator.operator_harness import Api, new_namespace, unique
 

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from taas_controlplane.launcher import ControlPlane
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.apiserver.blocking import Connection
 from taas_operator.tensorboard_command.proxy import ServiceProxy
 from tests.operator.operator_harness import (

@@ -28,18 +28,19 @@ import sys
 from pathlib import Path
 
 from taas_controlplane import userenv
-from taas_controlplane.binaries import BuildError
-from taas_controlplane.binaries import main as build_main
-from taas_controlplane.cluster import Cluster, ClusterError
-from taas_controlplane.containers import ImageBuildError
+from taas_controlplane.build.binaries import BuildError
+from taas_controlplane.build.binaries import main as build_main
+from taas_controlplane.build.image_store import ImageBuildError
+from taas_controlplane.build.images import TARGETS, ensure_image, repo_root
+from taas_controlplane.build.images import main as images_main
+from taas_controlplane.cluster.cluster import Cluster, ClusterError
+from taas_controlplane.cluster.katib import KatibOptions
+from taas_controlplane.cluster.machine_lock import clean_stale_run
+from taas_controlplane.cluster.registry import running_cert_dir
+from taas_controlplane.cluster.scheduling import SchedulingOptions
+from taas_controlplane.cluster.storage import DEFAULT_CLASS, SHARED_CLASS
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane, ControlPlaneError
 from taas_controlplane.foreground import hold, stop_on_signals
-from taas_controlplane.images import TARGETS, ensure_image, repo_root
-from taas_controlplane.images import main as images_main
-from taas_controlplane.katib import KatibOptions
-from taas_controlplane.launcher import ControlPlane, ControlPlaneError
-from taas_controlplane.runlock import clean_stale_run
-from taas_controlplane.scheduling import SchedulingOptions
-from taas_controlplane.storage import DEFAULT_CLASS, SHARED_CLASS
 
 
 def _up(directory: Path | None) -> int:
@@ -308,7 +309,10 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(args.names) - set(TARGETS))
         if unknown:
             parser.error(f"unknown image {', '.join(unknown)}: choose from {', '.join(TARGETS)}")
-        return images_main(args.names, args.context, args.push, args.cert_dir)
+        # A push to the running cluster's registry trusts its CA unless told otherwise.
+        host = None if args.push is None else args.push.split("/", 1)[0]
+        cert_dir = args.cert_dir or (None if host is None else running_cert_dir(host))
+        return images_main(args.names, args.context, args.push, cert_dir)
     if args.command == "cluster":
         if args.action == "clean":
             print(clean_stale_run())

@@ -18,9 +18,9 @@ import shlex
 import sys
 from pathlib import Path
 
-from taas_controlplane.binaries import BuildError, ensure
-from taas_controlplane.registry import running_registry
-from taas_controlplane.runlock import running_kubeconfig
+from taas_controlplane.build.binaries import BuildError, ensure
+from taas_controlplane.cluster.machine_lock import running_kubeconfig
+from taas_controlplane.cluster.registry import running_registry
 
 USER_TOOLS = ("helm", "kubectl")
 

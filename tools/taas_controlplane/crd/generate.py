@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from taas_controlplane.binaries import KUBERNETES_VERSION
+from taas_controlplane.build.binaries import KUBERNETES_VERSION
 from taas_controlplane.crd.structural_schema import closure, structural_schema
 
 if TYPE_CHECKING:
-    from taas_controlplane.launcher import ControlPlane
+    from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 
 HERE = Path(__file__).resolve().parent
 BASE = HERE / "base.yaml"
@@ -164,7 +164,9 @@ def write(fetch: bool = False) -> list[Path]:
     """Regenerate the outputs (first refreshing the cached input from the apiserver when
     `fetch`); return the files that changed."""
     if fetch:
-        from taas_controlplane.launcher import ControlPlane  # starts processes: only here
+        from taas_controlplane.controlplane.etcd_apiserver import (
+            ControlPlane,  # starts processes: only here
+        )
 
         with ControlPlane() as plane:
             source = fetch_input(plane)

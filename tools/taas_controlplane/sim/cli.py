@@ -17,10 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-from taas_controlplane.binaries import BuildError, cache_root
+from taas_controlplane.build.binaries import BuildError, cache_root
+from taas_controlplane.cluster.scheduling import SchedulingOptions
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlaneError
 from taas_controlplane.foreground import hold, stop_on_signals
-from taas_controlplane.launcher import ControlPlaneError
-from taas_controlplane.scheduling import SchedulingOptions
 from taas_controlplane.sim.cluster import SimCluster, SimClusterError
 from taas_controlplane.sim.command_lines import Timings
 

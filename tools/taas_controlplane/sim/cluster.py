@@ -5,11 +5,11 @@
         sim.stop_heartbeat("sim-node-0003")          # the node's kubelet goes silent
         sim.delete_node("sim-node-0004"); sim.restore_node("sim-node-0004")
 
-Start order: etcd + kube-apiserver (launcher.ControlPlane, unchanged), kube-scheduler,
+Start order: etcd + kube-apiserver (etcd_apiserver.ControlPlane, unchanged), kube-scheduler,
 kube-controller-manager (every default controller, node-failure timings from
 `command_lines.Timings`: shortened unless `timings=Timings.defaults()`), kwok with stages.yaml,
 then the Node objects (node_objects.py); ready when every node is Ready; then, if asked
-(`scheduling`), scheduler-plugins and Kueue (`taas_controlplane.scheduling`). Stop order:
+(`scheduling`), scheduler-plugins and Kueue (`taas_controlplane.cluster.scheduling`). Stop order:
 those, kwok, the controller-manager and scheduler, then the control plane; every process
 runs in its own process group and gets SIGTERM if this process dies, and `stop()` removes the
 working directory it made. Nothing listens anywhere but 127.0.0.1.
@@ -31,10 +31,10 @@ from typing import Any
 
 from kubernetes import client, config
 
-from taas_controlplane.binaries import ensure
-from taas_controlplane.foreground import Parts, log_tail
-from taas_controlplane.launcher import ControlPlane, ControlPlaneError
-from taas_controlplane.scheduling import SchedulingError, SchedulingOptions, SchedulingStack
+from taas_controlplane.build.binaries import ensure
+from taas_controlplane.cluster.scheduling import SchedulingError, SchedulingOptions, SchedulingStack
+from taas_controlplane.controlplane.etcd_apiserver import ControlPlane, ControlPlaneError
+from taas_controlplane.parts import Parts, log_tail
 from taas_controlplane.sim import command_lines
 from taas_controlplane.sim.command_lines import Timings
 from taas_controlplane.sim.node_objects import KWOK_LABEL, KWOK_VALUE, node_manifests
