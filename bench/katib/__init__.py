@@ -3,6 +3,6 @@
     python -m bench.katib [--rounds N] [--trials N] [--json FILE]
 
 Modules: `trials` (the pure part: a trial's moments from the watch and the chief's log, its
-figures), `measure` (one Experiment under one controller, timed), `__main__` (the cluster with
+figures), `experiments` (one Experiment under one controller, timed), `__main__` (the cluster with
 Katib, the rounds, the table).
 """

@@ -29,10 +29,10 @@ from pathlib import Path
 
 import yaml
 
-from bench.katib.measure import run_experiment
+from bench.harness.contest import REPO, contest, contest_table
+from bench.harness.controllers import TAAS_CRD
+from bench.katib.experiments import run_experiment
 from bench.katib.trials import TrialRun, experiment
-from bench.operator.controllers import TAAS_CRD
-from bench.operator.e2e import REPO, contest, contest_table
 from taas_controlplane.cluster.cluster import Cluster
 from taas_controlplane.cluster.katib import KatibOptions
 

@@ -6,8 +6,8 @@
     first_step_at(log) -> when the chief printed its first step (`kubectl logs --timestamps`)
     trial_run(controller, round_, times, running, first_step, wall_offset) -> TrialRun
 
-Times from the watch are `time.monotonic()` when the event arrived (bench.clock); the log's are
-the kubelet's wall-clock stamps, brought onto the same clock by `wall_offset` (`time.time() -
+Times from the watch are `time.monotonic()` when the event arrived (bench.harness.clock); the log's
+are the kubelet's wall-clock stamps, brought onto the same clock by `wall_offset` (`time.time() -
 time.monotonic()` of the harness: the node is this machine, one clock).
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from bench.clock import PodTimes
+from bench.harness.clock import PodTimes
 
 #: The line every task of a trainer-library program prints after its first training step
 #: (taas.core.loop); the chief's comes from the trial's primary pod.

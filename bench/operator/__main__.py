@@ -29,23 +29,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.operator.controllers import CONTROLLERS
+from bench.harness.cli import choices
+from bench.harness.controllers import CONTROLLERS
+from bench.harness.profiler import py_spy, summarize
+from bench.harness.workloads import WORKLOADS_FULL, WORKLOADS_QUICK
 from bench.operator.measure import RunResult, run_one
-from bench.operator.profiler import py_spy, summarize
 from bench.operator.report import breakdown, table
 from bench.operator.restart import run_restart
 from bench.operator.training import TrainingResult, run_training, training_table
-from bench.operator.workloads import WORKLOADS_FULL, WORKLOADS_QUICK
-
-
-def _csv(value: str, allowed: dict[str, object], flag: str) -> list[str]:
-    names = [v.strip() for v in value.split(",") if v.strip()]
-    unknown = [n for n in names if n not in allowed]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"{flag}: unknown {', '.join(unknown) or 'empty list'}; choose from {','.join(allowed)}"
-        )
-    return names
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,8 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     catalogue = WORKLOADS_QUICK if args.quick else WORKLOADS_FULL
     try:
-        workload_keys = _csv(args.workloads, {**catalogue, "e": None}, "--workloads")
-        controller_names = _csv(args.controllers, dict(CONTROLLERS), "--controllers")
+        workload_keys = choices(args.workloads, {**catalogue, "e": None}, "--workloads")
+        controller_names = choices(args.controllers, dict(CONTROLLERS), "--controllers")
     except argparse.ArgumentTypeError as err:
         parser.error(str(err))
     if args.profile and py_spy() is None:

@@ -29,10 +29,11 @@ from pathlib import Path
 from kubernetes import client
 from pydantic import BaseModel
 
-from bench.operator.controllers import Controller, TaasController
-from bench.operator.measure import MIB, NAMESPACE, settle, staged
-from bench.operator.workloads import tfjob_manifest
-from bench.table import figure, ratio
+from bench.harness.controllers import Controller, TaasController
+from bench.harness.procstats import settle
+from bench.harness.table import figure, ratio
+from bench.harness.workloads import tfjob_manifest
+from bench.operator.measure import MIB, NAMESPACE, staged
 from taas_operator.api.quantity import parse_quantity
 
 QUOTA = "pods"

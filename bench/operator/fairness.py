@@ -27,17 +27,10 @@ from pathlib import Path
 from kubernetes import client
 from pydantic import BaseModel
 
-from bench.operator.controllers import CONTROLLERS, Controller
-from bench.operator.measure import (
-    NAMESPACE,
-    RunResult,
-    broken_on_error,
-    create_jobs,
-    staged,
-    wait_objects,
-)
-from bench.operator.observer import Observer
-from bench.operator.workloads import Workload, tfjob_manifest
+from bench.harness.controllers import CONTROLLERS, Controller
+from bench.harness.observer import Observer
+from bench.harness.workloads import Workload, create_jobs, tfjob_manifest
+from bench.operator.measure import NAMESPACE, RunResult, broken_on_error, staged, wait_objects
 
 OTHER_NAMESPACE = "bench-other"
 OTHER_EVERY_S = 1.0

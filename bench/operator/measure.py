@@ -19,7 +19,6 @@ import statistics
 import time
 import traceback
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ from typing import Any
 from kubernetes import client, config
 from pydantic import BaseModel
 
-from bench.operator.apimetrics import (
+from bench.harness.apimetrics import (
     AuditCounter,
     RequestCounts,
     diff,
@@ -37,24 +36,21 @@ from bench.operator.apimetrics import (
     total,
     writes,
 )
-from bench.operator.controllers import (
+from bench.harness.controllers import (
     CONTROLLER_GROUPS,
     CONTROLLER_USER,
     Controller,
     RunningController,
     wait_alive,
 )
-from bench.operator.observer import Observer
-from bench.operator.procstats import PeakSampler
-from bench.operator.profiler import Profiler
-from bench.operator.workloads import Workload, tfjob_manifest
+from bench.harness.observer import Observer
+from bench.harness.procstats import PeakSampler, settle
+from bench.harness.profiler import Profiler
+from bench.harness.workloads import CREATE_THREADS, Workload, create_jobs
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 
 NAMESPACE = "bench"
 WARMUP_NAMESPACE = "bench-warmup"
-CREATE_THREADS = 16
-SETTLE_QUIET_CPU_S = 0.05
-SETTLE_WINDOW_S = 2.0
 SETTLE_MAX_S = 60.0
 MIB = 1024 * 1024
 
@@ -117,22 +113,6 @@ def _flat(counts: RequestCounts, per: float) -> dict[str, float]:
     return {f"{verb} {res}": round(n / per, 3) for (verb, res), n in sorted(counts.items())}
 
 
-def create_jobs(api: client.ApiClient, namespace: str, workload: Workload) -> dict[str, float]:
-    """Create every TFJob of the workload at once; return job -> time its POST was sent."""
-    custom = client.CustomObjectsApi(api)
-    sent: dict[str, float] = {}
-
-    def create(name: str) -> None:
-        body = tfjob_manifest(name, namespace, workload.ps, workload.workers)
-        sent[name] = time.monotonic()
-        custom.create_namespaced_custom_object("kubeflow.org", "v1", namespace, "tfjobs", body)
-
-    with ThreadPoolExecutor(CREATE_THREADS) as pool:
-        for future in [pool.submit(create, name) for name in workload.job_names()]:
-            future.result()
-    return sent
-
-
 def warm_up(api: client.ApiClient, running: RunningController, timeout_s: float = 240) -> None:
     """One small TFJob in its own namespace; returns when its pod and service exist."""
     core = client.CoreV1Api(api)
@@ -152,18 +132,6 @@ def warm_up(api: client.ApiClient, running: RunningController, timeout_s: float 
                 )
     finally:
         observer.stop()
-
-
-def settle(sampler: PeakSampler, running: RunningController, max_s: float) -> float:
-    """Wait until the controller's CPU is quiet for a window; return seconds waited."""
-    started = time.monotonic()
-    while time.monotonic() - started < max_s:
-        before = sampler.sample().cpu_s
-        time.sleep(SETTLE_WINDOW_S)
-        wait_alive(running, 0)
-        if sampler.sample().cpu_s - before < SETTLE_QUIET_CPU_S:
-            break
-    return time.monotonic() - started
 
 
 @dataclass

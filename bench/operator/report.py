@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from bench.harness.table import figure, ratio, row
+from bench.harness.workloads import Workload
 from bench.operator.measure import RunResult
-from bench.operator.workloads import Workload
-from bench.table import figure, ratio
 
 ORDER = ("taas", "kubeflow", "kubeflow8", "floor")
 HEADERS = ("TaaS", "t-op", "t-op x8", "floor", "TaaS/t-op", "TaaS/t-op8", "TaaS/floor")
@@ -46,7 +46,7 @@ CELL = 12
 
 
 def _row(name: str, cells: Sequence[str]) -> str:
-    return f"{name:<{WIDTH}}" + "".join(f"{c:>{CELL}}" for c in cells)
+    return row(name, cells, WIDTH, CELL)
 
 
 def _state(run: RunResult | None) -> str:

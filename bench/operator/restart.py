@@ -26,9 +26,11 @@ from typing import Any, cast
 
 from kubernetes import client
 
-from bench.operator.controllers import Controller
+from bench.harness.controllers import Controller
+from bench.harness.observer import Observer
+from bench.harness.procstats import settle
+from bench.harness.workloads import CREATE_THREADS, Workload, create_jobs, tfjob_manifest
 from bench.operator.measure import (
-    CREATE_THREADS,
     MIB,
     NAMESPACE,
     SETTLE_MAX_S,
@@ -36,14 +38,10 @@ from bench.operator.measure import (
     Snapshot,
     Stage,
     broken_on_error,
-    create_jobs,
     profiled,
-    settle,
     staged,
     wait_objects,
 )
-from bench.operator.observer import Observer
-from bench.operator.workloads import Workload, tfjob_manifest
 from taas_operator.api import parse_tfjob
 from taas_operator.planner import BuildOptions, desired_pods, desired_services
 

@@ -32,8 +32,8 @@ from typing import Any
 from kubernetes import client
 from pydantic import BaseModel
 
-from bench.operator.apimetrics import AuditCounter, reads, total, writes
-from bench.operator.controllers import (
+from bench.harness.apimetrics import AuditCounter, reads, total, writes
+from bench.harness.controllers import (
     CONTROLLER_GROUPS,
     CONTROLLER_USER,
     CONTROLLERS,
@@ -42,9 +42,9 @@ from bench.operator.controllers import (
     TaasController,
     wait_alive,
 )
-from bench.operator.measure import _api, _namespace, settle, warm_up
-from bench.operator.procstats import PeakSampler
-from bench.operator.workloads import IMAGE
+from bench.harness.procstats import PeakSampler, settle
+from bench.harness.workloads import IMAGE
+from bench.operator.measure import _api, _namespace, warm_up
 from taas.core.publish import Publisher, document
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.processes import free_ports

@@ -3,6 +3,7 @@ the floor, each on its own fresh simulated cluster of the same shape (`taas_cont
 
     python -m bench.scale [--quick] [--scenarios d,e,f] [--controllers taas,kubeflow,floor]
 
-scenarios (what is run), stage (a fresh cluster, a contestant, its counters), clock (the
-harness's watch of pods and TFJobs), load ((d), (e)), nodeloss ((f)), results, report.
+scenarios (what is run), stage (a fresh cluster, a contestant, its counters), load ((d), (e)),
+silent_nodes ((f): nodes that stop heart-beating), results, report (this benchmark's tables);
+the watch of pods and TFJobs is bench.harness.clock.
 """

@@ -24,26 +24,17 @@ import time
 import traceback
 from pathlib import Path
 
-from bench.operator.controllers import CONTROLLERS
-from bench.operator.profiler import Profiler, py_spy, summarize
+from bench.harness.cli import choices
+from bench.harness.controllers import CONTROLLERS
+from bench.harness.profiler import Profiler, py_spy, summarize
 from bench.scale.load import measure_load
-from bench.scale.nodeloss import measure_node_loss
 from bench.scale.report import breakdown, goals, table
 from bench.scale.results import ScaleResult
 from bench.scale.scenarios import SCENARIOS_FULL, SCENARIOS_QUICK, Scenario
+from bench.scale.silent_nodes import measure_node_loss
 from bench.scale.stage import staged
 
 CONTESTANTS = ("taas", "kubeflow", "floor")
-
-
-def _csv(value: str, allowed: tuple[str, ...], flag: str) -> list[str]:
-    names = [v.strip() for v in value.split(",") if v.strip()]
-    unknown = [n for n in names if n not in allowed]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"{flag}: unknown {', '.join(unknown) or 'empty list'}; choose from {','.join(allowed)}"
-        )
-    return names
 
 
 def run(
@@ -96,8 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     catalogue = SCENARIOS_QUICK if args.quick else SCENARIOS_FULL
     try:
-        keys = _csv(args.scenarios, tuple(catalogue), "--scenarios")
-        names = _csv(args.controllers, CONTESTANTS, "--controllers")
+        keys = choices(args.scenarios, tuple(catalogue), "--scenarios")
+        names = choices(args.controllers, CONTESTANTS, "--controllers")
     except argparse.ArgumentTypeError as err:
         parser.error(str(err))
     if args.profile and py_spy() is None:

@@ -2,7 +2,7 @@
 
     measure_load(stage, scenario, result)     # fills `result` (bench.scale.results)
 
-1. the TFJobs are POSTed at once (16 in flight); the clock (bench.clock) watches;
+1. the TFJobs are POSTed at once (16 in flight); the clock (bench.harness.clock) watches;
 2. all Running: every one of the scenario's pods has been seen Running (the time of the last);
    the controller's RSS is read then (every pod is in its caches);
 3. the harness ends every worker (a PATCH of `sim.taas.dev/exit-code: 0`, kwok's stage then
@@ -23,7 +23,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from bench.clock import Clock, JobTimes, PodTimes
+from bench.harness.clock import Clock, JobTimes, PodTimes
 from bench.scale.results import ScaleResult, percentile
 from bench.scale.scenarios import Scenario, tfjob_manifest
 from bench.scale.stage import JSON, NAMESPACE, Stage

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from bench.harness.table import figure, ratio, row
 from bench.scale.results import POD_STARTUP_SLO_S, ScaleResult
 from bench.scale.scenarios import Scenario
-from bench.table import figure, ratio
 
 ORDER = ("taas", "kubeflow", "floor")
 HEADERS = ("TaaS", "t-op", "floor", "TaaS/t-op", "TaaS/floor", "held to")
@@ -62,7 +62,7 @@ def _count(value: int | None) -> float | None:
 
 
 def _row(name: str, cells: Sequence[str], last: str = "") -> str:
-    return f"{name:<{WIDTH}}" + "".join(f"{c:>{CELL}}" for c in cells) + f"  {last:<{LAST}}"
+    return row(name, cells, WIDTH, CELL, f"{last:<{LAST}}")
 
 
 def _state(run: ScaleResult | None, scenario: Scenario) -> str:

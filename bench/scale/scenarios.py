@@ -19,7 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-IMAGE = "registry.invalid/taas-bench/noop:1"
+from bench.harness import workloads
+from bench.harness.workloads import NodeLoss
+
 TOLERATION_S, GRACE_S = 2, 3
 REQUESTS = {"cpu": "100m", "memory": "256Mi"}
 
@@ -124,36 +126,17 @@ SCENARIOS_QUICK: dict[str, Scenario] = {
 }
 
 
-def _replica(count: int, restart_policy: str, node_loss: bool) -> dict[str, Any]:
-    container = {
-        "name": "tensorflow",
-        "image": IMAGE,
-        "resources": {"requests": REQUESTS, "limits": REQUESTS},
-    }
-    pod_spec: dict[str, Any] = {"containers": [container]}
-    if node_loss:
-        pod_spec["terminationGracePeriodSeconds"] = GRACE_S
-        pod_spec["tolerations"] = [
-            {
-                "key": key,
-                "operator": "Exists",
-                "effect": "NoExecute",
-                "tolerationSeconds": TOLERATION_S,
-            }
-            for key in ("node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready")
-        ]
-    return {"replicas": count, "restartPolicy": restart_policy, "template": {"spec": pod_spec}}
-
-
 def tfjob_manifest(name: str, namespace: str, scenario: Scenario) -> dict[str, Any]:
-    """A kubeflow.org/v1 TFJob every contestant accepts (cleanPodPolicy written out)."""
-    policy = "OnFailure" if scenario.node_loss else "Never"
-    specs: dict[str, Any] = {"Worker": _replica(scenario.workers, policy, scenario.node_loss)}
-    if scenario.ps:
-        specs["PS"] = _replica(scenario.ps, policy, scenario.node_loss)
-    return {
-        "apiVersion": "kubeflow.org/v1",
-        "kind": "TFJob",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"runPolicy": {"cleanPodPolicy": "Running"}, "tfReplicaSpecs": specs},
-    }
+    """A kubeflow.org/v1 TFJob every contestant accepts (cleanPodPolicy written out), of the
+    harness's one builder."""
+    return workloads.tfjob_manifest(
+        name,
+        namespace,
+        scenario.ps,
+        scenario.workers,
+        requests=REQUESTS,
+        node_loss=NodeLoss(grace_s=GRACE_S, toleration_s=TOLERATION_S)
+        if scenario.node_loss
+        else None,
+        clean_pod_policy="Running",
+    )

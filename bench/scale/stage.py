@@ -13,7 +13,7 @@ and the garbage collector's caches, pods still terminating) would be the next co
 load. A fresh etcd, kube-apiserver, scheduler, controller-manager and kwok per run gives each
 the same cluster; 1,000 nodes come up in about half a minute, small beside a run.
 
-The controller runs as `CONTROLLER_USER` (bench.operator.controllers), whose requests alone the
+The controller runs as `CONTROLLER_USER` (bench.harness.controllers), whose requests alone the
 apiserver's audit log records. Start-up is not measured: a warm-up TFJob (one worker that exits
 0) in another namespace must finish first (for the floor, which writes no status: its pod).
 """
@@ -28,8 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.clock import Clock
-from bench.operator.apimetrics import (
+from bench.harness.apimetrics import (
     AuditCounter,
     RequestCounts,
     diff,
@@ -37,15 +36,15 @@ from bench.operator.apimetrics import (
     total,
     writes,
 )
-from bench.operator.controllers import (
+from bench.harness.clock import Clock
+from bench.harness.controllers import (
     CONTROLLER_GROUPS,
     CONTROLLER_USER,
     Controller,
     RunningController,
     wait_alive,
 )
-from bench.operator.measure import settle
-from bench.operator.procstats import PeakSampler
+from bench.harness.procstats import PeakSampler, settle
 from bench.scale.results import ScaleResult
 from bench.scale.scenarios import Scenario
 from taas_controlplane.sim.annotations import container_plan

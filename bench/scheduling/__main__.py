@@ -12,7 +12,7 @@ Prints, per run: the time each gang waited for Kueue's admission (created -> adm
 time from admission until every pod of the gang ran, and created -> Succeeded (median, p99,
 max over the jobs), the whole run's makespan, each queue's peak GPUs (Kueue's accounting and
 the pods' own), and Kueue's published scale figures beside them. The controllers are
-`bench.operator.controllers`' (taas: TaaS's operator; kubeflow: training-operator v1.8.1, one
+`bench.harness.controllers`' (taas: TaaS's operator; kubeflow: training-operator v1.8.1, one
 reconcile thread as it ships; kubeflow8: eight). Exit 0 when every check held (no deadlock, no
 quota exceeded) in every run, 1 when one failed or a part of the cluster died, 2 on bad
 arguments.
@@ -25,8 +25,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.operator.controllers import CONTROLLERS, ControllerError
-from bench.scheduling.measure import GangResult
+from bench.harness.cli import choices
+from bench.harness.controllers import CONTROLLERS, ControllerError
+from bench.scheduling.gangs import GangResult
 from bench.scheduling.report import comparison, table
 from bench.scheduling.scenario import GangRun, gang_arguments
 from bench.scheduling.shape import GPUS_PER_NODE, GangShape
@@ -51,10 +52,10 @@ def main(argv: list[str] | None = None) -> int:
         "(default: taas); ratios are to the last one",
     )
     args = parser.parse_args(argv)
-    names = [name.strip() for name in args.controllers.split(",") if name.strip()]
-    unknown = [name for name in names if name not in CONTROLLERS]
-    if not names or unknown:
-        parser.error(f"--controllers: unknown {unknown}; choose from taas, kubeflow, kubeflow8")
+    try:
+        names = choices(args.controllers, CONTROLLERS, "--controllers")
+    except argparse.ArgumentTypeError as err:
+        parser.error(str(err))
     for name in names:
         try:
             gang_arguments(CONTROLLERS[name])

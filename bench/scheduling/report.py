@@ -9,7 +9,7 @@ coscheduling, the scheduler, the simulated kubelets.
 
 from __future__ import annotations
 
-from bench.scheduling.measure import GangResult
+from bench.scheduling.gangs import GangResult
 
 KUEUE_PUBLISHED = (
     "Kueue's own scale test (envtest, Kueue alone): 15,000 workloads admitted in ~351 s "

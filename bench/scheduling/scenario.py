@@ -17,7 +17,7 @@ controller and Kueue with its `kubeflow.org/tfjob` integration
 TaaS's CRD) or Kubeflow's training-operator v1.8.1
 (`--gang-scheduler-name=scheduler-plugins-scheduler`: it makes the same PodGroups and names the
 scheduler its pods go to by that flag; its own CRD, which Kueue is
-started with), both as `bench.operator.controllers` runs them. Kueue's objects: one
+started with), both as `bench.harness.controllers` runs them. Kueue's objects: one
 ResourceFlavor `gpu` (node label `nvidia.com/gpu.present: "true"`), and per queue a ClusterQueue
 with `shape.quota` GPUs (and CPU and memory to match) and a LocalQueue in the queue's own
 namespace. The jobs: `shape.jobs`
@@ -28,12 +28,12 @@ container exits 0 after `shape.run_seconds` (kwok, `sim.taas.dev/run-seconds`);
 the pods stay to be measured.
 
 Checks (each failure is a line in `problems`): every job Succeeded within `shape.timeout_s` (no
-deadlock); the GPUs Kueue had admitted in each queue never above its quota (its ClusterQueue
-status, sampled every second); and, independently of Kueue, the GPUs the pods of each queue
-held at any instant never above the quota, from one watch of every pod (`bench.clock`); every
-pod ran on a node and ended, and none ran again after it ended (measure.py, which also gives the
-figures per job); the pods' watch never listed again (a change in the gap could be missed; a
-stream cut and resumed from its last version misses nothing: a line in `notes`).
+deadlock); the GPUs Kueue had admitted in each queue never above its quota (its ClusterQueue status,
+sampled every second); and, independently of Kueue, the GPUs the pods of each queue held at any
+instant never above the quota, from one watch of every pod (`bench.harness.clock`); every pod ran on
+a node and ended, and none ran again after it ended (gangs.py, which also gives the figures per
+job); the pods' watch never listed again (a change in the gap could be missed; a stream cut and
+resumed from its last version misses nothing: a line in `notes`).
 """
 
 from __future__ import annotations
@@ -46,16 +46,16 @@ from typing import Any
 
 from kubernetes import client
 
-from bench.clock import Clock
-from bench.operator.controllers import (
+from bench.harness.clock import Clock
+from bench.harness.controllers import (
     CONTROLLER_GROUPS,
     CONTROLLER_USER,
     KubeflowController,
     RunningController,
     TaasController,
 )
-from bench.operator.controllers import Controller as TFJobController
-from bench.scheduling.measure import KUEUE, GangResult, job_name, measure_jobs
+from bench.harness.controllers import Controller as TFJobController
+from bench.scheduling.gangs import KUEUE, GangResult, job_name, measure_jobs
 from bench.scheduling.shape import GangShape
 from taas_controlplane.cluster.scheduling import SchedulingOptions
 from taas_controlplane.cluster.scheduling.coscheduling import DEFAULT_SCHEDULER_NAME

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from bench.table import figure
+from bench.harness.table import figure
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "keras_digits" / "mwms.yaml"

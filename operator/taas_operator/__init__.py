@@ -33,5 +33,5 @@ Where to start reading:
   `taas_operator.processes.spawn`, in a private network namespace (`taas_operator.local.netns`).
 - A node's kubelet and the rest of a real cluster: `taas_controlplane` (its own map).
 - The benchmarks (bench/README.md) measure a controller's CPU from /proc in
-  bench/operator/procstats.py.
+  bench/harness/procstats.py.
 """

@@ -10,7 +10,8 @@ from typing import Any
 
 import yaml
 
-from bench.clock import PodTimes
+from bench.harness.clock import PodTimes
+from bench.harness.contest import median, turns
 from bench.katib.__main__ import EXAMPLE, report
 from bench.katib.trials import (
     TrialRun,
@@ -22,7 +23,6 @@ from bench.katib.trials import (
     replicas,
     trial_run,
 )
-from bench.operator.e2e import median, turns
 
 
 def _trial(name: str, metrics: list[dict[str, str]] | None = None, **status: Any) -> dict[str, Any]:

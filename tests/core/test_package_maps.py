@@ -6,7 +6,7 @@ docstring names exists, and every module and subpackage it has is named.
     taas/__init__.py                                           "Layout": `taas.<subpackage>`
                                                                then its modules, comma-separated
 
-Paths the maps name (bench/operator/procstats.py) exist too; their dotted names are checked by
+Paths the maps name (bench/harness/procstats.py) exist too; their dotted names are checked by
 test_dotted_names.py.
 """
 

@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from bench.operator.nodeloss import (
+from bench.harness.seeded_training import (
     PROGRAM,
     Outcome,
     checkpoint_step,

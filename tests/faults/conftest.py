@@ -8,7 +8,7 @@ tests write their phases through the pods/status subresource, as a kubelet would
 Sizes: the default run is CI-sized. The long versions (`slow` marker: 200 jobs, 500 malformed
 TFJobs) are deselected unless asked for: `python -m pytest tests/faults -m slow`,
 `TAAS_FAULTS_LONG=1`, or the test id named on the command line. The operator harness comes
-from bench/operator (`bench.operator.controllers`; the repository root is on pytest's
+from bench/operator (`bench.harness.controllers`; the repository root is on pytest's
 pythonpath).
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.operator.controllers import (
+from bench.harness.controllers import (
     CONTROLLER_GROUPS,
     CONTROLLER_USER,
     TAAS_CRD,
@@ -29,7 +29,7 @@ from bench.operator.controllers import (
     apply_crd,
     wait_alive,
 )
-from bench.operator.controllers import CONTROLLERS as _CONTROLLERS
+from bench.harness.controllers import CONTROLLERS as _CONTROLLERS
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests.builds import needs
 

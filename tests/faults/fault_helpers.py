@@ -22,8 +22,7 @@ from typing import Any
 from kubernetes import client, config
 from pydantic import BaseModel
 
-from bench.operator.measure import create_jobs
-from bench.operator.workloads import IMAGE, Workload
+from bench.harness.workloads import IMAGE, Workload, create_jobs
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 
 JOB_LABEL = "training.kubeflow.org/job-name"

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from bench.operator.observer import Observer
+from bench.harness.observer import Observer
 from tests.faults.fault_helpers import (
     admin_api,
     condition_true,

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kubernetes import client
 
-from bench.operator.observer import Observer
-from bench.operator.workloads import tfjob_manifest
+from bench.harness.observer import Observer
+from bench.harness.workloads import tfjob_manifest
 from tests.faults.fault_helpers import (
     admin_api,
     condition_true,

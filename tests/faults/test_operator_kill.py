@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bench.operator.observer import Observer
+from bench.harness.observer import Observer
 from tests.faults.fault_helpers import (
     admin_api,
     create_namespace,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.operator.controllers import (
+from bench.harness.controllers import (
     CONTROLLER_GROUPS,
     CONTROLLER_USER,
     CONTROLLERS,

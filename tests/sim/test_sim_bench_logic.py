@@ -13,12 +13,12 @@ from types import SimpleNamespace
 import aiohttp
 import pytest
 
-from bench.clock import PodTimes, _Sink, _stamp, _started, record_pod
+from bench.harness.clock import PodTimes, _Sink, _stamp, _started, record_pod
 from bench.scale.load import _stamped_starts
-from bench.scale.nodeloss import _chosen_nodes, duplicates
 from bench.scale.report import goals
 from bench.scale.results import ScaleResult, percentile
-from bench.scheduling.measure import pods_held
+from bench.scale.silent_nodes import _chosen_nodes, duplicates
+from bench.scheduling.gangs import pods_held
 
 pytestmark = pytest.mark.fast
 

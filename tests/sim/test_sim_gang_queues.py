@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.operator.controllers import CONTROLLERS
+from bench.harness.controllers import CONTROLLERS
 from bench.scheduling.scenario import GangRun
 from bench.scheduling.shape import GangShape
 from taas_controlplane.sim.cluster import SIM_BINARIES

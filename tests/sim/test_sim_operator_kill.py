@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from bench.operator.observer import Observer
+from bench.harness.observer import Observer
 from taas_controlplane.sim.annotations import container_plan
 from tests.sim.sim_helpers import (
     condition,

@@ -32,6 +32,6 @@ Where to start reading:
   `taas_controlplane.build.binaries.ensure`.
 - A benchmark's cluster: bench/ runs its controllers on a `ControlPlane` or on
   `taas_controlplane.sim.cluster.SimCluster` and measures their CPU and memory from /proc in
-  bench/operator/procstats.py.
+  bench/harness/procstats.py.
 - A TFJob's pods and `taas run`'s processes: `taas_operator` (its own map).
 """

@@ -2,11 +2,11 @@
 
     run_experiment(cluster, controller, round_, experiment, timeout) -> [TrialRun, ...]
 
-A fresh namespace labelled for Katib's collector injection; a Clock (bench.clock) watching its
-pods, TFJobs and trials from before the Experiment is applied; the Experiment applied and
-followed until it has Succeeded or Failed; then each trial's primary pod's log read for the
-chief's first step. The namespace is deleted (and waited for, while the controller still runs)
-before returning, so the next controller starts on a cluster without this run's jobs.
+A fresh namespace labelled for Katib's collector injection; a Clock (bench.harness.clock) watching
+its pods, TFJobs and trials from before the Experiment is applied; the Experiment applied and
+followed until it has Succeeded or Failed; then each trial's primary pod's log read for the chief's
+first step. The namespace is deleted (and waited for, while the controller still runs) before
+returning, so the next controller starts on a cluster without this run's jobs.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 import uuid
 from typing import Any
 
-from bench.clock import JOB_LABEL, Clock, PodTimes
+from bench.harness.clock import JOB_LABEL, Clock, PodTimes
 from bench.katib.trials import (
     TrialRun,
     TrialTimes,

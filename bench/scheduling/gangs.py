@@ -4,7 +4,7 @@ created, bound to a node).
 
     result = GangResult(shape=shape)
     measure_jobs(api, jobs, pods, result, workdir)   # jobs: (index, queue, workers) as created
-                                                     # pods: bench.clock's records, every namespace
+                                                     # pods: the Clock's records, every namespace
 
 Per job: created -> admitted (its Workload's Admitted condition), admitted -> the operator made
 its last pod, that pod made -> the last pod placed (coscheduling), admitted -> every pod of the
@@ -33,7 +33,7 @@ from typing import Any
 from kubernetes import client
 from pydantic import BaseModel
 
-from bench.clock import PodTimes
+from bench.harness.clock import PodTimes
 from bench.scheduling.shape import GangShape
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")

@@ -28,7 +28,7 @@ import time
 from collections import defaultdict
 from itertools import pairwise
 
-from bench.clock import JobTimes, PodTimes
+from bench.harness.clock import JobTimes, PodTimes
 from bench.scale.results import ScaleResult
 from bench.scale.scenarios import Scenario, tfjob_manifest
 from bench.scale.stage import JSON, NAMESPACE, Stage

@@ -3,6 +3,7 @@
     tree_pids(root) -> list[int]
     TreeSample(rss_bytes, cpu_s)          sample_tree(root) -> TreeSample
     PeakSampler(root, interval_s=0.1)     a thread: .start(), .peak_rss_bytes, .stop()
+    settle(sampler, running, max_s)       wait until a controller's CPU is quiet
 
 CPU seconds are user + system time of every live process in the tree plus what its reaped
 children used (cutime/cstime); RSS is the sum of VmRSS over the tree. Linux only.
@@ -12,11 +13,16 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.harness.controllers import RunningController, wait_alive
+
 _TICKS = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+SETTLE_QUIET_CPU_S = 0.05  # CPU seconds in a window that count as quiet
+SETTLE_WINDOW_S = 2.0
 
 
 def _children(pid: int) -> list[int]:
@@ -103,3 +109,15 @@ class PeakSampler:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+
+
+def settle(sampler: PeakSampler, running: RunningController, max_s: float) -> float:
+    """Wait until the controller's CPU is quiet for a window; return seconds waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < max_s:
+        before = sampler.sample().cpu_s
+        time.sleep(SETTLE_WINDOW_S)
+        wait_alive(running, 0)
+        if sampler.sample().cpu_s - before < SETTLE_QUIET_CPU_S:
+            break
+    return time.monotonic() - started
