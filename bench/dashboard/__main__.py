@@ -30,7 +30,11 @@ from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.processes import spawn, stop
 from tests.crds import install_crd
 from tests.dashboard.dashboard_harness import launch_chromium
-from tests.operator.operator_harness import Api, tfjob, wait_for
+from tests.harness.operator_run import (
+    Api,
+    tfjob,
+)
+from tests.harness.waiting import wait
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -106,7 +110,7 @@ def main() -> int:
             )
         browser = launch_chromium(playwright)
         try:
-            url = wait_for(lambda: re.search(r"(http://\S+)", log.read_text()), "the URL").group(1)
+            url = wait(lambda: re.search(r"(http://\S+)", log.read_text()), "the URL").group(1)
             time.sleep(2)
             rss_empty = rss_mib(proc.pid)
             apply_jobs(plane, "one", 1, "single")
@@ -116,7 +120,7 @@ def main() -> int:
             started = time.monotonic()
             apply_jobs(plane, "many", args.jobs, "job")
             created_s = time.monotonic() - started
-            wait_for(
+            wait(
                 lambda: (
                     len(admin.get("/apis/kubeflow.org/v1/namespaces/many/tfjobs")["items"])
                     == args.jobs

@@ -1,6 +1,6 @@
 """`kubectl apply --dry-run=server` on a real kube-apiserver with the TaaS CRD and `taas validate`
-answer every case of the table (tests/api/agreement.py) alike: both accept, or both refuse and
-name the same fields, each of `taas validate`'s messages being the apiserver's for that field.
+answer every case of the table (tests/harness/api_agreement.py) alike: both accept, or both refuse
+and name the same fields, each of `taas validate`'s messages being the apiserver's for that field.
 
 The apiserver's answer is what kubectl prints with its default strict field validation (it
 stops at unknown fields) together with what it prints with `--validate=warn` (the schema errors
@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from taas_operator.cli import main
-from tests.api.agreement import CASES, FULL_TEMPLATE, Case, nodes
 from tests.crds import install_crd
+from tests.harness.api_agreement import CASES, FULL_TEMPLATE, Case, nodes
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(600)]
 

@@ -16,8 +16,8 @@ import yaml
 from taas_controlplane.crd.generate import INPUT, fetch_input
 from taas_operator.api import ProgressReport, TFJobValidationError, parse_tfjob
 from taas_operator.planner import ObservedPod, fold_progress, plan_job
-from tests.api.cases import BAD, DIST_MNIST, KUBEFLOW_GUIDE, good
 from tests.crds import install_crd
+from tests.harness.api_cases import BAD, DIST_MNIST, KUBEFLOW_GUIDE, good
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 

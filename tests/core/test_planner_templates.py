@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from taas_operator.api import template_errors
 from taas_operator.api.constants import COND_FAILED, REASON_INVALID_SPEC
 from taas_operator.planner import plan_job
-from tests.api.agreement import nodes
+from tests.harness.api_agreement import nodes
 
 from .helpers import job
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from taas_operator.api import TFJobValidationError, messages, parse_tfjob
-from tests.api.cases import BAD, good
+from tests.harness.api_cases import BAD, good
 
 
 @pytest.mark.parametrize(("rule", "obj", "path", "message"), BAD, ids=[b[0] for b in BAD])

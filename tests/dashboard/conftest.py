@@ -19,7 +19,7 @@ import pytest
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests.crds import install_crd
 from tests.dashboard.dashboard_harness import artifacts_dir, launch_chromium
-from tests.operator.operator_harness import Api, OperatorProcess, launch_operator
+from tests.harness.operator_run import Api, OperatorProcess, launch_operator
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
 

@@ -34,7 +34,11 @@ from tests.dashboard.dashboard_harness import (
     sse_events,
     viewer_dashboard,
 )
-from tests.operator.operator_harness import Api, tfjob, wait_for
+from tests.harness.operator_run import (
+    Api,
+    tfjob,
+)
+from tests.harness.waiting import wait
 
 pytestmark = pytest.mark.controlplane
 
@@ -181,7 +185,7 @@ def test_streams_are_capped_and_requests_still_answer(
             for connection in connections:
                 connection.close()
         # Closed streams free their slots (the server sees each client go).
-        wait_for(
+        wait(
             lambda: call(f"{url}api/jobs/{namespace}/again").status == 404,
             "answers after the streams closed",
         )
@@ -259,7 +263,7 @@ def test_each_viewer_acts_with_their_own_rights(
         assert call(url).status == 200  # the page with its sign-in form
         assert call(url + "api/jobs", headers=_as("not-a-token")).status == 401
         for user, token in ((editor, editor_token), (viewer, viewer_token)):
-            names = wait_for(
+            names = wait(
                 lambda token=token: (
                     {j["name"] for j in call(url + "api/jobs", headers=_as(token)).json["jobs"]}
                     or None
@@ -279,7 +283,7 @@ def test_each_viewer_acts_with_their_own_rights(
         done = call(f"{url}api/jobs/{namespace}/doomed", "DELETE", headers=_as(editor_token))
         assert done.status == 200
         # A viewer with no rights sees nothing of the namespace.
-        notes = wait_for(
+        notes = wait(
             lambda: call(url + "api/jobs", headers=_as(stranger_token)).json["status"]["notes"],
             "the stranger's refusal note",
         )
@@ -305,7 +309,7 @@ def test_each_viewer_acts_with_their_own_rights(
         assert info["user"] == viewer and info["auth"] == "kubernetes"
         connection.close()
     with viewer_dashboard(nobody, [namespace], read_only=True) as url:
-        wait_for(lambda: call(url + "api/jobs", headers=_as(editor_token)).json["jobs"], "list")
+        wait(lambda: call(url + "api/jobs", headers=_as(editor_token)).json["jobs"], "list")
         refused = call(f"{url}api/jobs/{namespace}/shared", "DELETE", headers=_as(editor_token))
         assert refused.status == 403 and "read-only" in refused.json["error"]
 

@@ -1,7 +1,7 @@
 """The dashboard in a real headless browser (Debian's Chromium, driven by Playwright).
 
 Cluster: the real apiserver and the TaaS operator; the test plays the kubelet (pod phases
-through pods/status; container logs through `tests/operator/kubelet_player.py`, whose HTTPS
+through pods/status; container logs through `tests/harness/kubelet_player.py`, whose HTTPS
 endpoint the real apiserver proxies `pods/log` to, as it would to a node's kubelet). Local: a
 real `taas run --dashboard` whose replicas are real processes. Screenshots of the list and the
 job page are saved as artifacts (see conftest.py).
@@ -29,8 +29,13 @@ from tests.dashboard.dashboard_harness import (
     grant,
     signed,
 )
-from tests.operator.kubelet_player import KubeletPlayer
-from tests.operator.operator_harness import Api, OperatorProcess, tfjob, wait_for
+from tests.harness.kubelet_player import KubeletPlayer
+from tests.harness.operator_run import (
+    Api,
+    OperatorProcess,
+    tfjob,
+)
+from tests.harness.waiting import wait
 
 pytestmark = pytest.mark.controlplane
 TFJOBS = "/apis/kubeflow.org/v1/namespaces/{ns}/tfjobs"
@@ -96,7 +101,7 @@ def test_job_lifecycle_list_logs_and_screenshots(
             expect(row).to_be_visible()
             expect(row.locator(".state")).to_have_text("Created")
 
-            pods = wait_for(lambda: len(admin.pods(namespace, "mnist-async")) == 3, "3 pods")
+            pods = wait(lambda: len(admin.pods(namespace, "mnist-async")) == 3, "3 pods")
             assert pods
             for pod in ("mnist-async-ps-0", "mnist-async-worker-0", "mnist-async-worker-1"):
                 kubelet.run(namespace, pod, [f"{pod}: session ready", f"{pod}: step 0"])
@@ -104,7 +109,7 @@ def test_job_lifecycle_list_logs_and_screenshots(
             _progress(admin, namespace, "mnist-async", 100)
             expect(row.locator(".pct")).to_have_text("10%")
             # The other two: one fails, one stays Created, so the list shows three states.
-            wait_for(lambda: len(admin.pods(namespace, "bert-finetune")) == 3, "bert's pods")
+            wait(lambda: len(admin.pods(namespace, "bert-finetune")) == 3, "bert's pods")
             admin.set_pod_phase(
                 namespace, "bert-finetune-worker-0", "Failed", exit_code=137, reason="OOMKilled"
             )
@@ -166,7 +171,7 @@ def test_suspend_allowed_and_refused(
 ) -> None:
     expect = _expect()
     admin.create_tfjob(namespace, tfjob("pausable", {"Worker": {"replicas": 2}}))
-    wait_for(lambda: len(admin.pods(namespace, "pausable")) == 2, "the job's pods")
+    wait(lambda: len(admin.pods(namespace, "pausable")) == 2, "the job's pods")
     for pod in ("pausable-worker-0", "pausable-worker-1"):
         admin.set_pod_phase(namespace, pod, "Running")
     viewer = grant(control_plane, namespace, "viewer", VIEW_RULES)
@@ -300,7 +305,7 @@ def test_local_run_page_streams_logs(page: Any, artifacts: Path, tmp_path: Path)
             stdout=out,
         )
     try:
-        found = wait_for(
+        found = wait(
             lambda: re.search(r"dashboard: (http://\S+)", log.read_text()), "the dashboard URL"
         )
         url = found.group(1)  # the printed URL carries the run's token

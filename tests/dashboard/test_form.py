@@ -26,7 +26,7 @@ from tests.dashboard.dashboard_harness import (
     dashboard,
     grant,
 )
-from tests.operator.operator_harness import Api
+from tests.harness.operator_run import Api
 
 pytestmark = pytest.mark.controlplane
 PROGRAM = "import os\nprint('hello from', os.environ['TF_CONFIG'])\n"

@@ -18,7 +18,7 @@ import pytest
 
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests.dashboard.dashboard_harness import call, dashboard, grant
-from tests.operator.operator_harness import Api, new_namespace, tfjob
+from tests.harness.operator_run import Api, new_namespace, tfjob
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(120)]
 

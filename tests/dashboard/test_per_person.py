@@ -48,8 +48,13 @@ from tests.dashboard.dashboard_harness import (
     signed,
     viewer_dashboard,
 )
-from tests.operator.kubelet_player import KubeletPlayer
-from tests.operator.operator_harness import PODS, Api, tfjob, wait_for
+from tests.harness.kubelet_player import KubeletPlayer
+from tests.harness.operator_run import (
+    PODS,
+    Api,
+    tfjob,
+)
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
 
@@ -170,7 +175,7 @@ def test_a_namespace_scoped_viewer_sees_and_submits_in_their_namespace(
     _bind(admin, namespace, account, EDIT_RULES)
     viewer = _as(_token(admin, namespace, account))
     with viewer_dashboard(control_plane.kubeconfig) as url:  # no namespaces named
-        jobs = wait_for(
+        jobs = wait(
             lambda: (lambda a: a if a.get("jobs") else None)(
                 call(url + "api/jobs", headers=viewer).json or {}
             ),
@@ -352,10 +357,10 @@ def test_log_views_of_a_pod_share_one_follow(
             try:
                 for _, view in views:
                     assert view.status == 200
-                    wait_for(lambda view=view: b"step 1" in view.read1(65536), "the first line")
+                    wait(lambda view=view: b"step 1" in view.read1(65536), "the first line")
                 kubelet.say(namespace, pod, "step 2")
                 for _, view in views:
-                    wait_for(lambda view=view: b"step 2" in view.read1(65536), "the next line")
+                    wait(lambda view=view: b"step 2" in view.read1(65536), "the next line")
                 assert kubelet.follows[(namespace, pod)] == 1
             finally:
                 for connection, _ in views:
@@ -383,7 +388,7 @@ def test_a_log_view_ends_with_the_job_and_says_why(
             connection, view = _open_stream(url, f"/api/jobs/{namespace}/over/logs", auth(url))
             try:
                 read = bytearray()
-                wait_for(lambda: (read.extend(view.read1(65536)), b"step 1" in read)[1], "a line")
+                wait(lambda: (read.extend(view.read1(65536)), b"step 1" in read)[1], "a line")
                 kubelet.end(namespace, pod, "Succeeded")
                 condition = {"type": "Succeeded", "status": "True", "reason": "TFJobSucceeded"}
                 admin.merge_patch(
@@ -391,7 +396,7 @@ def test_a_log_view_ends_with_the_job_and_says_why(
                     {"status": {"conditions": [condition]}},
                 )
                 admin.delete(f"{PODS.format(ns=namespace)}/{pod}?gracePeriodSeconds=0")
-                wait_for(
+                wait(
                     lambda: (read.extend(view.read1(65536)), b"the TFJob has ended" in read)[1],
                     "the view to say the job ended",
                     timeout=60,

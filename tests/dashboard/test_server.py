@@ -24,7 +24,11 @@ from tests.dashboard.dashboard_harness import (
     grant,
     sse_events,
 )
-from tests.operator.operator_harness import Api, tfjob, wait_for
+from tests.harness.operator_run import (
+    Api,
+    tfjob,
+)
+from tests.harness.waiting import wait
 
 pytestmark = pytest.mark.controlplane
 
@@ -47,7 +51,7 @@ def test_list_detail_and_missing_job(
     _job(admin, namespace, "beta", **{"taas.dev/tensorboard": "javascript:alert(1)"})
     _job(admin, namespace, "gamma", **{"taas.dev/tensorboard": "true"})
     with dashboard(control_plane.kubeconfig, [namespace]) as url:
-        jobs = wait_for(
+        jobs = wait(
             lambda: (
                 len((call(url + "api/jobs").json or {}).get("jobs", [])) == 3
                 and call(url + "api/jobs").json
@@ -83,7 +87,7 @@ def test_streams_follow_changes(control_plane: ControlPlane, admin: Api, namespa
         first = sse_events(url + "api/jobs/stream", 2)
         assert first[0][0] == "status" and first[1] == ("snapshot", [])
         _job(admin, namespace, "gamma")
-        wait_for(lambda: call(url + "api/jobs").json["jobs"], "the watch to see the job")
+        wait(lambda: call(url + "api/jobs").json["jobs"], "the watch to see the job")
         events = sse_events(url + "api/jobs/stream", 2)  # status, snapshot
         assert [e["name"] for e in events[1][1]] == ["gamma"]
         status = {
@@ -137,7 +141,7 @@ def test_permissions_and_actions_follow_rbac(
         assert call(f"{url}api/jobs/{namespace}/delta/resume", "POST").status == 200
         assert admin.tfjob(namespace, "delta")["spec"]["runPolicy"]["suspend"] is False
         assert call(f"{url}api/jobs/{namespace}/delta", "DELETE").status == 200
-        wait_for(lambda: admin.tfjob(namespace, "delta") is None, "the job to be deleted")
+        wait(lambda: admin.tfjob(namespace, "delta") is None, "the job to be deleted")
     with dashboard(editor, [namespace], read_only=True) as url:
         perms = call(f"{url}api/namespaces/{namespace}/permissions").json
         assert not perms["suspend"]["allowed"] and "read-only" in perms["suspend"]["reason"]
@@ -177,7 +181,7 @@ def test_namespace_the_user_may_not_read(
     _job(admin, other, "theta")
     viewer = _user(control_plane, namespace, VIEW_RULES)
     with dashboard(viewer, [namespace, other]) as url:
-        answer = wait_for(
+        answer = wait(
             lambda: (lambda a: a if a["status"]["notes"] and a["jobs"] else None)(
                 call(url + "api/jobs").json
             ),
@@ -191,7 +195,7 @@ def test_namespace_the_user_may_not_read(
         assert refused.status == 503
         assert f"You may not read this TFJob in namespace {other}" in refused.json["error"]
     with dashboard(viewer) as url:  # no -n: not allowed everywhere, so the context's namespace
-        notes = wait_for(lambda: call(url + "api/jobs").json["status"]["notes"], "a note")
+        notes = wait(lambda: call(url + "api/jobs").json["status"]["notes"], "a note")
         assert "You may not list TFJobs in every namespace" in notes[0]
     control_plane.kubectl("delete", "namespace", other, "--wait=false", check=False)
 

@@ -38,7 +38,7 @@ import pytest
 
 from taas_controlplane.__main__ import build_parser as controlplane_parser
 from taas_operator.cli import build_parser as taas_parser
-from tests.docs.markdown_blocks import PAGES, REPO, Block, all_blocks, anchors, read
+from tests.harness.markdown_blocks import PAGES, REPO, Block, all_blocks, anchors, read
 
 pytestmark = pytest.mark.fast
 

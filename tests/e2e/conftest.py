@@ -29,7 +29,7 @@ from taas_controlplane.build.images import ensure_image
 from taas_controlplane.cluster.cluster import NODE_BINARIES, Cluster, ClusterError
 from taas_controlplane.node.component_commands import NodeTimings
 from tests.builds import needs
-from tests.e2e.node_helpers import OPERATOR_NS, RELEASE, SESSION_VALUES, helm, install_chart
+from tests.harness.real_cluster import OPERATOR_NS, RELEASE, SESSION_VALUES, helm, install_chart
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

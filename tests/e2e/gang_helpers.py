@@ -28,14 +28,14 @@ from typing import Any
 from taas_controlplane.build.busybox_images import TOOLBOX_IMAGE
 from taas_controlplane.cluster.cluster import Cluster
 from taas_controlplane.cluster.scheduling import SchedulingOptions, SchedulingStack
-from tests.e2e.node_helpers import (
+from tests.harness.real_cluster import (
     SESSION_VALUES,
     condition,
     get_json,
     install_chart,
     job_pods,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -83,10 +83,11 @@ def _node_pods(cluster: Cluster) -> list[dict[str, Any]]:
 def free_millicpu(cluster: Cluster, settle_s: float = 120.0) -> int:
     """The node's allocatable CPU minus what its live pods request, once no pod on it is being
     deleted (an earlier test's pods, whose CPU is about to be free)."""
-    wait_for(
-        "the node's terminating pods gone",
+    wait(
         lambda: not any(p["metadata"].get("deletionTimestamp") for p in _node_pods(cluster)),
+        "the node's terminating pods gone",
         timeout=settle_s,
+        every=1.0,
     )
     node = get_json(cluster, "node", cluster.node_name)
     free = _millicpu(node["status"]["allocatable"]["cpu"])
@@ -247,7 +248,7 @@ def wait_job_condition(
         found = condition(get_json(cluster, "-n", ns, "tfjob", job), type_)
         return _matching(found, status, reason)
 
-    return dict(wait_for(what, probe, timeout=timeout))
+    return dict(wait(probe, what, timeout=timeout, every=1.0))
 
 
 def wait_workload_condition(
@@ -265,7 +266,7 @@ def wait_workload_condition(
     def probe() -> dict[str, Any] | None:
         return _matching(workload_condition(cluster, ns, job, type_), status, None)
 
-    return dict(wait_for(what, probe, timeout=timeout))
+    return dict(wait(probe, what, timeout=timeout, every=1.0))
 
 
 def assert_queued_for_quota(cluster: Cluster, ns: str, job: str) -> None:

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from taas_controlplane.cluster.cluster import Cluster
-from tests.e2e.node_helpers import (
+from tests.harness.real_cluster import (
     HOSTNAME,
     JOB_LABEL,
     REPO,
@@ -30,9 +30,9 @@ from tests.e2e.node_helpers import (
     job_pods,
     toolbox_tfjob,
     wait_finished,
-    wait_for,
     web_server,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node, pytest.mark.nodes3]
 
@@ -66,7 +66,7 @@ def _running(cluster: Cluster, ns: str, job: str, count: int) -> list[dict[str, 
         up = [p for p in pods if p["status"].get("phase") == "Running"]
         return up if len(up) == count else None
 
-    return list(wait_for(f"{count} running pods of {job}", ready, timeout=180))
+    return list(wait(ready, f"{count} running pods of {job}", timeout=180, every=1.0))
 
 
 def test_three_nodes_each_with_its_own_pod_range_reach_each_other(
@@ -97,12 +97,13 @@ def test_three_nodes_each_with_its_own_pod_range_reach_each_other(
         assert f"hello from {index}" in _get(cluster, ns, "web-0", pods[index]["status"]["podIP"],
                                              8080)  # fmt: skip
         name = f"web-{index}.{ns}.svc.{domain}"
-        page = wait_for(
-            f"{name} answering from web-0",
+        page = wait(
             lambda name=name: (lambda out: out if "hello" in out else None)(
                 _get(cluster, ns, "web-0", name, 80)
             ),
+            f"{name} answering from web-0",
             timeout=60,
+            every=1.0,
         )
         assert f"hello from {index}" in page
     # The API server's ClusterIP from a pod of another node than node 0.
@@ -144,14 +145,21 @@ def test_network_policy_holds_across_nodes(cluster: Cluster, operator: str, ns: 
 
     for worker in ("guarded-worker-0", "guarded-worker-1"):
         assert placed[worker] != ps_node
-        wait_for(f"{worker} reaching the PS across nodes", lambda w=worker: "ok from" in connect(w))
+        wait(
+            lambda w=worker: "ok from" in connect(w),
+            f"{worker} reaching the PS across nodes",
+            timeout=120.0,
+            every=1.0,
+        )
     for _ in range(3):
         answer = connect("stranger-worker-0")
         assert "ok from" not in answer, f"another job's pod reached the PS: {answer}"
         assert "refused" in answer or "timed out" in answer.lower(), answer
-    assert "ok from guarded-ps-0" in wait_for(
-        "the PS answering its own job afterwards",
+    assert "ok from guarded-ps-0" in wait(
         lambda: (lambda out: out if "ok from" in out else None)(connect("guarded-worker-0")),
+        "the PS answering its own job afterwards",
+        timeout=120.0,
+        every=1.0,
     )
 
 
@@ -205,12 +213,12 @@ def test_mwms_across_three_nodes_trains_the_same_weights_as_on_one(
         nodes = [p["spec"].get("nodeName") for p in job_pods(cluster, ns, job)]
         return nodes if len(nodes) == 3 and None not in nodes else None
 
-    assert sorted(wait_for("spread's 3 workers placed", lambda: placed("spread"))) == sorted(
-        cluster.node_names
-    )
-    assert set(wait_for("together's 3 workers placed", lambda: placed("together"))) == {
-        cluster.node_names[0]
-    }
+    assert sorted(
+        wait(lambda: placed("spread"), "spread's 3 workers placed", timeout=120.0, every=1.0)
+    ) == sorted(cluster.node_names)
+    assert set(
+        wait(lambda: placed("together"), "together's 3 workers placed", timeout=120.0, every=1.0)
+    ) == {cluster.node_names[0]}
     for job in ("spread", "together"):
         done = wait_finished(cluster, ns, job, timeout=900)
         assert (condition(done, "Succeeded") or {}).get("status") == "True", done.get("status")
@@ -267,7 +275,7 @@ def test_ps_jobs_train_across_three_nodes(
         nodes = [p["spec"].get("nodeName") for p in job_pods(cluster, ns, name)]
         return nodes if len(nodes) == count and None not in nodes else None
 
-    nodes = wait_for(f"{name}'s {count} replicas placed", placed)
+    nodes = wait(placed, f"{name}'s {count} replicas placed", timeout=120.0, every=1.0)
     assert set(nodes) == set(cluster.node_names), nodes
     done = wait_finished(cluster, ns, name, timeout=900)
     assert (condition(done, "Succeeded") or {}).get("status") == "True", done.get("status")

@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 
 from taas_controlplane.cluster.cluster import Cluster
-from tests.e2e.node_helpers import condition, get_json, toolbox_tfjob, wait_finished, wait_for
+from tests.harness.real_cluster import (
+    condition,
+    get_json,
+    toolbox_tfjob,
+    wait_finished,
+)
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node]
 
@@ -27,7 +33,7 @@ def test_missing_image_is_named_and_the_deadline_ends_the_job(
         running = condition(get_json(cluster, "-n", ns, "tfjob", "ghost"), "Running")
         return running if running and running["reason"] == "ErrImageNeverPull" else None
 
-    running = wait_for("the missing image reported on the job", reported, timeout=90)
+    running = wait(reported, "the missing image reported on the job", timeout=90, every=1.0)
     assert running["status"] == "False"
     assert "pod ghost-worker-0 (Worker 0)" in running["message"]
     assert "taas.local/does-not-exist:1" in running["message"]
@@ -39,7 +45,12 @@ def test_missing_image_is_named_and_the_deadline_ends_the_job(
         "ghost-worker-0 (Worker 0)" in failed["message"]
         and "ErrImageNeverPull" in failed["message"]
     )
-    wait_for("the pod removed", lambda: not get_json(cluster, "-n", ns, "pods")["items"])
+    wait(
+        lambda: not get_json(cluster, "-n", ns, "pods")["items"],
+        "the pod removed",
+        timeout=120.0,
+        every=1.0,
+    )
 
 
 def test_container_that_cannot_start_is_named_and_the_backoff_ends_the_job(

@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from taas_controlplane.cluster.cluster import Cluster
-from tests.e2e.node_helpers import (
+from tests.harness.real_cluster import (
     OPERATOR_NS,
     RELEASE,
     condition,
@@ -20,8 +20,8 @@ from tests.e2e.node_helpers import (
     operator_pods,
     toolbox_tfjob,
     wait_finished,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node, pytest.mark.chart_lifecycle]
 
@@ -59,8 +59,11 @@ def test_install_upgrade_to_two_replicas_and_uninstall(
     assert container["image"] == operator_image
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     assert pod["spec"]["securityContext"]["runAsUser"] == 65532
-    probes = wait_for(
-        "a successful liveness probe", lambda: _probe_results(cluster, name).get("successful")
+    probes = wait(
+        lambda: _probe_results(cluster, name).get("successful"),
+        "a successful liveness probe",
+        timeout=120.0,
+        every=1.0,
     )
     assert probes >= 1 and not _probe_results(cluster, name).get("failed")
 
@@ -84,7 +87,7 @@ def test_install_upgrade_to_two_replicas_and_uninstall(
         now = [p["metadata"]["name"] for p in operator_pods(cluster)]
         return now if len(now) == 2 and name not in now else None
 
-    names = wait_for("two operator pods, the old one gone", upgraded, timeout=180)
+    names = wait(upgraded, "two operator pods, the old one gone", timeout=180, every=1.0)
 
     def one_active() -> list[str] | None:
         """Only the replica of the highest peering priority works (kopf's rule)."""
@@ -98,7 +101,7 @@ def test_install_upgrade_to_two_replicas_and_uninstall(
         active = [n for n in names if _peering_active(logs[n])]
         return active if active == [top] else None
 
-    active = wait_for("exactly one active operator replica", one_active, timeout=120)
+    active = wait(one_active, "exactly one active operator replica", timeout=120, every=1.0)
     job = f"two-{uuid.uuid4().hex[:6]}"
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=toolbox_tfjob(job, "echo trained"))
     wait_finished(cluster, ns, job, timeout=180)
@@ -106,7 +109,12 @@ def test_install_upgrade_to_two_replicas_and_uninstall(
     assert reconciled == active
 
     helm(cluster, "uninstall", RELEASE, "--namespace", OPERATOR_NS, "--wait", "--timeout", "180s")
-    wait_for("no operator pod", lambda: not get_json(cluster, "pods", "-n", OPERATOR_NS)["items"])
+    wait(
+        lambda: not get_json(cluster, "pods", "-n", OPERATOR_NS)["items"],
+        "no operator pod",
+        timeout=120.0,
+        every=1.0,
+    )
     assert cluster.kubectl("get", "crd", "tfjobs.kubeflow.org", check=False).returncode == 0
     kept = get_json(cluster, "-n", ns, "tfjobs")["items"]
     assert sorted(j["metadata"]["name"] for j in kept) == sorted(["one", job])

@@ -9,7 +9,13 @@ import json
 import pytest
 
 from taas_controlplane.cluster.cluster import Cluster
-from tests.e2e.node_helpers import condition, get_json, toolbox_tfjob, wait_finished, wait_for
+from tests.harness.real_cluster import (
+    condition,
+    get_json,
+    toolbox_tfjob,
+    wait_finished,
+)
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node]
 
@@ -28,11 +34,21 @@ def test_clean_pod_policy_on_success(cluster: Cluster, operator: str, ns: str, p
     manifest = json.loads(toolbox_tfjob(name, SCRIPT, {"PS": 1, "Worker": 1}))
     manifest["spec"]["runPolicy"]["cleanPodPolicy"] = policy
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(manifest))
-    wait_for("the PS running", lambda: _phases(cluster, ns, name).get(f"{name}-ps-0") == "Running")
+    wait(
+        lambda: _phases(cluster, ns, name).get(f"{name}-ps-0") == "Running",
+        "the PS running",
+        timeout=120.0,
+        every=1.0,
+    )
     job = wait_finished(cluster, ns, name, timeout=180)
     assert (condition(job, "Succeeded") or {}).get("status") == "True", job["status"]
     if policy == "Running":
-        wait_for("the PS removed", lambda: f"{name}-ps-0" not in _phases(cluster, ns, name))
+        wait(
+            lambda: f"{name}-ps-0" not in _phases(cluster, ns, name),
+            "the PS removed",
+            timeout=120.0,
+            every=1.0,
+        )
     else:
         assert _phases(cluster, ns, name)[f"{name}-ps-0"] == "Running"
     assert _phases(cluster, ns, name)[f"{name}-worker-0"] == "Succeeded"

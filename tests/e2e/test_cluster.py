@@ -20,7 +20,12 @@ from taas_controlplane.build.busybox_images import TOOLBOX_IMAGE, toolbox_archiv
 from taas_controlplane.cluster.cluster import NODE_BINARIES, Cluster
 from taas_controlplane.cluster.machine_lock import clean_stale_run
 from taas_controlplane.node.host_scrub import run_processes
-from tests.e2e.node_helpers import exec_in, get_json, wait_for, web_server
+from tests.harness.real_cluster import (
+    exec_in,
+    get_json,
+    web_server,
+)
+from tests.harness.waiting import wait
 
 pytestmark = pytest.mark.node
 
@@ -236,7 +241,9 @@ def test_services_and_dns_names_work_in_pods(cluster: Cluster, ns: str) -> None:
     def lookup(name: str) -> str:
         return exec_in(cluster, ns, "client", f"nslookup {name}", check=False).stdout
 
-    assert svc_ip in wait_for("the service name", lambda: lookup(f"web.{ns}.svc.{domain}") or "")
+    assert svc_ip in wait(
+        lambda: lookup(f"web.{ns}.svc.{domain}") or "", "the service name", timeout=120.0, every=1.0
+    )
     assert pod_ip in lookup(f"web-headless.{ns}.svc.{domain}")
     kubernetes_ip = cluster.network.service_ip(1)
     assert kubernetes_ip in lookup(f"kubernetes.default.svc.{domain}")
@@ -245,12 +252,13 @@ def test_services_and_dns_names_work_in_pods(cluster: Cluster, ns: str) -> None:
     assert f"search {ns}.svc.{domain} svc.{domain} {domain}" in resolv
     request = f'printf "GET / HTTP/1.0\\r\\n\\r\\n" | nc -w 5 {svc_ip} 80'
     # kube-proxy programs the ClusterIP once the endpoint slice lists the ready pod.
-    page = wait_for(
-        "the ClusterIP answering",
+    page = wait(
         lambda: (lambda out: out if "hello" in out else None)(
             exec_in(cluster, ns, "client", request, check=False).stdout
         ),
+        "the ClusterIP answering",
         timeout=60,
+        every=1.0,
     )
     assert "hello" in page
     exec_in(cluster, ns, "client", f"nc -w 5 {kubernetes_ip} 443 </dev/null")
@@ -270,7 +278,12 @@ def test_an_image_replaced_under_its_tag_is_pruned_with_its_content(
     runtime.import_archive(old)
     old_digest = runtime.image_records()[tag]
     old_config = _config_digest(old)
-    wait_for("the CRI plugin's ID record", lambda: old_config in runtime.image_records(), 30)
+    wait(
+        lambda: old_config in runtime.image_records(),
+        "the CRI plugin's ID record",
+        timeout=30,
+        every=1.0,
+    )
     new = write_archive(tmp_path / "new.tar", tag, b"", ["/bin/sh", "-c", "echo new"])
     runtime.import_archive(new)
     records = runtime.image_records()

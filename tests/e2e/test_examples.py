@@ -16,7 +16,14 @@ import yaml
 from taas_controlplane.build.busybox_images import derived_archive
 from taas_controlplane.build.images import ensure_image
 from taas_controlplane.cluster.cluster import Cluster
-from tests.e2e.node_helpers import REPO, condition, get_json, job_pods, wait_finished, wait_for
+from tests.harness.real_cluster import (
+    REPO,
+    condition,
+    get_json,
+    job_pods,
+    wait_finished,
+)
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node, pytest.mark.tensorflow, pytest.mark.slow]
 
@@ -38,7 +45,9 @@ def test_mnist_example_trains_in_containers(
     name = f"mnist-{mode}"
     assert trainer_image in example.read_text()  # the example runs as it is
     cluster.kubectl("apply", "-n", ns, "-f", str(example))
-    wait_for("the job's 3 pods", lambda: len(job_pods(cluster, ns, name)) == 3)
+    wait(
+        lambda: len(job_pods(cluster, ns, name)) == 3, "the job's 3 pods", timeout=120.0, every=1.0
+    )
     hosts = _tf_config(cluster, ns, f"{name}-worker-0")["cluster"]
     assert hosts["ps"] == [f"{name}-ps-0.{ns}.svc:2222"]  # Kubeflow's host form, no domain
     job = wait_finished(cluster, ns, name, timeout=900)
@@ -46,13 +55,15 @@ def test_mnist_example_trains_in_containers(
     # No PS is left running: the trainer's PS exits by itself once the workers are done, and
     # cleanPodPolicy Running removes it if it is still running when the job succeeds (that
     # case, made certain, is tests/e2e/test_clean_pod_policy.py).
-    wait_for(
-        "no PS pod left running",
+    wait(
         lambda: all(
             p["status"].get("phase") != "Running"
             for p in job_pods(cluster, ns, name)
             if p["metadata"]["name"] == f"{name}-ps-0"
         ),
+        "no PS pod left running",
+        timeout=120.0,
+        every=1.0,
     )
     log = cluster.kubectl("logs", "-n", ns, f"{name}-worker-0").stdout
     match = re.search(r"test accuracy: ([0-9.]+)", log)

@@ -34,15 +34,15 @@ from tests.e2e.gang_helpers import (
     wait_workload_condition,
     workload_of,
 )
-from tests.e2e.node_helpers import (
+from tests.harness.real_cluster import (
     HOSTNAME,
     JOB_LABEL,
     condition,
     get_json,
     job_pods,
     wait_finished,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node, pytest.mark.nodes3]
 
@@ -130,10 +130,11 @@ def test_a_gang_of_three_waits_whole_while_a_node_is_cordoned_and_runs_across_al
     # its PodGroup, not when a node becomes usable (else at the scheduler's flush of pods
     # unschedulable for 5 minutes): TaaS writes the waiting gang's PodGroup again, at most a
     # minute apart, so the gang is placed well before that flush, with nobody touching it.
-    wait_for(
-        f"the gang placed within {PLACED_AFTER_UNCORDON:.0f}s of the uncordon",
+    wait(
         lambda: all(p["spec"].get("nodeName") for p in job_pods(cluster, ns, "gang")),
-        PLACED_AFTER_UNCORDON,
+        f"the gang placed within {PLACED_AFTER_UNCORDON:.0f}s of the uncordon",
+        timeout=PLACED_AFTER_UNCORDON,
+        every=1.0,
     )
     print(f"\ngang placed {time.monotonic() - uncordoned:.1f}s after the uncordon", file=sys.stderr)
     group = get_json(cluster, "-n", ns, "podgroup", "gang")
@@ -149,7 +150,12 @@ def test_a_queue_spanning_the_nodes_admits_the_second_job_when_the_first_finishe
     try:
         labels = {QUEUE_LABEL: queue}
         _apply(cluster, ns, spread_job("first", hold_s=8, labels=labels))
-        wait_for("first admitted", lambda: len(job_pods(cluster, ns, "first")) == 3)
+        wait(
+            lambda: len(job_pods(cluster, ns, "first")) == 3,
+            "first admitted",
+            timeout=120.0,
+            every=1.0,
+        )
         _apply(cluster, ns, spread_job("second", labels=labels))
         assert_queued_for_quota(cluster, ns, "second")
         first = _succeeded_across_the_nodes(cluster, ns, "first")
@@ -174,7 +180,9 @@ def test_a_queued_job_whose_image_is_missing_is_evicted_after_the_pods_ready_tim
         container = job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
         container["image"] = "registry.invalid/taas/not-there:1"  # Never pulled: no network
         _apply(cluster, ns, job)
-        wait_for("its pods", lambda: len(job_pods(cluster, ns, "missing")) == 3)
+        wait(
+            lambda: len(job_pods(cluster, ns, "missing")) == 3, "its pods", timeout=120.0, every=1.0
+        )
         running = wait_job_condition(
             cluster,
             ns,
@@ -198,12 +206,14 @@ def test_a_queued_job_whose_image_is_missing_is_evicted_after_the_pods_ready_tim
             cluster, ns, "missing", "Suspended", "the job Suspended", status="True"
         )
         assert suspended["lastTransitionTime"] >= evicted["lastTransitionTime"], suspended
-        wait_for("its pods gone", lambda: not job_pods(cluster, ns, "missing"), timeout=60)
-        requeued = wait_for(
-            "Kueue's requeue",
+        wait(lambda: not job_pods(cluster, ns, "missing"), "its pods gone", timeout=60, every=1.0)
+        requeued = wait(
             lambda: ((workload_of(cluster, ns, "missing") or {}).get("status") or {}).get(
                 "requeueState"
             ),
+            "Kueue's requeue",
+            timeout=120.0,
+            every=1.0,
         )
         assert requeued.get("count") == 1, requeued
         events = get_json(

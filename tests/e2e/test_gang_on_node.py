@@ -40,8 +40,15 @@ from tests.e2e.gang_helpers import (
     wait_job_condition,
     workload_condition,
 )
-from tests.e2e.node_helpers import REPO, condition, get_json, job_pods, wait_finished, wait_for
 from tests.e2e.sdk_venv import sdk_python
+from tests.harness.real_cluster import (
+    REPO,
+    condition,
+    get_json,
+    job_pods,
+    wait_finished,
+)
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node]
 GATE = "taas.dev/e2e-order"
@@ -81,22 +88,27 @@ def test_two_gangs_without_a_gang_scheduler_can_deadlock(
     per = min(600, (free_millicpu(cluster) - 100) // 3)
     spec = {"schedulerName": "default-scheduler", "schedulingGates": [{"name": GATE}]}
     _apply(cluster, ns, *(barrier_job(n, 3, per, template_spec=spec) for n in ("a", "b")))
-    wait_for(
-        "6 gated pods", lambda: len(job_pods(cluster, ns, "a") + job_pods(cluster, ns, "b")) == 6
+    wait(
+        lambda: len(job_pods(cluster, ns, "a") + job_pods(cluster, ns, "b")) == 6,
+        "6 gated pods",
+        timeout=120.0,
+        every=1.0,
     )
     order = ["a-worker-0", "b-worker-0", "a-worker-1", "b-worker-1", "a-worker-2", "b-worker-2"]
     for index, pod in enumerate(order):
         cluster.kubectl("patch", "pod", "-n", ns, pod, "--type=json",
                         "-p", '[{"op":"remove","path":"/spec/schedulingGates"}]')  # fmt: skip
         if index < 3:
-            wait_for(
-                f"{pod} placed", lambda p=pod: scheduled_at(get_json(cluster, "-n", ns, "pod", p))
+            wait(
+                lambda p=pod: scheduled_at(get_json(cluster, "-n", ns, "pod", p)),
+                f"{pod} placed",
+                timeout=120.0,
+                every=1.0,
             )
     pods = {
         p["metadata"]["name"]: p for p in job_pods(cluster, ns, "a") + job_pods(cluster, ns, "b")
     }
-    stuck = wait_for(
-        "3 pods unschedulable",
+    stuck = wait(
         lambda: (
             (
                 found := [
@@ -108,6 +120,9 @@ def test_two_gangs_without_a_gang_scheduler_can_deadlock(
             and len(found) == 3
             and found
         ),
+        "3 pods unschedulable",
+        timeout=120.0,
+        every=1.0,
     )
     assert {p["metadata"]["name"] for p in stuck} == set(order[3:]), pods.keys()
     # Each job says what holds it (its pods go to the default scheduler: no gang); nothing
@@ -168,7 +183,12 @@ def test_a_queue_with_quota_for_one_job_admits_the_second_when_the_first_finishe
     try:
         labels = {QUEUE_LABEL: queue}
         _apply(cluster, ns, barrier_job("first", 2, per, hold_s=8, labels=labels))
-        wait_for("first admitted", lambda: len(job_pods(cluster, ns, "first")) == 2)
+        wait(
+            lambda: len(job_pods(cluster, ns, "first")) == 2,
+            "first admitted",
+            timeout=120.0,
+            every=1.0,
+        )
         _apply(cluster, ns, barrier_job("second", 2, per, labels=labels))
         assert_queued_for_quota(cluster, ns, "second")
         first = wait_finished(cluster, ns, "first", timeout=180)
@@ -230,15 +250,11 @@ def test_a_higher_priority_job_preempts_a_lower_one_which_resumes_from_its_check
     try:
         low_labels = {QUEUE_LABEL: queue, PRIORITY_LABEL: low_class}
         _apply(cluster, ns, _queued_example("low", per, checkpoints, low_labels))
-        saved = wait_for(
-            "a checkpoint of low past step 0",
-            lambda: max(
+        saved = wait(lambda: max(
                 (step for f in (checkpoints / "model").glob("model.ckpt-*.index")
                  if (step := int(f.name.split("-")[1].split(".")[0])) > 0),
                 default=None,
-            ),
-            300,
-        )  # fmt: skip
+            ), "a checkpoint of low past step 0", timeout=300, every=1.0)  # fmt: skip
         high_labels = {QUEUE_LABEL: queue, PRIORITY_LABEL: high_class}
         _apply(cluster, ns, barrier_job("high", 2, per, hold_s=8, labels=high_labels))
         suspended = wait_job_condition(

@@ -26,7 +26,12 @@ from taas_controlplane.cluster.katib import KatibOptions, KatibStack
 from taas_controlplane.cluster.katib.config import INJECTION_LABEL
 from tests.builds import KATIB, SCHEDULERS
 from tests.e2e.gang_helpers import QUEUE_LABEL, kueue_queue, scheduling_on
-from tests.e2e.node_helpers import REPO, condition, get_json, wait_for
+from tests.harness.real_cluster import (
+    REPO,
+    condition,
+    get_json,
+)
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node, pytest.mark.builds(*KATIB, *SCHEDULERS)]
 EXAMPLE = REPO / "examples" / "hyperparameter_search" / "experiment.yaml"
@@ -121,7 +126,7 @@ def _run_to_end(
         done = any(_condition(got, t).get("status") == "True" for t in ("Succeeded", "Failed"))
         return got if done else None
 
-    done = dict(wait_for(f"Experiment {name}", finished, timeout=timeout, every=2))
+    done = dict(wait(finished, f"Experiment {name}", timeout=timeout, every=2))
     selector = f"katib.kubeflow.org/experiment={name}"
     return done, list(get_json(cluster, "-n", ns, "trials", "-l", selector)["items"])
 
@@ -206,7 +211,7 @@ def test_clean_pod_policy_all_waits_for_the_collector_to_report(
     def removed() -> bool:
         return not get_json(cluster, "-n", katib_ns, "pods", "-l", selector)["items"]
 
-    wait_for("the trial's pods removed (cleanPodPolicy All)", removed, timeout=60)
+    wait(removed, "the trial's pods removed (cleanPodPolicy All)", timeout=60, every=1.0)
 
 
 def test_trials_queued_by_kueue_run_one_at_a_time_within_the_quota(

@@ -7,7 +7,12 @@ import pytest
 
 from taas_controlplane.build.busybox_images import TOOLBOX_IMAGE
 from taas_controlplane.cluster.cluster import Cluster
-from tests.e2e.node_helpers import exec_in, get_json, toolbox_tfjob, wait_for
+from tests.harness.real_cluster import (
+    exec_in,
+    get_json,
+    toolbox_tfjob,
+)
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node]
 
@@ -32,7 +37,9 @@ def _wait_running(cluster: Cluster, ns: str, pod: str) -> None:
     def made() -> bool:
         return cluster.kubectl("get", "-n", ns, "pod", pod, check=False).returncode == 0
 
-    wait_for(f"pod {ns}/{pod} made", made)  # `kubectl wait` fails at once on a pod not made yet
+    wait(
+        made, f"pod {ns}/{pod} made", timeout=120.0, every=1.0
+    )  # `kubectl wait` fails at once on a pod not made yet
     cluster.kubectl("wait", "-n", ns, "--for=condition=Ready", f"pod/{pod}", "--timeout=120s")
 
 
@@ -54,9 +61,11 @@ def test_only_the_jobs_own_pods_reach_its_tf_ports(
         assert policy["spec"]["policyTypes"] == ["Ingress"]
         ps_ip = get_json(cluster, "-n", ns, "pod", "guarded-ps-0")["status"]["podIP"]
         # The job's own worker reaches the PS (the listener may be between two connections).
-        reached = wait_for(
-            "the worker reaching the PS",
+        reached = wait(
             lambda: "ok from" in _connect(cluster, ns, "guarded-worker-0", ps_ip),
+            "the worker reaching the PS",
+            timeout=120.0,
+            every=1.0,
         )
         assert reached
         # Strangers, in the job's namespace and in another, are turned away (kube-router REJECTs).

@@ -49,14 +49,14 @@ from bench.harness.seeded_training import (
     timed_log,
 )
 from taas_controlplane.cluster.cluster import Cluster
-from tests.e2e.node_helpers import (
+from tests.harness.real_cluster import (
     condition,
     get_json,
     job_pods,
     operator_pods,
     wait_finished,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node, pytest.mark.nodes3, pytest.mark.tensorflow, pytest.mark.slow]
 
@@ -81,9 +81,11 @@ def shared(cluster: Cluster, ns: str) -> Iterator[Path]:
     directory.chmod(0o777)  # the trainer runs as uid 1000
     for item in shared_volume(directory, ns):
         cluster.kubectl("apply", "-f", "-", input=json.dumps(item))
-    wait_for(
-        "the model claim bound",
+    wait(
         lambda: get_json(cluster, "-n", ns, "pvc", "model")["status"].get("phase") == "Bound",
+        "the model claim bound",
+        timeout=120.0,
+        every=1.0,
     )
     cluster.kubectl(
         "create", "configmap", "seeded-digits", "-n", ns, f"--from-file={PROGRAM.name}={PROGRAM}"
@@ -118,10 +120,11 @@ def _succeeded(cluster: Cluster, ns: str, job: dict[str, Any]) -> Outcome:
 def _victim(cluster: Cluster, ns: str, job: str, pod: str, count: int) -> str:
     """The node of `pod` once every replica of the job runs."""
     return str(
-        wait_for(
-            f"{job}'s {count} replicas running",
+        wait(
             lambda: node_once_running(cluster, ns, job, pod, count),
+            f"{job}'s {count} replicas running",
             timeout=300,
+            every=1.0,
         )
     )
 
@@ -156,28 +159,29 @@ def test_a_node_powered_off_mid_training_loses_at_most_one_checkpoint_interval(
     for item in (job, reference):
         cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(item))
     victim = _victim(cluster, ns, name, f"{name}-{victim_replica}", count)
-    wait_for("a first checkpoint", lambda: checkpoint_step(model_dir), timeout=600, every=0.2)
+    wait(lambda: checkpoint_step(model_dir), "a first checkpoint", timeout=600, every=0.2)
     chief = chief_pod(job)
     chief_uid = pod_uid(cluster, ns, chief)
     off = datetime.now(UTC)
     cluster.node(victim).power_off()
     before = checkpoint_step(model_dir)  # nothing on the survivors saves without its peer
     try:
-        wait_for(f"{victim} NotReady", lambda: not node_ready(cluster, victim), timeout=120)
+        wait(lambda: not node_ready(cluster, victim), f"{victim} NotReady", timeout=120, every=1.0)
         not_ready = datetime.now(UTC)
-        moved = wait_for(
-            f"{name}'s replicas running on the other nodes (or the job Succeeded)",
+        moved = wait(
             lambda: moved_or_done(cluster, ns, name, count, victim),
+            f"{name}'s replicas running on the other nodes (or the job Succeeded)",
             timeout=300,
             every=0.5,
         )
         running = datetime.now(UTC)
         if pod_uid(cluster, ns, chief) != chief_uid:  # the chief was made again: it resumed
             assert moved == "moved", moved
-            resumed_step, first = wait_for(
-                "the chief's first step after resuming",
+            resumed_step, first = wait(
                 lambda: resumed(timed_log(cluster, ns, chief)),
+                "the chief's first step after resuming",
                 timeout=300,
+                every=1.0,
             )
             assert resumed_step >= before, (resumed_step, before)  # at most one interval lost
         else:  # ParameterServerStrategy keeps its chief when a worker is lost: never stopped
@@ -185,11 +189,16 @@ def test_a_node_powered_off_mid_training_loses_at_most_one_checkpoint_interval(
             resumed_step = -1
             # The chief may even finish before the lost worker is made again elsewhere (its
             # 2 s toleration, 15 s grace and start): then there is no step after the move.
-            first = running if moved == "done" else wait_for(
-                "the chief's first step with the replicas running elsewhere",
-                lambda: first_step(timed_log(cluster, ns, chief), running),
-                timeout=300,
-            )  # fmt: skip
+            first = (
+                running
+                if moved == "done"
+                else wait(
+                    lambda: first_step(timed_log(cluster, ns, chief), running),
+                    "the chief's first step with the replicas running elsewhere",
+                    timeout=300,
+                    every=1.0,
+                )
+            )
         mine, alone = _succeeded(cluster, ns, job), _succeeded(cluster, ns, reference)
         print(
             f"\n[{example} {victim_replica}] power-off -> NotReady "
@@ -217,7 +226,7 @@ def test_a_drained_node_moves_a_worker_after_a_checkpoint_and_says_why(
     model_dir = _model_dir(shared, name)
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(job))
     victim = _victim(cluster, ns, name, f"{name}-worker-1", 3)
-    wait_for("a first checkpoint", lambda: checkpoint_step(model_dir), timeout=600, every=0.2)
+    wait(lambda: checkpoint_step(model_dir), "a first checkpoint", timeout=600, every=0.2)
     start = time.monotonic()
     try:
         cluster.kubectl(
@@ -225,10 +234,11 @@ def test_a_drained_node_moves_a_worker_after_a_checkpoint_and_says_why(
         )
         drained = time.monotonic() - start
         saved = checkpoint_step(model_dir)  # the SIGTERM's checkpoint, the old pods gone
-        resumed_step, _ = wait_for(
-            "the chief's first step after resuming",
+        resumed_step, _ = wait(
             lambda: resumed(timed_log(cluster, ns, chief_pod(job))),
+            "the chief's first step after resuming",
             timeout=300,
+            every=1.0,
         )
         assert resumed_step == saved  # no step lost beyond the eviction's checkpoint
         done = wait_finished(cluster, ns, name, timeout=900)

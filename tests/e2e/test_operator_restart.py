@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 
 from taas_controlplane.cluster.cluster import Cluster
-from tests.e2e.node_helpers import (
+from tests.harness.real_cluster import (
     OPERATOR_NS,
     condition,
     get_json,
     operator_pods,
     toolbox_tfjob,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node]
 
@@ -32,7 +32,7 @@ def test_operator_pod_deleted_mid_job(cluster: Cluster, operator: str, ns: str) 
     def running() -> dict | None:
         return condition(get_json(cluster, "-n", ns, "tfjob", "survivor"), "Running")
 
-    wait_for("the job running", running, timeout=120)
+    wait(running, "the job running", timeout=120, every=1.0)
     (old,) = operator_pods(cluster)
     cluster.kubectl("delete", "pod", "-n", OPERATOR_NS, old["metadata"]["name"], "--wait=false")
     most = 0
@@ -53,9 +53,9 @@ def test_operator_pod_deleted_mid_job(cluster: Cluster, operator: str, ns: str) 
             and p["status"].get("phase") == "Running"
         ]
 
-    new = wait_for("a new operator pod", replaced, timeout=120)
+    new = wait(replaced, "a new operator pod", timeout=120, every=1.0)
     assert len(new) == 1
-    job = wait_for("the job Succeeded", finished, timeout=300, every=0.5)
+    job = wait(finished, "the job Succeeded", timeout=300, every=0.5)
     assert job["status"]["replicaStatuses"]["Worker"]["succeeded"] == 2
     assert most == 3
     # The new operator finished it: its log names the job; the old pod is gone.

@@ -25,8 +25,8 @@ import pytest
 
 from taas_controlplane.build.binaries import cache_root
 from taas_controlplane.cluster.cluster import Cluster
-from tests.docs.markdown_blocks import block_run_by
-from tests.e2e.node_helpers import OPERATOR_NS, RELEASE, REPO, helm
+from tests.harness.markdown_blocks import block_run_by
+from tests.harness.real_cluster import OPERATOR_NS, RELEASE, REPO, helm
 
 pytestmark = [
     pytest.mark.node,

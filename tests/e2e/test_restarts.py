@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from taas_controlplane.cluster.cluster import Cluster
-from tests.e2e.node_helpers import (
+from tests.harness.real_cluster import (
     REPO,
     await_resumed_step,
     condition,
@@ -22,8 +22,8 @@ from tests.e2e.node_helpers import (
     kill_container_and_await_replacement,
     toolbox_tfjob,
     wait_finished,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node]
 
@@ -48,7 +48,12 @@ def test_on_failure_restarts_in_place(cluster: Cluster, operator: str, ns: str) 
         "-",
         input=toolbox_tfjob("flaky", script, restart_policy="OnFailure"),
     )
-    first = wait_for("the worker pod", lambda: get_json(cluster, "-n", ns, "pods")["items"])[0]
+    first = wait(
+        lambda: get_json(cluster, "-n", ns, "pods")["items"],
+        "the worker pod",
+        timeout=120.0,
+        every=1.0,
+    )[0]
     seen: set[str] = set()
 
     def finished() -> dict | None:
@@ -56,7 +61,7 @@ def test_on_failure_restarts_in_place(cluster: Cluster, operator: str, ns: str) 
         seen.update(c["type"] for c in job["status"].get("conditions", []) if c["status"] == "True")
         return job if "Succeeded" in seen or "Failed" in seen else None
 
-    job = wait_for("the job to finish", finished, timeout=240, every=0.5)
+    job = wait(finished, "the job to finish", timeout=240, every=0.5)
     assert (condition(job, "Succeeded") or {}).get("status") == "True", job["status"]
     restarting = _events(cluster, ns, "TFJobRestarting")
     assert any("flaky-worker-0" in m and "restarted in place" in m for m in restarting), restarting
@@ -78,8 +83,11 @@ def test_backoff_limit_stops_a_crash_loop(cluster: Cluster, operator: str, ns: s
     assert failed.get("status") == "True", job["status"]
     assert "reached the specified backoff limit" in failed["message"]
     assert "crashing-worker-0" in failed["message"] and "exit code 1" in failed["message"]
-    wait_for(
-        "the crash-looping pod removed", lambda: not get_json(cluster, "-n", ns, "pods")["items"]
+    wait(
+        lambda: not get_json(cluster, "-n", ns, "pods")["items"],
+        "the crash-looping pod removed",
+        timeout=120.0,
+        every=1.0,
     )
 
 
@@ -107,7 +115,12 @@ def test_exit_code_recreates_a_killed_chief_which_resumes_from_the_checkpoint(
         container["env"] = list(env.values())
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(tfjob))
     chief = f"{name}-worker-0"
-    wait_for("a checkpoint in the shared model dir", lambda: _checkpoint_step(shared), timeout=600)
+    wait(
+        lambda: _checkpoint_step(shared),
+        "a checkpoint in the shared model dir",
+        timeout=600,
+        every=1.0,
+    )
     kill_container_and_await_replacement(cluster, ns, chief, timeout=300)
     assert await_resumed_step(cluster, ns, chief, timeout=300) > 0
     job = wait_finished(cluster, ns, name, timeout=900)

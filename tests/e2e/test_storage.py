@@ -20,7 +20,8 @@ import yaml
 
 from taas_controlplane.build.busybox_images import TOOLBOX_IMAGE
 from taas_controlplane.cluster.cluster import Cluster
-from tests.e2e.node_helpers import (
+from tests.e2e.tensorboard_helpers import served_tensorboard
+from tests.harness.real_cluster import (
     HOSTNAME,
     REPO,
     await_resumed_step,
@@ -28,9 +29,8 @@ from tests.e2e.node_helpers import (
     get_json,
     kill_container_and_await_replacement,
     wait_finished,
-    wait_for,
 )
-from tests.e2e.tensorboard_helpers import served_tensorboard
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node, pytest.mark.tensorflow, pytest.mark.slow]
 
@@ -118,10 +118,11 @@ def test_each_class_provisions_a_directory_and_a_deleted_claim_removes_it(
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(
         {"apiVersion": "v1", "kind": "List", "items": items}
     ))  # fmt: skip
-    wait_for(
-        "the writer pod to succeed",
+    wait(
         lambda: get_json(cluster, "-n", ns, "pod", "writer")["status"].get("phase") == "Succeeded",
+        "the writer pod to succeed",
         timeout=180,
+        every=1.0,
     )
     volumes = {}
     for claim, (mode, _) in claims.items():
@@ -143,15 +144,17 @@ def test_each_class_provisions_a_directory_and_a_deleted_claim_removes_it(
 
     cluster.kubectl("delete", "-n", ns, "pod", "writer", "--wait=true")
     cluster.kubectl("delete", "-n", ns, "pvc", *claims, "--wait=true")
-    wait_for(
-        "the volumes' directories removed by the teardown helper pods",
+    wait(
         lambda: not local.exists() and not shared.exists(),
+        "the volumes' directories removed by the teardown helper pods",
         timeout=180,
+        every=1.0,
     )
-    wait_for(
-        "no helper pod left",
+    wait(
         lambda: not get_json(cluster, "-n", "local-path-storage", "pods")["items"],
+        "no helper pod left",
         timeout=60,
+        every=1.0,
     )
 
 
@@ -164,17 +167,22 @@ def test_a_killed_chief_resumes_from_its_claim_and_tensorboard_reads_the_claim(
     document = {"apiVersion": "v1", "kind": "List", "items": [claim, tfjob]}
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(document))
     chief = f"{name}-worker-0"
-    directory = wait_for(
-        "the claim bound to a volume",
+    directory = wait(
         lambda: (
             get_json(cluster, "-n", ns, "pvc", claim["metadata"]["name"])["status"].get("phase")
             == "Bound"
             and _claim_directory(cluster, ns, claim["metadata"]["name"])
         ),
+        "the claim bound to a volume",
         timeout=180,
+        every=1.0,
     )
-    wait_for("a checkpoint on the claim", lambda: [s for s in _checkpoints(directory) if s > 0],
-             timeout=600)  # fmt: skip
+    wait(
+        lambda: [s for s in _checkpoints(directory) if s > 0],
+        "a checkpoint on the claim",
+        timeout=600,
+        every=1.0,
+    )
     kill_container_and_await_replacement(cluster, ns, chief, timeout=300, every=0.5)
     written = _checkpoints(directory)  # the first chief's, before the new one restores
     step = await_resumed_step(cluster, ns, chief, timeout=300)
@@ -205,7 +213,9 @@ def test_a_killed_chief_resumes_from_its_claim_and_tensorboard_reads_the_claim(
             got = steps()
             return got if got and got[-1] >= 2900 else None
 
-        shown = wait_for("TensorBoard's loss to reach step 2900", through_the_end, timeout=120)
+        shown = wait(
+            through_the_end, "TensorBoard's loss to reach step 2900", timeout=120, every=1.0
+        )
         assert shown[0] < step, (shown[:5], step)  # the first chief's summaries too
 
 
@@ -255,9 +265,9 @@ def test_a_shared_path_claim_is_read_on_another_node(cluster: Cluster, ns: str) 
     def phase(pod: str) -> str:
         return str(get_json(cluster, "-n", ns, "pod", pod)["status"].get("phase"))
 
-    wait_for("the writer to succeed", lambda: phase("writer") == "Succeeded", timeout=180)
+    wait(lambda: phase("writer") == "Succeeded", "the writer to succeed", timeout=180, every=1.0)
     reader = _pod_on("reader", second, "cat /d/f", "shared")
     cluster.kubectl("apply", "-n", ns, "-f", "-", input=json.dumps(reader))
-    wait_for("the reader to succeed", lambda: phase("reader") == "Succeeded", timeout=180)
+    wait(lambda: phase("reader") == "Succeeded", "the reader to succeed", timeout=180, every=1.0)
     assert get_json(cluster, "-n", ns, "pod", "reader")["spec"]["nodeName"] == second
     assert cluster.kubectl("logs", "-n", ns, "reader").stdout == f"from-{first}\n"

@@ -21,7 +21,12 @@ import pytest
 import yaml
 
 from taas_controlplane.cluster.cluster import Cluster
-from tests.e2e.node_helpers import REPO, condition, get_json, wait_for
+from tests.harness.real_cluster import (
+    REPO,
+    condition,
+    get_json,
+)
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node, pytest.mark.tensorflow, pytest.mark.slow]
 
@@ -92,12 +97,14 @@ def test_taas_submit_runs_a_local_program_and_its_config_map_goes_with_the_job(
     assert held["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
 
     cluster.kubectl("-n", ns, "delete", "tfjob", "linear-regression", "--wait=true")
-    wait_for(
-        "the garbage collector to delete the program's ConfigMap",
+    wait(
         lambda: (
             "NotFound"
             in cluster.kubectl(
                 "-n", ns, "get", "configmap", "linear-regression-program", check=False
             ).stderr
         ),
+        "the garbage collector to delete the program's ConfigMap",
+        timeout=120.0,
+        every=1.0,
     )

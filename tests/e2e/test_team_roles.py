@@ -11,7 +11,8 @@ import uuid
 import pytest
 
 from taas_controlplane.cluster.cluster import Cluster
-from tests.e2e.node_helpers import toolbox_tfjob, wait_for
+from tests.harness.real_cluster import toolbox_tfjob
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node]
 
@@ -31,9 +32,16 @@ def test_a_namespace_edit_user_runs_tfjobs_and_a_view_user_only_reads_them(
     for user, role in (("alice", "edit"), ("bob", "view")):
         cluster.kubectl("create", "rolebinding", f"{user}-{role}", f"--clusterrole={role}",
                         f"--user={user}", "-n", ns)  # fmt: skip
-    wait_for("edit and view aggregating the chart's TFJob rules", lambda: (
-        _grants_tfjobs(cluster, "edit", "create") and _grants_tfjobs(cluster, "view", "list")
-        and _grants_tfjobs(cluster, "admin", "delete")), timeout=60)  # fmt: skip
+    wait(
+        lambda: (
+            _grants_tfjobs(cluster, "edit", "create")
+            and _grants_tfjobs(cluster, "view", "list")
+            and _grants_tfjobs(cluster, "admin", "delete")
+        ),
+        "edit and view aggregating the chart's TFJob rules",
+        timeout=60,
+        every=1.0,
+    )
     alice = cluster.plane.kubeconfig_for("alice")
     bob = cluster.plane.kubeconfig_for("bob")
     name = f"team-{uuid.uuid4().hex[:6]}"

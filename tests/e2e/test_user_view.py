@@ -34,8 +34,15 @@ import yaml
 
 from taas_controlplane.cluster.cluster import Cluster
 from taas_operator.processes import spawn, stop
-from tests.e2e.node_helpers import JOB_LABEL, REPO, condition, get_json, wait_finished, wait_for
 from tests.e2e.tensorboard_helpers import served_tensorboard
+from tests.harness.real_cluster import (
+    JOB_LABEL,
+    REPO,
+    condition,
+    get_json,
+    wait_finished,
+)
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.node, pytest.mark.tensorflow]
 
@@ -156,9 +163,9 @@ def _delete_and_time(cluster: Cluster, ns: str, name: str, uid: str) -> float:
     """`kubectl delete tfjob` (not waiting); seconds until no pod of incarnation `uid` is left."""
     started = time.monotonic()
     cluster.kubectl("delete", "-n", ns, "tfjob", name, "--wait=false")
-    wait_for(
-        f"every pod of {name} ({uid}) gone",
+    wait(
         lambda: not _pods(cluster, ns, f"{UID_LABEL}={uid}"),
+        f"every pod of {name} ({uid}) gone",
         timeout=60,
         every=0.2,
     )
@@ -209,7 +216,7 @@ def test_progress_while_it_runs_100_percent_after_and_its_tensorboard(
                 == "True"]  # fmt: skip
         return job if done else None
 
-    job = wait_for(f"TFJob {name} to finish", finished, timeout=600, every=1.0)
+    job = wait(finished, f"TFJob {name} to finish", timeout=600, every=1.0)
     assert (condition(job, "Succeeded") or {}).get("status") == "True", _why(cluster, ns, name)
     running = [p for p in seen if p != "100%"]
     assert running, f"no PROGRESS shown while it ran (seen: {seen})"
@@ -236,7 +243,12 @@ def test_progress_while_it_runs_100_percent_after_and_its_tensorboard(
             points = json.loads(fetch(f"data/plugin/scalars/scalars?{query}"))
             return max(step for _, step, _ in points)
 
-        wait_for("TensorBoard's loss to reach step 2900", lambda: last_step() >= 2900, timeout=60)
+        wait(
+            lambda: last_step() >= 2900,
+            "TensorBoard's loss to reach step 2900",
+            timeout=60,
+            every=1.0,
+        )
 
 
 def _board_state(cluster: Cluster, ns: str) -> str:
@@ -264,8 +276,13 @@ def test_a_deleted_graph_mode_job_stops_within_5_seconds(
     doc = _example("examples/linear_regression/tfjob.yaml", name)
     _set_env(doc, TF_MAX_STEPS="1000000")  # runs until deleted
     _apply(cluster, ns, doc)
-    wait_for("1 PS + 2 workers running", lambda: _all_running(cluster, ns, name, 3), timeout=300)
-    wait_for("training", lambda: _training(cluster, ns, f"{name}-worker-0"), timeout=300)
+    wait(
+        lambda: _all_running(cluster, ns, name, 3),
+        "1 PS + 2 workers running",
+        timeout=300,
+        every=1.0,
+    )
+    wait(lambda: _training(cluster, ns, f"{name}-worker-0"), "training", timeout=300, every=1.0)
     uid = _uid(cluster, ns, name)
     watch = PodWatch(cluster, ns, f"{UID_LABEL}={uid}")
     try:
@@ -296,8 +313,13 @@ def test_a_pss_job_applied_again_at_once_never_reaches_the_old_pods_and_succeeds
     doc = _example("examples/keras_digits/pss.yaml", name)
     _set_env(doc, TF_MAX_STEPS="20000")  # still training when deleted
     _apply(cluster, ns, doc)
-    wait_for("chief, PS, 2 workers running", lambda: _all_running(cluster, ns, name, 4), 300)
-    wait_for("training", lambda: _training(cluster, ns, f"{name}-chief-0"), timeout=300)
+    wait(
+        lambda: _all_running(cluster, ns, name, 4),
+        "chief, PS, 2 workers running",
+        timeout=300,
+        every=1.0,
+    )
+    wait(lambda: _training(cluster, ns, f"{name}-chief-0"), "training", timeout=300, every=1.0)
     old_uid = _uid(cluster, ns, name)
     old_ips = {p["status"]["podIP"] for p in _pods(cluster, ns, f"{UID_LABEL}={old_uid}")}
     watch = PodWatch(cluster, ns, f"{JOB_LABEL}={name}")
@@ -307,15 +329,19 @@ def test_a_pss_job_applied_again_at_once_never_reaches_the_old_pods_and_succeeds
         cluster.kubectl("delete", "-n", ns, "tfjob", name, "--wait=false")
         _set_env(doc, TF_MAX_STEPS="300")
         _apply(cluster, ns, doc)  # at once: the old pods are terminating
-        new_uid = wait_for("the new TFJob", lambda: _uid(cluster, ns, name) != old_uid and
-                           _uid(cluster, ns, name))  # fmt: skip
+        new_uid = wait(
+            lambda: _uid(cluster, ns, name) != old_uid and _uid(cluster, ns, name),
+            "the new TFJob",
+            timeout=120.0,
+            every=1.0,
+        )
         listed: set[str] = set()
 
         def old_gone() -> bool:
             listed.update(_endpoint_ips(cluster, ns, name))
             return not _pods(cluster, ns, f"{UID_LABEL}={old_uid}")
 
-        wait_for("the old pods gone", old_gone, timeout=60, every=0.2)
+        wait(old_gone, "the old pods gone", timeout=60, every=0.2)
         seconds = time.monotonic() - started
         job = wait_finished(cluster, ns, name, timeout=600)
         listed.update(_endpoint_ips(cluster, ns, name))
@@ -363,8 +389,12 @@ def test_a_plain_tf_program_ignoring_sigterm_ends_by_its_grace_period(
     doc["spec"]["tfReplicaSpecs"]["Worker"]["replicas"] = 1
     _apply(cluster, ns, doc)
     pod = f"{name}-worker-0"
-    wait_for("the program up", lambda: "serving" in cluster.kubectl(
-        "logs", "-n", ns, pod, check=False).stdout, timeout=300)  # fmt: skip
+    wait(
+        lambda: "serving" in cluster.kubectl("logs", "-n", ns, pod, check=False).stdout,
+        "the program up",
+        timeout=300,
+        every=1.0,
+    )
     uid = _uid(cluster, ns, name)
     watch = PodWatch(cluster, ns, f"{UID_LABEL}={uid}")
     try:

@@ -4,7 +4,6 @@ phases, and a comparable snapshot of every job's end state.
     admin_api(plane) -> ApiClient
     create_namespace(api, name)
     create_tfjobs(api, namespace, names, ps, workers)      # at once, like workload (b)
-    wait_until(predicate, timeout_s, what)                 # polls; raises naming `what`
     list_tfjobs(api, namespace) -> dict[name, body]
     set_pod_phase(api, namespace, pod, phase, exit_code=None)
     drive_to_success(api, namespace, names, timeout_s)     # Running, then worker 0 exits 0
@@ -13,8 +12,7 @@ phases, and a comparable snapshot of every job's end state.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
@@ -24,6 +22,7 @@ from pydantic import BaseModel
 
 from bench.harness.workloads import IMAGE, Workload, create_jobs
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
+from tests.harness.waiting import wait
 
 JOB_LABEL = "training.kubeflow.org/job-name"
 
@@ -46,15 +45,6 @@ def create_tfjobs(
     workload = Workload(key="b", title="fault", jobs=jobs, ps=ps, workers=workers)
     create_jobs(api, namespace, workload)
     return workload.job_names()
-
-
-def wait_until(predicate: Callable[[], bool], timeout_s: float, what: str) -> None:
-    """Poll `predicate` every 0.5 s; raise AssertionError naming `what` on timeout."""
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
-        time.sleep(0.5)
 
 
 def list_tfjobs(api: client.ApiClient, namespace: str) -> dict[str, dict[str, Any]]:
@@ -120,8 +110,11 @@ def drive_to_success(
     pods = [p.metadata.name for p in _pods(api, namespace)]
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(lambda p: set_pod_phase(api, namespace, p, "Running"), pods))
-    wait_until(
-        lambda: _all(names, list_tfjobs(api, namespace), "Running"), timeout_s, "jobs Running"
+    wait(
+        lambda: _all(names, list_tfjobs(api, namespace), "Running"),
+        "jobs Running",
+        timeout=timeout_s,
+        every=0.5,
     )
     chiefs = [f"{name}-worker-0" for name in names]
     with ThreadPoolExecutor(8) as pool:
@@ -132,7 +125,7 @@ def drive_to_success(
             return False
         return all(p.status.phase in ("Succeeded", "Failed") for p in _pods(api, namespace))
 
-    wait_until(finished, timeout_s, "jobs Succeeded and their running pods cleaned up")
+    wait(finished, "jobs Succeeded and their running pods cleaned up", timeout=timeout_s, every=0.5)
 
 
 class JobState(BaseModel):

@@ -17,8 +17,8 @@ from tests.faults.fault_helpers import (
     create_tfjobs,
     drive_to_success,
     list_tfjobs,
-    wait_until,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(900)]
 
@@ -37,7 +37,9 @@ def test_operator_survives_apiserver_outage(fault_plane, start_operator, jobs: i
     create_namespace(api, "outage")
     observer = Observer(api, "outage").start()
     names = create_tfjobs(api, "outage", jobs, PS, WORKERS)
-    wait_until(lambda: len(observer.records()) > 0, timeout, "the first pod or service")
+    wait(
+        lambda: len(observer.records()) > 0, "the first pod or service", timeout=timeout, every=0.5
+    )
 
     fault_plane.stop_apiserver()
     stopped = time.monotonic()

@@ -20,9 +20,9 @@ from tests.faults.fault_helpers import (
     condition_true,
     create_namespace,
     list_tfjobs,
-    wait_until,
 )
 from tests.faults.malformed import malformed_tfjobs, pod_level_mutations, valid_tfjob
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(1800)]
 
@@ -85,7 +85,12 @@ def test_malformed_tfjobs_are_refused_or_fail_with_a_message(
         return all(_failed_message(jobs.get(name, {})) for name in accepted)
 
     try:
-        wait_until(all_failed, 60 + 0.5 * len(accepted), "stored malformed TFJobs to end Failed")
+        wait(
+            all_failed,
+            "stored malformed TFJobs to end Failed",
+            timeout=60 + 0.5 * len(accepted),
+            every=0.5,
+        )
     except AssertionError:
         jobs = list_tfjobs(api, NAMESPACE)
         not_failed = {
@@ -104,8 +109,11 @@ def test_malformed_tfjobs_are_refused_or_fail_with_a_message(
     )
     assert observer.wait_for({"ok": 2}, 120), f"valid job not run:\n{operator.log_tail()}"
     observer.stop()
-    wait_until(
-        lambda: condition_true(list_tfjobs(api, "healthy")["ok"], "Created"), 60, "job Created"
+    wait(
+        lambda: condition_true(list_tfjobs(api, "healthy")["ok"], "Created"),
+        "job Created",
+        timeout=60,
+        every=0.5,
     )
     assert operator.alive(), f"operator exited:\n{operator.log_tail()}"
     assert "Traceback" not in operator.log.read_text(errors="replace"), operator.log_tail(60)

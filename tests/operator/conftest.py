@@ -26,8 +26,8 @@ from taas_controlplane.cluster.scheduling.coscheduling import (
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests.crds import install_crd
 from tests.harness.fakeapi import Store
+from tests.harness.operator_run import Api, OperatorProcess, StartOperator, launch_operator
 from tests.operator.fake_operator import FakeCluster
-from tests.operator.operator_harness import Api, OperatorProcess, StartOperator, launch_operator
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "tfjobs.kubeflow.org.yaml"
 

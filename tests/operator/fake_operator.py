@@ -33,7 +33,7 @@ from taas_operator.controller.controller import Controller
 from taas_operator.controller.flags import add_arguments, settings_from_args
 from taas_operator.controller.seen import ADOPTION
 from tests.harness.fakeapi import FakeTransport, Store
-from tests.operator.operator_harness import Api, ApiStatusError
+from tests.harness.operator_run import Api, ApiStatusError
 
 LOG_FORMAT = "%(asctime)s %(levelname)s [%(name)s] %(message)s"
 #: Held while the in-process operators' handlers and the package's log level change.

@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.operator.operator_harness import Api, tfjob, unique, wait_for
+from tests.harness.operator_run import (
+    Api,
+    tfjob,
+    unique,
+)
+from tests.harness.waiting import wait
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -94,7 +99,7 @@ def wait_workload_condition(
         cond = workload_condition(admin, ns, job, type_)
         return cond if cond and (status is None or cond["status"] == status) else None
 
-    return wait_for(probe, what, timeout)
+    return wait(probe, what, timeout=timeout)
 
 
 def live_pods(admin: Api, ns: str, job: str) -> dict[str, dict[str, Any]]:

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.operator.operator_harness import Api, condition, tfjob, wait_for
+from tests.harness.operator_run import (
+    Api,
+    condition,
+    tfjob,
+)
+from tests.harness.waiting import wait
 
 
 def progress_job(admin: Api, ns: str, name: str, port: int) -> None:
@@ -18,12 +23,12 @@ def progress_job(admin: Api, ns: str, name: str, port: int) -> None:
     admin.create_tfjob(
         ns, tfjob(name, {"PS": {}, "Worker": {"replicas": 2, "containers": containers}})
     )
-    wait_for(lambda: len(admin.pods(ns, name)) == 3, "3 pods")
+    wait(lambda: len(admin.pods(ns, name)) == 3, "3 pods")
     for pod in admin.pods(ns, name):
         admin.set_pod_phase(ns, pod, "Running", pod_ip="127.0.0.1")
-    wait_for(lambda: condition(admin.tfjob(ns, name), "Running"), "Running")
+    wait(lambda: condition(admin.tfjob(ns, name), "Running"), "Running")
     # Running is written once one replica runs; the status settles when it counts all three.
-    wait_for(lambda: all_active(admin.tfjob(ns, name)), "every replica active in the status")
+    wait(lambda: all_active(admin.tfjob(ns, name)), "every replica active in the status")
 
 
 def all_active(job: dict[str, Any] | None) -> bool:
@@ -43,6 +48,6 @@ def start_chief(admin: Api, ns: str, name: str, port: int, **pod_spec: Any) -> N
     manifest = tfjob(name, {"Worker": {"replicas": 1, "containers": containers}})
     manifest["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"].update(pod_spec)
     admin.create_tfjob(ns, manifest)
-    wait_for(lambda: len(admin.pods(ns, name)) == 1, "the pod")
+    wait(lambda: len(admin.pods(ns, name)) == 1, "the pod")
     admin.set_pod_phase(ns, f"{name}-worker-0", "Running", pod_ip="127.0.0.1")
-    wait_for(lambda: condition(admin.tfjob(ns, name), "Running"), "Running")
+    wait(lambda: condition(admin.tfjob(ns, name), "Running"), "Running")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.operator.operator_harness import Api, tfjob
+from tests.harness.operator_run import Api, tfjob
 
 DEPLOYMENTS = "/apis/apps/v1/namespaces/{ns}/deployments"
 IMAGE = "registry.example/tensorboard:1"

@@ -12,7 +12,7 @@ import pytest
 from taas_operator.api.constants import MADE_BY_ANNOTATION
 from taas_operator.controller.seen import Adoption
 from taas_operator.planner import made_by_token, replica_labels
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     PODS,
     Api,
     StartOperator,
@@ -20,8 +20,8 @@ from tests.operator.operator_harness import (
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.fast, pytest.mark.timeout(120)]
 
@@ -59,14 +59,12 @@ def test_a_pod_made_by_someone_else_with_the_jobs_owner_reference_is_not_adopted
     name = unique("forged")
     fake_admin.create_tfjob(ns, tfjob(name, {"Worker": {}}, runPolicy={"suspend": True}))
     start_fake_operator(ns)
-    job = wait_for(
-        lambda: condition(j := fake_admin.tfjob(ns, name), "Suspended") and j, "Suspended"
-    )
+    job = wait(lambda: condition(j := fake_admin.tfjob(ns, name), "Suspended") and j, "Suspended")
     pod = f"{name}-worker-0"
     fake_admin.create(PODS.format(ns=ns), _forged_pod(pod, job, job["metadata"]["uid"]))
     fake_admin.set_pod_phase(ns, pod, "Succeeded", exit_code=0)
     fake_admin.patch_tfjob(ns, name, {"spec": {"runPolicy": {"suspend": False}}})
-    failed = wait_for(lambda: condition(fake_admin.tfjob(ns, name), "Failed"), "Failed")
+    failed = wait(lambda: condition(fake_admin.tfjob(ns, name), "Failed"), "Failed")
     assert failed["reason"] == "ObjectNotOwned"
     assert f"pod/{pod}" in failed["message"]
     assert condition(fake_admin.tfjob(ns, name), "Succeeded") is None
@@ -82,11 +80,11 @@ def test_the_operators_own_pods_carry_its_token_and_are_counted(
     name = unique("own")
     fake_admin.create_tfjob(ns, tfjob(name, {"Worker": {}}))
     start_fake_operator(ns)
-    pods = wait_for(lambda: fake_admin.pods(ns, name), "its pod")
+    pods = wait(lambda: fake_admin.pods(ns, name), "its pod")
     (pod,) = pods.values()
     assert len(pod["metadata"]["annotations"][MADE_BY_ANNOTATION]) == 64
     fake_admin.set_pod_phase(ns, pod["metadata"]["name"], "Succeeded", exit_code=0)
-    wait_for(lambda: condition(fake_admin.tfjob(ns, name), "Succeeded"), "Succeeded")
+    wait(lambda: condition(fake_admin.tfjob(ns, name), "Succeeded"), "Succeeded")
 
 
 def test_what_a_process_trusts() -> None:

@@ -20,14 +20,14 @@ import pytest
 
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.client import TFJobClient
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     Api,
     StartOperator,
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
 
@@ -57,7 +57,9 @@ def _big(name: str) -> dict:
 def _pods_within(admin: Api, ns: str, name: str, count: int, seconds: float) -> float:
     """Seconds until the job has `count` pods (failing past `seconds`)."""
     started = time.monotonic()
-    wait_for(lambda: len(admin.pods(ns, name)) == count, f"{count} pods of {ns}/{name}", seconds)
+    wait(
+        lambda: len(admin.pods(ns, name)) == count, f"{count} pods of {ns}/{name}", timeout=seconds
+    )
     return time.monotonic() - started
 
 

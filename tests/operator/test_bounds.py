@@ -29,14 +29,14 @@ from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.api import messages
 from taas_operator.api.quantity import parse_quantity
 from taas_operator.processes import stop
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     Api,
     StartOperator,
     condition,
     new_namespace,
     tfjob,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
 
@@ -82,7 +82,7 @@ def stored_without_the_bound(control_plane: ControlPlane, admin: Api) -> Any:
     def store(ns: str, manifest: dict[str, Any]) -> None:
         _apply(control_plane, _without_the_bound(current))
         try:
-            wait_for(lambda: _created(admin, ns, manifest), "the old CRD to take the job", 30)
+            wait(lambda: _created(admin, ns, manifest), "the old CRD to take the job", timeout=30)
         finally:
             _apply(control_plane, current)
 
@@ -107,11 +107,11 @@ def test_a_job_stored_without_the_bound_fails_at_once(
     job = tfjob("huge", {"Worker": {"replicas": 2**31 - 1}, "PS": {"replicas": 1}})
     stored_without_the_bound(ns, job)
     operator = start_operator(ns)
-    failed = wait_for(lambda: condition(admin.tfjob(ns, "huge"), "Failed"), "Failed", 60)
+    failed = wait(lambda: condition(admin.tfjob(ns, "huge"), "Failed"), "Failed", timeout=60)
     assert failed["reason"] == "InvalidTFJobSpec"
     field = "spec.tfReplicaSpecs[Worker].replicas: " + messages.TOO_MANY_REPLICAS
     assert field in failed["message"]
-    events = wait_for(
+    events = wait(
         lambda: [e for e in admin.events(ns, "huge") if e["reason"] == "InvalidTFJobSpec"],
         "the Warning event",
     )
@@ -179,7 +179,7 @@ def test_a_5000_replica_job_stays_within_the_charts_memory_limit(
         pods = int(parse_quantity(used.get("pods", 0)) or 0)  # a quantity: 1000 is "1k"
         return (pods, made) if pods >= POD_QUOTA and refused() else None
 
-    pods, services = wait_for(progressed, "the quota's pods", timeout=240, interval=0)
+    pods, services = wait(progressed, "the quota's pods", timeout=240, every=0)
     for _ in range(10):  # passes go on (with backoff): more services, more refusals
         progressed()
     high = _status_kib(pid)["VmHWM"]

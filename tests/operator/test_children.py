@@ -24,9 +24,9 @@ from taas_operator.controller.watch.children import (
 from taas_operator.controller.watch.expectations import Expectations
 from taas_operator.controller.watch.informer import Informer
 from taas_operator.planner import made_by_token, replica_labels
+from tests.harness.operator_run import PODS as PODS_PATH
+from tests.harness.operator_run import new_namespace
 from tests.operator.fake_operator import FakeCluster, fake_kube
-from tests.operator.operator_harness import PODS as PODS_PATH
-from tests.operator.operator_harness import new_namespace
 
 pytestmark = pytest.mark.fast
 

@@ -37,16 +37,16 @@ from taas_operator.client import (
     WaitTimeout,
 )
 from taas_operator.processes import free_ports
-from tests.operator.kubelet_player import KubeletPlayer
-from tests.operator.operator_harness import (
+from tests.harness.kubelet_player import KubeletPlayer
+from tests.harness.operator_run import (
     Api,
     StartOperator,
     condition,
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 TAAS = [sys.executable, "-m", "taas_operator.cli"]
@@ -88,7 +88,7 @@ def taas(*args: str, kubeconfig: str, ns: str, timeout: float = 60) -> subproces
 
 
 def _pods(admin: Api, ns: str, name: str, count: int = 3) -> list[str]:
-    return sorted(wait_for(lambda: len(p := admin.pods(ns, name)) == count and p, "pods"))
+    return sorted(wait(lambda: len(p := admin.pods(ns, name)) == count and p, "pods"))
 
 
 def one_error(result: subprocess.CompletedProcess) -> str:
@@ -121,9 +121,7 @@ def test_submit_follows_a_job_to_its_end(
     try:
         for pod in _pods(admin, ns, name):
             kubelet.run(ns, pod, [f"hello from {pod}"])
-        wait_for(
-            lambda: (admin.tfjob(ns, name) or {}).get("status", {}).get("progress"), "progress"
-        )
+        wait(lambda: (admin.tfjob(ns, name) or {}).get("status", {}).get("progress"), "progress")
         kubelet.say(ns, f"{name}-worker-0", "step 500 of 1000")
         time.sleep(2)  # a table redraw or two with the progress
         kubelet.end(ns, f"{name}-worker-0", "Succeeded", exit_code=0)
@@ -169,7 +167,7 @@ def test_the_client_creates_follows_and_ends_jobs(
         kubelet.run(ns, pod, [f"{pod} up"])
     assert [p.replica for p in client.pods(a)] == ["ps-0", "worker-0", "worker-1"]
     assert all(p.node == kubelet.node and p.phase == "Running" for p in client.pods(a))
-    wait_for(lambda: client.is_running(a), "Running")
+    wait(lambda: client.is_running(a), "Running")
     assert next(changes).type == "MODIFIED"
 
     lines = [(line.replica, line.text) for line in client.logs(a)]
@@ -220,15 +218,15 @@ def test_the_client_creates_follows_and_ends_jobs(
     # c: suspend deletes its pods, resume recreates them; a wait that times out says so
     _pods(admin, ns, c)
     assert client.suspend(c).spec.run_policy.suspend is True
-    wait_for(lambda: client.get(c).status.is_true("Suspended"), "Suspended")
-    wait_for(lambda: not admin.pods(ns, c), "its pods deleted")
+    wait(lambda: client.get(c).status.is_true("Suspended"), "Suspended")
+    wait(lambda: not admin.pods(ns, c), "its pods deleted")
     with pytest.raises(WaitTimeout, match=f"TFJob {ns}/{c}: none of Succeeded after 1s"):
         client.wait(c, timeout=1)
     assert client.resume(c).spec.run_policy.suspend is False
     _pods(admin, ns, c)
 
     client.delete(c)
-    wait_for(lambda: admin.tfjob(ns, c) is None, "c deleted")
+    wait(lambda: admin.tfjob(ns, c) is None, "c deleted")
     deleted = [ch for ch in client.watch(name=c, timeout=2)]
     assert deleted == []
     with pytest.raises(JobNotFound, match=f'TFJob "{c}" not found in namespace "{ns}"'):
@@ -245,7 +243,7 @@ def test_cli_get_logs_wait_delete(
     admin.create_tfjob(ns, manifest(name, port))
     for pod in _pods(admin, ns, name):
         kubelet.run(ns, pod, [f"line of {pod}"])
-    wait_for(lambda: (admin.tfjob(ns, name) or {}).get("status", {}).get("progress"), "progress")
+    wait(lambda: (admin.tfjob(ns, name) or {}).get("status", {}).get("progress"), "progress")
     kubeconfig = control_plane.kubeconfig
 
     got = taas("get", kubeconfig=kubeconfig, ns=ns)
@@ -272,7 +270,7 @@ def test_cli_get_logs_wait_delete(
     single = taas("logs", name, "--replica", "worker-1", kubeconfig=kubeconfig, ns=ns)
     assert single.stdout == f"line of {name}-worker-1\n"
 
-    wait = subprocess.Popen(
+    waiter = subprocess.Popen(
         [*TAAS, "wait", name, "--timeout", "60", "--kubeconfig", kubeconfig, "-n", ns],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -284,16 +282,16 @@ def test_cli_get_logs_wait_delete(
         stderr=subprocess.PIPE,
         text=True,
     )
-    assert wait.stdout is not None
-    first = wait.stdout.readline()  # `taas wait` is watching (its first line: the job now)
+    assert waiter.stdout is not None
+    first = waiter.stdout.readline()  # `taas wait` is watching (its first line: the job now)
     time.sleep(1)
     kubelet.say(ns, f"{name}-worker-0", "the end is near")
     time.sleep(1)
     kubelet.end(ns, f"{name}-worker-0", "Succeeded")
     for other in (f"{name}-ps-0", f"{name}-worker-1"):
         kubelet.end(ns, other, "Succeeded")
-    out, err = wait.communicate(timeout=60)
-    assert wait.returncode == 0, out + err
+    out, err = waiter.communicate(timeout=60)
+    assert waiter.returncode == 0, out + err
     assert first == f"TFJob {name}: Running 25% ETA 1m35s\n"
     assert out.splitlines()[-1] == f"TFJob {name}: Succeeded 100% ETA 0s"
     followed, err = follow.communicate(timeout=60)
@@ -316,7 +314,7 @@ def test_a_failed_job_exits_1_with_its_own_message(
     for pod in _pods(admin, ns, name):
         kubelet.run(ns, pod)
     kubelet.end(ns, f"{name}-worker-0", "Failed", exit_code=1)
-    wait_for(lambda: condition(admin.tfjob(ns, name), "Failed"), "Failed")
+    wait(lambda: condition(admin.tfjob(ns, name), "Failed"), "Failed")
     result = taas("wait", name, kubeconfig=control_plane.kubeconfig, ns=ns)
     assert result.returncode == 1
     assert f"taas: TFJob {ns}/{name} failed: " in result.stderr

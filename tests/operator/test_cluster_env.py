@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from tests.operator.fake_operator import module_fixtures
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     Api,
     StartOperator,
     env_of,
     new_namespace,
     tfjob,
-    wait_for,
 )
+from tests.harness.waiting import wait
+from tests.operator.fake_operator import module_fixtures
 
 pytestmark = [pytest.mark.fast, pytest.mark.timeout(120)]
 
@@ -39,7 +39,7 @@ def ns(admin: Api, start_operator: StartOperator) -> str:
 def _pods_of(admin: Api, ns: str, manifest: dict[str, Any], count: int) -> dict[str, dict]:
     name = manifest["metadata"]["name"]
     admin.create_tfjob(ns, manifest)
-    return wait_for(
+    return wait(
         lambda: (pods := admin.pods(ns, name)) and len(pods) == count and pods,
         f"{count} pods of {name}",
     )
@@ -153,7 +153,7 @@ def test_objects_labels_owner_and_ports(admin: Api, ns: str) -> None:
     pods = _pods_of(admin, ns, manifest, 2)
     job = admin.tfjob(ns, "objs")
     assert job is not None
-    services = wait_for(lambda: len(s := admin.services(ns, "objs")) == 2 and s, "2 services")
+    services = wait(lambda: len(s := admin.services(ns, "objs")) == 2 and s, "2 services")
     for index in range(2):
         name = f"objs-worker-{index}"
         pod, svc = pods[name], services[name]

@@ -23,14 +23,14 @@ from taas_operator.controller.flags import UsageError, add_arguments, settings_f
 from taas_operator.controller.reconcile.creating import CreationSlots
 from taas_operator.controller.workqueue import WorkQueue
 from taas_operator.planner import Plan
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     PODS,
     Api,
     StartOperator,
     new_namespace,
     tfjob,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = pytest.mark.fast
 
@@ -180,7 +180,7 @@ def test_another_namespace_gets_its_pod_within_the_first_passes(
             *fake_admin.get(PODS.format(ns=other))["items"],
         ]
 
-    made = wait_for(lambda: len(p := pods()) == 301 and p, "301 pods", timeout=240)
+    made = wait(lambda: len(p := pods()) == 301 and p, "301 pods", timeout=240)
     order = sorted(made, key=lambda p: int(p["metadata"]["resourceVersion"]))
     rank = [p["metadata"]["namespace"] for p in order].index(other)
     assert rank < 8, f"the other namespace's pod was made {rank + 1}th of 301"
@@ -197,7 +197,7 @@ def test_creation_limit_holds_jobs_and_lets_every_one_through(
     for name in names:
         fake_admin.create_tfjob(ns, tfjob(name, {"Worker": {}}))
     start_fake_operator(ns, args=("--creating-per-namespace", "1"))
-    wait_for(lambda: all(fake_admin.pods(ns, n) for n in names), "every job's pod", timeout=90)
+    wait(lambda: all(fake_admin.pods(ns, n) for n in names), "every job's pod", timeout=90)
     held = [
         e["message"]
         for n in names
@@ -215,4 +215,4 @@ def test_creation_limit_holds_jobs_and_lets_every_one_through(
                 return False
         return True
 
-    wait_for(cleared, "no job still says it waits")
+    wait(cleared, "no job still says it waits")

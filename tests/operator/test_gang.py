@@ -24,8 +24,7 @@ from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.controller.reconcile import podgroups
 from tests.crds import install_crd
 from tests.harness.fakeapi import Store
-from tests.operator.fake_operator import FakeCluster
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     PODS,
     Api,
     StartOperator,
@@ -33,8 +32,9 @@ from tests.operator.operator_harness import (
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
+from tests.operator.fake_operator import FakeCluster
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -84,7 +84,7 @@ def test_each_tfjob_gets_its_pod_group(fake_admin: Api, start_fake_operator: Sta
             runPolicy={"schedulingPolicy": policy},
         ),
     )
-    group = wait_for(lambda: _group(fake_admin, ns, name), "the PodGroup")
+    group = wait(lambda: _group(fake_admin, ns, name), "the PodGroup")
     job = fake_admin.tfjob(ns, name)
     assert job is not None
     # minAvailable 3 of 4 pods: PS-0 (no requests) and two workers, in replica type order.
@@ -102,9 +102,7 @@ def test_each_tfjob_gets_its_pod_group(fake_admin: Api, start_fake_operator: Sta
         "controller": True,
         "blockOwnerDeletion": True,
     }
-    pods = wait_for(
-        lambda: len(fake_admin.pods(ns, name)) == 4 and fake_admin.pods(ns, name), "4 pods"
-    )
+    pods = wait(lambda: len(fake_admin.pods(ns, name)) == 4 and fake_admin.pods(ns, name), "4 pods")
     for pod in pods.values():
         assert pod["metadata"]["labels"][GROUP_LABEL] == name
         assert pod["spec"]["schedulerName"] == "scheduler-plugins-scheduler"
@@ -113,7 +111,7 @@ def test_each_tfjob_gets_its_pod_group(fake_admin: Api, start_fake_operator: Sta
     fake_admin.patch_tfjob(
         ns, name, {"spec": {"runPolicy": {"schedulingPolicy": {"minAvailable": 4}}}}
     )
-    wait_for(
+    wait(
         lambda: (_group(fake_admin, ns, name) or {}).get("spec", {}).get("minMember") == 4,
         "minMember 4",
     )
@@ -131,9 +129,7 @@ def test_waiting_gang_is_said_in_status_and_events(
     start_fake_operator(ns, args=(*GANG, "--gang-pod-scheduler-name=coscheduler"))
     name = unique("gangw")
     fake_admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 2}}))
-    pods = wait_for(
-        lambda: len(fake_admin.pods(ns, name)) == 2 and fake_admin.pods(ns, name), "2 pods"
-    )
+    pods = wait(lambda: len(fake_admin.pods(ns, name)) == 2 and fake_admin.pods(ns, name), "2 pods")
     assert {p["spec"]["schedulerName"] for p in pods.values()} == {"coscheduler"}
     said = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
     for pod in pods:
@@ -146,11 +142,11 @@ def test_waiting_gang_is_said_in_status_and_events(
                 return dict(cond)
         return None
 
-    cond = wait_for(running_false, "Running False")
+    cond = wait(running_false, "Running False")
     assert cond["reason"] == "WaitingForGang"
     message = f"TFJob {ns}/{name} is waiting for 2 pods to be scheduled together: {said}."
     assert cond["message"] == message
-    events = wait_for(
+    events = wait(
         lambda: [e for e in fake_admin.events(ns, name) if e["reason"] == "WaitingForGang"],
         "the WaitingForGang event",
     )
@@ -170,9 +166,7 @@ def test_a_waiting_gangs_pod_group_is_written_again_until_the_gang_runs(
     start_fake_operator(ns, args=GANG)
     name = unique("gangr")
     fake_admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 2}}))
-    pods = wait_for(
-        lambda: len(fake_admin.pods(ns, name)) == 2 and fake_admin.pods(ns, name), "2 pods"
-    )
+    pods = wait(lambda: len(fake_admin.pods(ns, name)) == 2 and fake_admin.pods(ns, name), "2 pods")
 
     def retried() -> str | None:
         return ((_group(fake_admin, ns, name) or {})["metadata"].get("annotations") or {}).get(
@@ -184,8 +178,8 @@ def test_a_waiting_gangs_pod_group_is_written_again_until_the_gang_runs(
         _unschedulable(
             fake_admin, ns, pod, "0/3 nodes are available: 1 node(s) were unschedulable."
         )
-    first = wait_for(retried, "the waiting gang's PodGroup written again")
-    wait_for(lambda: retried() not in (None, first), "and again while it waits")
+    first = wait(retried, "the waiting gang's PodGroup written again")
+    wait(lambda: retried() not in (None, first), "and again while it waits")
 
     for pod in pods:  # the gang placed and running: no more writes
         scheduled = {"type": "PodScheduled", "status": "True"}
@@ -193,7 +187,7 @@ def test_a_waiting_gangs_pod_group_is_written_again_until_the_gang_runs(
             f"{PODS.format(ns=ns)}/{pod}/status", {"status": {"conditions": [scheduled]}}
         )
         fake_admin.set_pod_phase(ns, pod, "Running")
-    wait_for(lambda: condition(fake_admin.tfjob(ns, name), "Running"), "Running True")
+    wait(lambda: condition(fake_admin.tfjob(ns, name), "Running"), "Running True")
     time.sleep(0.5)  # a write already under way when the pass ran
     last = retried()
     time.sleep(1.5)
@@ -211,10 +205,8 @@ def test_off_without_the_flag(fake_admin: Api, start_fake_operator: StartOperato
             name, {"Worker": {"replicas": 2}}, runPolicy={"schedulingPolicy": {"minAvailable": 2}}
         ),
     )
-    pods = wait_for(
-        lambda: len(fake_admin.pods(ns, name)) == 2 and fake_admin.pods(ns, name), "2 pods"
-    )
-    wait_for(lambda: len(fake_admin.services(ns, name)) == 2, "services (the pass is done)")
+    pods = wait(lambda: len(fake_admin.pods(ns, name)) == 2 and fake_admin.pods(ns, name), "2 pods")
+    wait(lambda: len(fake_admin.services(ns, name)) == 2, "services (the pass is done)")
     assert _group(fake_admin, ns, name) is None
     for pod in pods.values():
         assert GROUP_LABEL not in pod["metadata"]["labels"]
@@ -279,7 +271,7 @@ def test_missing_pod_group_crd_is_a_warning_naming_the_fix(
         start_operator(ns, args=GANG)
         name = unique("gangx")
         admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 2}}))
-        events = wait_for(
+        events = wait(
             lambda: [e for e in admin.events(ns, name) if e["reason"] == "FailedCreatePodGroup"],
             "the FailedCreatePodGroup event",
         )
@@ -289,5 +281,5 @@ def test_missing_pod_group_crd_is_a_warning_naming_the_fix(
         assert not admin.pods(ns, name)
     finally:
         install_crd(control_plane, podgroup_crd, name=crd)
-    wait_for(lambda: _group(admin, ns, name), "the PodGroup once the CRD is back", timeout=40)
-    wait_for(lambda: len(admin.pods(ns, name)) == 2, "the pods after their group", timeout=20)
+    wait(lambda: _group(admin, ns, name), "the PodGroup once the CRD is back", timeout=40)
+    wait(lambda: len(admin.pods(ns, name)) == 2, "the pods after their group", timeout=20)

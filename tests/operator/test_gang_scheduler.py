@@ -19,14 +19,14 @@ import pytest
 from taas_controlplane.cluster.scheduling import SchedulingOptions, SchedulingStack
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests.builds import needs
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     Api,
     StartOperator,
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(240)]
 
@@ -122,14 +122,14 @@ def test_two_gangs_that_cannot_both_fit_run_one_after_the_other(
     first, second = unique("first"), unique("second")
     # Each gang needs 2 workers x 2 CPUs: the node's 4 CPUs hold one gang, never parts of two.
     admin.create_tfjob(ns, _gang_job(first, 2))
-    placed = wait_for(
+    placed = wait(
         lambda: (p := _placed(admin, ns, first)) and len(p) == 2 and all(p.values()) and p,
         "the first gang placed",
         timeout=60,
     )
     assert set(placed.values()) == {node}
     admin.create_tfjob(ns, _gang_job(second, 2))
-    cond = wait_for(lambda: _running_false(admin, ns, second), "the second gang waiting", 60)
+    cond = wait(lambda: _running_false(admin, ns, second), "the second gang waiting", timeout=60)
     assert cond["reason"] == "WaitingForGang"
     assert cond["message"].startswith(
         f"TFJob {ns}/{second} is waiting for 2 pods to be scheduled together: "
@@ -142,7 +142,7 @@ def test_two_gangs_that_cannot_both_fit_run_one_after_the_other(
         admin.set_pod_phase(ns, pod, "Running")
     for pod in placed:
         admin.set_pod_phase(ns, pod, "Succeeded")
-    wait_for(
+    wait(
         lambda: (p := _placed(admin, ns, second)) and len(p) == 2 and all(p.values()),
         "the second gang placed after the first finished",
         timeout=90,
@@ -182,11 +182,11 @@ def test_lowering_min_available_of_a_waiting_gang_places_it_at_once(
     )
     name = unique("lower")
     admin.create_tfjob(ns, _gang_job(name, 3))
-    cond = wait_for(lambda: _running_false(admin, ns, name), "the gang waiting", 60)
+    cond = wait(lambda: _running_false(admin, ns, name), "the gang waiting", timeout=60)
     assert cond["reason"] == "WaitingForGang", cond
     assert not any(_placed(admin, ns, name).values())
     admin.patch_tfjob(ns, name, {"spec": {"runPolicy": {"schedulingPolicy": {"minAvailable": 2}}}})
-    placed = wait_for(
+    placed = wait(
         lambda: (p := _placed(admin, ns, name)) and sum(1 for n in p.values() if n) == 2 and p,
         "two workers placed once minAvailable is 2",
         timeout=45,

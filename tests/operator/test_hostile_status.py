@@ -19,14 +19,14 @@ import pytest
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.api.text import printable
 from taas_operator.processes import free_ports
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     Api,
     StartOperator,
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 TAAS = [sys.executable, "-m", "taas_operator.cli"]
@@ -95,7 +95,7 @@ def test_escape_sequences_in_status_are_shown_escaped(
             return None
         return text if f'job_namespace="{ns}"' in text else None
 
-    text = wait_for(shown, "the job in /metrics")
+    text = wait(shown, "the job in /metrics")
     line = f'taas_operator_jobs{{job_namespace="{ns}",state="Waiting"}} 1.0'
     assert line in text, [x for x in text.splitlines() if ns in x]
     assert "Evil" not in text and "\x1b" not in text and "\x07" not in text

@@ -19,6 +19,14 @@ import pytest
 from taas_controlplane.cluster.scheduling import SchedulingOptions, SchedulingStack
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests.builds import needs
+from tests.harness.operator_run import (
+    Api,
+    StartOperator,
+    condition,
+    new_namespace,
+    unique,
+)
+from tests.harness.waiting import wait
 from tests.operator.kueue_helpers import (
     KUEUE,
     kueue_object,
@@ -27,14 +35,6 @@ from tests.operator.kueue_helpers import (
     queues,
     wait_workload_condition,
     workload_condition,
-)
-from tests.operator.operator_harness import (
-    Api,
-    StartOperator,
-    condition,
-    new_namespace,
-    unique,
-    wait_for,
 )
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
@@ -69,14 +69,16 @@ def test_a_second_job_waits_suspended_until_the_first_frees_the_quota(
 
     # Each job wants 2 workers x 2 CPUs: the queue's 4 CPUs admit one at a time.
     admin.create_tfjob(ns, queued_job(first, queue, 2, "2"))
-    wait_for(lambda: len(live_pods(admin, ns, first)) == 2, "the first job's pods", 60)
+    wait(lambda: len(live_pods(admin, ns, first)) == 2, "the first job's pods", timeout=60)
     assert workload_condition(admin, ns, first, "Admitted")["status"] == "True"
 
     created = admin.create_tfjob(ns, queued_job(second, queue, 2, "2"))
     # Kueue's webhook suspended it at creation, before the operator could see it.
     assert created["spec"]["runPolicy"]["suspend"] is True
-    suspended = wait_for(
-        lambda: condition(admin.tfjob(ns, second), "Suspended"), "the second job Suspended", 60
+    suspended = wait(
+        lambda: condition(admin.tfjob(ns, second), "Suspended"),
+        "the second job Suspended",
+        timeout=60,
     )
     assert suspended["reason"] == "TFJobSuspended"
     pending = wait_workload_condition(
@@ -87,8 +89,8 @@ def test_a_second_job_waits_suspended_until_the_first_frees_the_quota(
 
     # The first job finishes: its Workload is finished, the second is admitted and runs.
     finish(admin, ns, first)
-    wait_for(lambda: condition(admin.tfjob(ns, first), "Succeeded"), "the first job Succeeded")
-    wait_for(lambda: len(live_pods(admin, ns, second)) == 2, "the second job's pods", 60)
+    wait(lambda: condition(admin.tfjob(ns, first), "Succeeded"), "the first job Succeeded")
+    wait(lambda: len(live_pods(admin, ns, second)) == 2, "the second job's pods", timeout=60)
     job = admin.tfjob(ns, second)
     assert job is not None and job["spec"]["runPolicy"]["suspend"] is False
     resumed = next(c for c in job["status"]["conditions"] if c["type"] == "Suspended")
@@ -99,7 +101,7 @@ def test_a_second_job_waits_suspended_until_the_first_frees_the_quota(
     # Never both at once: the second was admitted only after the first had finished.
     assert admitted["lastTransitionTime"] >= finished["lastTransitionTime"]
     finish(admin, ns, second)
-    wait_for(lambda: condition(admin.tfjob(ns, second), "Succeeded"), "the second job Succeeded")
+    wait(lambda: condition(admin.tfjob(ns, second), "Succeeded"), "the second job Succeeded")
 
 
 def test_a_higher_priority_job_preempts_a_lower_one_which_resumes_later(
@@ -118,22 +120,24 @@ def test_a_higher_priority_job_preempts_a_lower_one_which_resumes_later(
     low, high = unique("low"), unique("high")
 
     admin.create_tfjob(ns, queued_job(low, queue, 2, "2", low_class))
-    pods = wait_for(lambda: len(p := live_pods(admin, ns, low)) == 2 and p, "low's pods", 60)
+    pods = wait(lambda: len(p := live_pods(admin, ns, low)) == 2 and p, "low's pods", timeout=60)
     for pod in pods.values():
         # Kueue's admission put the flavor's node labels in the template; TaaS's pods carry them.
         assert pod["spec"].get("nodeSelector") == {"taas.dev/pool": "a"}
         admin.set_pod_phase(ns, pod["metadata"]["name"], "Running")
-    wait_for(lambda: condition(admin.tfjob(ns, low), "Running"), "low Running")
+    wait(lambda: condition(admin.tfjob(ns, low), "Running"), "low Running")
 
     admin.create_tfjob(ns, queued_job(high, queue, 2, "2", high_class))
     # Kueue evicts the lower-priority job (suspend: true); TaaS removes its pods and says so.
-    suspended = wait_for(
-        lambda: condition(admin.tfjob(ns, low), "Suspended"), "low preempted and Suspended", 60
+    suspended = wait(
+        lambda: condition(admin.tfjob(ns, low), "Suspended"),
+        "low preempted and Suspended",
+        timeout=60,
     )
     assert suspended["reason"] == "TFJobSuspended"
     evicted = workload_condition(admin, ns, low, "Evicted")
     assert evicted and evicted["status"] == "True" and evicted["reason"] == "Preempted", evicted
-    wait_for(lambda: not live_pods(admin, ns, low), "low's pods removed")
+    wait(lambda: not live_pods(admin, ns, low), "low's pods removed")
     job = admin.tfjob(ns, low)
     assert job is not None
     assert not condition(job, "Running")
@@ -142,14 +146,14 @@ def test_a_higher_priority_job_preempts_a_lower_one_which_resumes_later(
     template = job["spec"]["tfReplicaSpecs"]["Worker"]["template"]["spec"]
     assert not template.get("nodeSelector")
 
-    wait_for(lambda: len(live_pods(admin, ns, high)) == 2, "high's pods", 60)
+    wait(lambda: len(live_pods(admin, ns, high)) == 2, "high's pods", timeout=60)
     finish(admin, ns, high)
-    wait_for(lambda: condition(admin.tfjob(ns, high), "Succeeded"), "high Succeeded")
+    wait(lambda: condition(admin.tfjob(ns, high), "Succeeded"), "high Succeeded")
 
     # Readmitted: the same job, resumed, its pods made again from the template Kueue changed.
-    pods = wait_for(lambda: len(p := live_pods(admin, ns, low)) == 2 and p, "low resumed", 90)
+    pods = wait(lambda: len(p := live_pods(admin, ns, low)) == 2 and p, "low resumed", timeout=90)
     assert all(p["spec"].get("nodeSelector") == {"taas.dev/pool": "a"} for p in pods.values())
     job = admin.tfjob(ns, low)
     assert job is not None and not condition(job, "Suspended")
     finish(admin, ns, low)
-    wait_for(lambda: condition(admin.tfjob(ns, low), "Succeeded"), "low Succeeded")
+    wait(lambda: condition(admin.tfjob(ns, low), "Succeeded"), "low Succeeded")

@@ -18,8 +18,7 @@ import pytest
 from taas_controlplane.cluster.scheduling import SchedulingOptions, SchedulingStack
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests.builds import needs
-from tests.operator.kueue_helpers import KUEUE, PRIORITY_LABEL, QUEUE_LABEL, kueue_object, queues
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     PODS,
     Api,
     StartOperator,
@@ -27,8 +26,9 @@ from tests.operator.operator_harness import (
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
+from tests.operator.kueue_helpers import KUEUE, PRIORITY_LABEL, QUEUE_LABEL, kueue_object, queues
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
 
@@ -102,14 +102,14 @@ def workload_is(admin: Api, ns: str, group: str, type_: str) -> dict[str, Any] |
 def admitted_pods(admin: Api, ns: str, job: str, count: int) -> dict[str, dict[str, Any]]:
     """Wait until the job has `count` live pods, none behind Kueue's gate."""
     return dict(
-        wait_for(
+        wait(
             lambda: (
                 len(p := live(admin, ns, job)) == count
                 and not any(gated(x) for x in p.values())
                 and p
             ),
             f"{job}'s {count} pods admitted",
-            60,
+            timeout=60,
         )
     )
 
@@ -122,8 +122,8 @@ def end(admin: Api, ns: str, job: str) -> None:
     for pod in sorted(live(admin, ns, job), key=lambda name: name.endswith("worker-0")):
         if "-ps-" not in pod:
             admin.set_pod_phase(ns, pod, "Succeeded")
-    wait_for(lambda: condition(admin.tfjob(ns, job), "Succeeded"), f"{job} Succeeded")
-    wait_for(
+    wait(lambda: condition(admin.tfjob(ns, job), "Succeeded"), f"{job} Succeeded")
+    wait(
         lambda: all(
             p["metadata"].get("deletionTimestamp") or p["status"].get("phase") == "Succeeded"
             for p in pods_of(admin, ns, job).values()
@@ -165,22 +165,22 @@ def test_a_queued_job_is_admitted_whole_and_the_next_waits_for_its_quota(
     assert workload_is(admin, ns, group, "Admitted")
 
     admin.create_tfjob(ns, job_with(second, queue, 2, ps=1))
-    waiting = wait_for(
+    waiting = wait(
         lambda: (
             (c := (admin.tfjob(ns, second) or {}).get("status", {}).get("conditions"))
             and next((x for x in c if x["reason"] == "WaitingForAdmission"), None)
         ),
         "the second job waiting for admission",
-        60,
+        timeout=60,
     )
     assert waiting["type"] == "Running" and waiting["status"] == "False"
-    second_pods = wait_for(
+    second_pods = wait(
         lambda: len(p := live(admin, ns, second)) == 3 and p, "the second job's 3 pods"
     )
     assert all(gated(p) for p in second_pods.values())
     (second_group,) = {p["metadata"]["labels"][GROUP_LABEL] for p in second_pods.values()}
     assert f"kubectl describe workload -n {ns} {second_group}" in waiting["message"]
-    pending = wait_for(
+    pending = wait(
         lambda: next(
             (
                 c
@@ -192,15 +192,15 @@ def test_a_queued_job_is_admitted_whole_and_the_next_waits_for_its_quota(
             None,
         ),
         "Kueue's reason the second group waits",
-        60,
+        timeout=60,
     )
     assert "insufficient unused quota for cpu" in pending["message"], pending
 
     # The first job succeeds; the operator ends its group (the PS it stops included), Kueue
     # frees the quota and the pods' finalizers, then admits the second group whole.
     end(admin, ns, first)
-    wait_for(lambda: workload_is(admin, ns, group, "Finished"), "the first group finished", 60)
-    wait_for(
+    wait(lambda: workload_is(admin, ns, group, "Finished"), "the first group finished", timeout=60)
+    wait(
         lambda: (
             not pods_of(admin, ns, first)
             or all(
@@ -209,7 +209,7 @@ def test_a_queued_job_is_admitted_whole_and_the_next_waits_for_its_quota(
             )
         ),
         "the first group's finalizers released",
-        60,
+        timeout=60,
     )
     admitted_pods(admin, ns, second, 3)
     finished = workload_is(admin, ns, group, "Finished")
@@ -217,7 +217,7 @@ def test_a_queued_job_is_admitted_whole_and_the_next_waits_for_its_quota(
     assert finished and admitted
     assert admitted["lastTransitionTime"] >= finished["lastTransitionTime"]
     end(admin, ns, second)
-    wait_for(lambda: workload_is(admin, ns, second_group, "Finished"), "second finished", 60)
+    wait(lambda: workload_is(admin, ns, second_group, "Finished"), "second finished", timeout=60)
 
 
 def test_a_failed_pod_is_replaced_in_its_admitted_group(
@@ -238,7 +238,7 @@ def test_a_failed_pod_is_replaced_in_its_admitted_group(
 
     # The operator removes Kueue's finalizer from the ended pod (its name is needed again) and
     # makes the replacement in the same group, which Kueue lets through: the group is admitted.
-    replacement = wait_for(
+    replacement = wait(
         lambda: (
             (p := live(admin, ns, name).get(lost))
             and p["metadata"]["uid"] != old_uid
@@ -246,7 +246,7 @@ def test_a_failed_pod_is_replaced_in_its_admitted_group(
             and p
         ),
         "the replacement pod, past Kueue's gate",
-        60,
+        timeout=60,
     )
     assert replacement["metadata"]["labels"][GROUP_LABEL] == group
     assert workload_is(admin, ns, group, "Admitted")
@@ -254,7 +254,7 @@ def test_a_failed_pod_is_replaced_in_its_admitted_group(
     job = admin.tfjob(ns, name)
     assert job is not None and job["status"]["recreations"][lost]["count"] == 1
     end(admin, ns, name)
-    wait_for(lambda: workload_is(admin, ns, group, "Finished"), "the group finished", 60)
+    wait(lambda: workload_is(admin, ns, group, "Finished"), "the group finished", timeout=60)
 
 
 def test_a_preempted_group_is_made_again_and_resumes_when_readmitted(
@@ -276,11 +276,11 @@ def test_a_preempted_group_is_made_again_and_resumes_when_readmitted(
     (group,) = {p["metadata"]["labels"][GROUP_LABEL] for p in pods.values()}
     for pod in pods:
         admin.set_pod_phase(ns, pod, "Running")
-    wait_for(lambda: condition(admin.tfjob(ns, low), "Running"), "low Running")
+    wait(lambda: condition(admin.tfjob(ns, low), "Running"), "low Running")
 
     admin.create_tfjob(ns, job_with(high, queue, 3, priority=high_class))
     # Kueue stops the low group's pods (TerminationTarget, deleted); the job says so.
-    evicted = wait_for(
+    evicted = wait(
         lambda: next(
             (
                 c
@@ -290,16 +290,16 @@ def test_a_preempted_group_is_made_again_and_resumes_when_readmitted(
             None,
         ),
         "low evicted by Kueue",
-        60,
+        timeout=60,
     )
     assert "Preempted" in evicted["message"], evicted
-    wait_for(lambda: not live(admin, ns, low), "every pod of low deleted by Kueue")
+    wait(lambda: not live(admin, ns, low), "every pod of low deleted by Kueue")
     stop_deleted(admin, ns, low)  # the kubelet ends them
     # Made again, in the same group, waiting behind Kueue's gate while high runs.
-    wait_for(
+    wait(
         lambda: len(p := live(admin, ns, low)) == 3 and all(gated(x) for x in p.values()),
         "low's pods made again, gated",
-        60,
+        timeout=60,
     )
     assert {p["metadata"]["labels"][GROUP_LABEL] for p in live(admin, ns, low).values()} == {group}
     admitted_pods(admin, ns, high, 3)
@@ -309,7 +309,7 @@ def test_a_preempted_group_is_made_again_and_resumes_when_readmitted(
 
     # Readmitted: the same group's pods pass the gate, run and succeed.
     admitted_pods(admin, ns, low, 3)
-    wait_for(
+    wait(
         lambda: (
             (c := (admin.tfjob(ns, low) or {})["status"]["conditions"])
             and any(x["reason"] == "AdmittedByKueue" for x in c)
@@ -317,7 +317,7 @@ def test_a_preempted_group_is_made_again_and_resumes_when_readmitted(
         "low admitted again",
     )
     end(admin, ns, low)
-    wait_for(lambda: workload_is(admin, ns, group, "Finished"), "low's group finished", 60)
+    wait(lambda: workload_is(admin, ns, group, "Finished"), "low's group finished", timeout=60)
 
 
 def test_suspend_ends_the_group_and_resume_forms_a_new_one(
@@ -334,11 +334,11 @@ def test_suspend_ends_the_group_and_resume_forms_a_new_one(
         admin.set_pod_phase(ns, pod, "Running")
 
     admin.patch_tfjob(ns, name, {"spec": {"runPolicy": {"suspend": True}}})
-    wait_for(lambda: condition(admin.tfjob(ns, name), "Suspended"), "Suspended")
+    wait(lambda: condition(admin.tfjob(ns, name), "Suspended"), "Suspended")
     stop_deleted(admin, ns, name)
     # The group ended with the run: quota and finalizers freed, the pods gone.
-    wait_for(lambda: workload_is(admin, ns, group, "Finished"), "the group ended", 60)
-    wait_for(lambda: not pods_of(admin, ns, name), "the suspended job's pods gone", 60)
+    wait(lambda: workload_is(admin, ns, group, "Finished"), "the group ended", timeout=60)
+    wait(lambda: not pods_of(admin, ns, name), "the suspended job's pods gone", timeout=60)
 
     admin.patch_tfjob(ns, name, {"spec": {"runPolicy": {"suspend": False}}})
     pods = admitted_pods(admin, ns, name, 2)
@@ -365,5 +365,5 @@ def test_a_deleted_jobs_group_is_ended(
     for pod in pods:
         admin.delete(f"{PODS.format(ns=ns)}/{pod}")
     stop_deleted(admin, ns, name)
-    wait_for(lambda: workload_is(admin, ns, group, "Finished"), "the deleted job's group", 60)
-    wait_for(lambda: not pods_of(admin, ns, name), "the deleted job's pods gone", 60)
+    wait(lambda: workload_is(admin, ns, group, "Finished"), "the deleted job's group", timeout=60)
+    wait(lambda: not pods_of(admin, ns, name), "the deleted job's pods gone", timeout=60)

@@ -24,6 +24,13 @@ import pytest
 from taas_controlplane.cluster.scheduling import SchedulingOptions, SchedulingStack
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from tests.builds import needs
+from tests.harness.operator_run import (
+    Api,
+    StartOperator,
+    condition,
+    new_namespace,
+)
+from tests.harness.waiting import wait
 from tests.operator.kueue_helpers import (
     live_pods,
     queued_job,
@@ -32,7 +39,6 @@ from tests.operator.kueue_helpers import (
     workload,
     workload_condition,
 )
-from tests.operator.operator_harness import Api, StartOperator, condition, new_namespace, wait_for
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(300)]
 
@@ -68,7 +74,7 @@ def admitted_job(admin: Api, start_operator: StartOperator, job: str) -> tuple[s
     ns = new_namespace(admin, job)
     start_operator(ns)
     admin.create_tfjob(ns, queued_job(job, queues(admin, ns, cpu=2), 2, "1"))
-    pods = wait_for(lambda: len(p := live_pods(admin, ns, job)) == 2 and p, f"{job}'s pods", 60)
+    pods = wait(lambda: len(p := live_pods(admin, ns, job)) == 2 and p, f"{job}'s pods", timeout=60)
     return ns, sorted(pods)
 
 
@@ -107,14 +113,14 @@ def test_a_job_with_a_pod_that_cannot_start_is_evicted_after_the_timeout_and_req
     # as Kubeflow does while a worker runs and none reports a problem.)
     admin.set_pod_phase(ns, second, "Pending", reason="ImagePullBackOff")
     admin.set_pod_phase(ns, first, "Running")
-    seen = wait_for(
+    seen = wait(
         lambda: (
             (job := admin.tfjob(ns, "stuck"))
             and (job["status"].get("replicaStatuses") or {}).get("Worker", {}).get("active") == 1
             and job
         ),
         "TaaS counting worker 0 active",
-        30,
+        timeout=30,
     )
     running = job_condition(seen, "Running")
     assert running and (running["status"], running["reason"]) == ("False", "ImagePullBackOff"), (
@@ -131,11 +137,11 @@ def test_a_job_with_a_pod_that_cannot_start_is_evicted_after_the_timeout_and_req
     assert evicted["message"].startswith("Exceeded the PodsReady timeout"), evicted
 
     # TaaS: suspended (Kueue set runPolicy.suspend), every pod removed, active counts 0.
-    suspended = wait_for(
-        lambda: condition(admin.tfjob(ns, "stuck"), "Suspended"), "the job Suspended", 30
+    suspended = wait(
+        lambda: condition(admin.tfjob(ns, "stuck"), "Suspended"), "the job Suspended", timeout=30
     )
     assert suspended["reason"] == "TFJobSuspended"
-    wait_for(lambda: not live_pods(admin, ns, "stuck"), "its pods removed", 30)
+    wait(lambda: not live_pods(admin, ns, "stuck"), "its pods removed", timeout=30)
     job = admin.tfjob(ns, "stuck")
     assert job is not None and job["spec"]["runPolicy"]["suspend"] is True
     assert job_condition(job, "Running")["status"] == "False"

@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.operator.fake_operator import module_fixtures
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     PODS,
     TFJOBS,
     Api,
@@ -27,8 +26,9 @@ from tests.operator.operator_harness import (
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
+from tests.operator.fake_operator import module_fixtures
 
 pytestmark = [pytest.mark.fast, pytest.mark.timeout(120)]
 
@@ -47,8 +47,8 @@ def _start(admin: Api, ns: str, manifest: dict[str, Any], pods: int) -> dict[str
     """Create the job and wait for its pods and services."""
     name = manifest["metadata"]["name"]
     admin.create_tfjob(ns, manifest)
-    found = wait_for(lambda: len(p := admin.pods(ns, name)) == pods and p, f"{pods} pods")
-    wait_for(lambda: len(admin.services(ns, name)) == pods, f"{pods} services")
+    found = wait(lambda: len(p := admin.pods(ns, name)) == pods and p, f"{pods} pods")
+    wait(lambda: len(admin.services(ns, name)) == pods, f"{pods} services")
     return found
 
 
@@ -58,10 +58,10 @@ def _run_all(admin: Api, ns: str, pods: dict[str, dict]) -> None:
 
 
 def _wait_condition(admin: Api, ns: str, name: str, type_: str, timeout: float = 20) -> dict:
-    job = wait_for(
+    job = wait(
         lambda: (j := admin.tfjob(ns, name)) and condition(j, type_) and j,
         f"condition {type_} on {name}",
-        timeout,
+        timeout=timeout,
     )
     return dict(job)
 
@@ -80,7 +80,7 @@ def _seen_succeeded(admin: Api, ns: str, name: str, rtype: str, count: int) -> d
     """Wait until the operator has counted `count` succeeded `rtype` pods (a barrier: the same
     pass decides whether the job is finished)."""
     return dict(
-        wait_for(
+        wait(
             lambda: (
                 (j := admin.tfjob(ns, name))
                 and _counts(j).get(rtype, {}).get("succeeded") == count
@@ -104,7 +104,7 @@ def test_success_without_chief_cleans_running_pods(admin: Api, ns: str) -> None:
         "PS": {"active": 1, "failed": 0, "succeeded": 0},
         "Worker": {"active": 2, "failed": 0, "succeeded": 0},
     }
-    job = wait_for(
+    job = wait(
         lambda: (j := admin.tfjob(ns, name)) and _counts(j) == counts and j, "3 active replicas"
     )
     assert condition(job, "Running")["message"] == f"TFJob {ns}/{name} is running."
@@ -116,9 +116,9 @@ def test_success_without_chief_cleans_running_pods(admin: Api, ns: str) -> None:
     assert [c["type"] for c in status["conditions"]] == ["Created", "Running", "Succeeded"]
     assert status["conditions"][1]["status"] == "False"  # Running turned False
     # Running pods (PS, worker 1) and their services go; the succeeded pod stays.
-    wait_for(lambda: set(admin.pods(ns, name)) == {f"{name}-worker-0"}, "PS and worker 1 gone")
+    wait(lambda: set(admin.pods(ns, name)) == {f"{name}-worker-0"}, "PS and worker 1 gone")
     assert set(admin.services(ns, name)) == {f"{name}-worker-0"}
-    wait_for(lambda: "TFJobSucceeded" in _reasons(admin, ns, name), "TFJobSucceeded event")
+    wait(lambda: "TFJobSucceeded" in _reasons(admin, ns, name), "TFJobSucceeded event")
     events = admin.events(ns, name)
     assert {"TFJobCreated", "TFJobRunning", "TFJobSucceeded"} <= set(_reasons(admin, ns, name))
     # One event per pass: the creation names every object the first pass made...
@@ -170,8 +170,8 @@ def test_never_fails_the_job_naming_pod_container_and_code(admin: Api, ns: str) 
     )
     assert job["status"]["replicaStatuses"]["Worker"]["failed"] == 1
     assert job["status"].get("completionTime")
-    wait_for(lambda: f"{name}-ps-0" not in admin.pods(ns, name), "the PS pod deleted")
-    wait_for(lambda: "TFJobFailed" in _reasons(admin, ns, name), "TFJobFailed event")
+    wait(lambda: f"{name}-ps-0" not in admin.pods(ns, name), "the PS pod deleted")
+    wait(lambda: "TFJobFailed" in _reasons(admin, ns, name), "TFJobFailed event")
     failed = [e for e in admin.events(ns, name) if e["reason"] == "TFJobFailed"]
     assert failed[0]["type"] == "Warning"
 
@@ -183,7 +183,7 @@ def test_on_failure_recreates_a_failed_pod(admin: Api, ns: str) -> None:
     old_uid = pods[pod]["metadata"]["uid"]
     admin.set_pod_phase(ns, pod, "Running")
     admin.set_pod_phase(ns, pod, "Failed", exit_code=1, reason="Evicted")
-    new = wait_for(
+    new = wait(
         lambda: (p := admin.pods(ns, name).get(pod)) and p["metadata"]["uid"] != old_uid and p,
         "the failed pod recreated",
     )
@@ -204,13 +204,13 @@ def test_exit_code_130_recreates_but_1_fails(admin: Api, ns: str) -> None:
     uid = pods[pod]["metadata"]["uid"]
     admin.set_pod_phase(ns, pod, "Running")
     admin.set_pod_phase(ns, pod, "Failed", exit_code=130)
-    recreated = wait_for(
+    recreated = wait(
         lambda: (p := admin.pods(ns, name).get(pod)) and p["metadata"]["uid"] != uid and p,
         "pod recreated after exit 130",
     )
     job = _wait_condition(admin, ns, name, "Restarting")
     assert job["status"]["recreations"][pod]["lastExitCode"] == 130
-    wait_for(lambda: "ExitedWithCode" in _reasons(admin, ns, name), "ExitedWithCode event")
+    wait(lambda: "ExitedWithCode" in _reasons(admin, ns, name), "ExitedWithCode event")
     admin.set_pod_phase(ns, pod, "Running")
     admin.set_pod_phase(ns, pod, "Failed", exit_code=1)
     job = _wait_condition(admin, ns, name, "Failed")
@@ -240,7 +240,7 @@ def test_a_drained_replica_is_made_again_and_restarting_says_it_was_evicted(
               "message": "Eviction API: evicting"}  # fmt: skip
     admin.merge_patch(f"{path}/status", {"status": {"conditions": [target]}})
     admin.call("DELETE", path)  # graceful: deletionTimestamp, the pod stays for its kubelet
-    job = wait_for(
+    job = wait(
         lambda: (
             (j := admin.tfjob(ns, name))
             and "evicted" in ((condition(j, "Restarting") or {}).get("message") or "")
@@ -259,14 +259,14 @@ def test_a_drained_replica_is_made_again_and_restarting_says_it_was_evicted(
     assert admin.pods(ns, name)[pod]["metadata"]["uid"] == uid  # not replaced while it stops
     peer_uid = admin.pods(ns, name)[peer]["metadata"]["uid"]
     admin.set_pod_phase(ns, peer, "Failed", exit_code=143)  # stops with its evicted peer
-    wait_for(
+    wait(
         lambda: (p := admin.pods(ns, name).get(peer)) and p["metadata"]["uid"] != peer_uid,
         "the peer made again",
     )
     assert condition(admin.tfjob(ns, name) or {}, "Restarting")["message"] == message
     admin.set_pod_phase(ns, pod, "Failed", exit_code=143)  # the kubelet: SIGTERM, exit 143
     admin.delete(f"{path}?gracePeriodSeconds=0")  # ... then it confirms (if not gone already)
-    wait_for(
+    wait(
         lambda: (p := admin.pods(ns, name).get(pod)) and p["metadata"]["uid"] != uid and p,
         "the evicted replica made again",
     )
@@ -290,15 +290,14 @@ def test_a_pods_long_eviction_message_is_cut_in_the_condition_and_the_event(
               "message": "x" * 4096}  # fmt: skip
     admin.merge_patch(f"{path}/status", {"status": {"conditions": [target]}})
     admin.call("DELETE", path)
-    job = wait_for(
-        lambda: (j := admin.tfjob(ns, name)) and condition(j, "Restarting") and j,
-        "Restarting",
+    job = wait(
+        lambda: (j := admin.tfjob(ns, name)) and condition(j, "Restarting") and j, "Restarting"
     )
     message = condition(job, "Restarting")["message"]
     assert len(message) == 1024, len(message)
     assert message.startswith(f"TFJob {name} is restarting because 1 Worker replica(s)")
     assert message.endswith("... (cut: longer than 1024 characters)")
-    events = wait_for(
+    events = wait(
         lambda: [e for e in admin.events(ns, name) if e["message"] == message],
         "the event of the eviction",
     )
@@ -313,7 +312,7 @@ def test_backoff_limit_caps_exit_code_recreations(admin: Api, ns: str) -> None:
     pod = f"{name}-worker-0"
     uids = set()
     for attempt in range(2):
-        current = wait_for(
+        current = wait(
             lambda: (p := admin.pods(ns, name).get(pod)) and p["metadata"]["uid"] not in uids and p,
             f"attempt {attempt} pod",
         )
@@ -340,7 +339,7 @@ def test_active_deadline_fires_on_time(admin: Api, ns: str) -> None:
     )
     late = (_time(failed["lastTransitionTime"]) - _time(job["status"]["startTime"])).total_seconds()
     assert 3 <= late <= 5, f"deadline 3s fired after {late}s"
-    wait_for(lambda: not admin.pods(ns, name), "running pod deleted after the deadline")
+    wait(lambda: not admin.pods(ns, name), "running pod deleted after the deadline")
 
 
 def test_ttl_deletes_the_finished_job(admin: Api, ns: str) -> None:
@@ -350,7 +349,7 @@ def test_ttl_deletes_the_finished_job(admin: Api, ns: str) -> None:
     _run_all(admin, ns, pods)
     admin.set_pod_phase(ns, f"{name}-worker-0", "Succeeded")
     _wait_condition(admin, ns, name, "Succeeded")
-    wait_for(lambda: admin.tfjob(ns, name) is None, "TFJob deleted after its TTL", timeout=10)
+    wait(lambda: admin.tfjob(ns, name) is None, "TFJob deleted after its TTL", timeout=10)
     # No garbage collector runs here: the operator removed the children itself.
     assert not admin.pods(ns, name)
     assert not admin.services(ns, name)
@@ -368,9 +367,9 @@ def test_a_deleted_jobs_pods_are_deleted_at_once_but_not_pods_it_orphaned(
     name = unique("gone")
     _start(admin, ns, tfjob(name, {"PS": {}, "Worker": {"replicas": 2}}), 3)
     admin.delete(f"{TFJOBS.format(ns=ns)}/{name}")
-    wait_for(lambda: not admin.pods(ns, name), "the deleted job's pods deleted", timeout=20)
-    wait_for(lambda: not admin.services(ns, name), "its services deleted", timeout=20)
-    wait_for(lambda: not admin.policies(ns, name), "its NetworkPolicy deleted", timeout=20)
+    wait(lambda: not admin.pods(ns, name), "the deleted job's pods deleted", timeout=20)
+    wait(lambda: not admin.services(ns, name), "its services deleted", timeout=20)
+    wait(lambda: not admin.policies(ns, name), "its NetworkPolicy deleted", timeout=20)
 
     kept = unique("kept")
     manifest = tfjob(kept, {"Worker": {}})
@@ -380,7 +379,7 @@ def test_a_deleted_jobs_pods_are_deleted_at_once_but_not_pods_it_orphaned(
     pod = f"{PODS.format(ns=ns)}/{kept}-worker-0"
     admin.merge_patch(pod, {"metadata": {"ownerReferences": None}})  # orphaned
     admin.merge_patch(f"{TFJOBS.format(ns=ns)}/{kept}", {"metadata": {"finalizers": None}})
-    wait_for(lambda: admin.tfjob(ns, kept) is None, "the held job gone", timeout=20)
+    wait(lambda: admin.tfjob(ns, kept) is None, "the held job gone", timeout=20)
     time.sleep(1)  # the operator has seen it go
     assert list(admin.pods(ns, kept)) == [f"{kept}-worker-0"]
 
@@ -399,8 +398,8 @@ def test_clean_pod_policy(admin: Api, ns: str, policy: str, left: set[str]) -> N
     admin.set_pod_phase(ns, f"{name}-worker-0", "Succeeded")
     _wait_condition(admin, ns, name, "Succeeded")
     expected = {f"{name}-{p}" for p in left}
-    wait_for(lambda: set(admin.pods(ns, name)) == expected, f"pods left: {sorted(expected)}")
-    wait_for(lambda: set(admin.services(ns, name)) == expected, "services left")
+    wait(lambda: set(admin.pods(ns, name)) == expected, f"pods left: {sorted(expected)}")
+    wait(lambda: set(admin.services(ns, name)) == expected, "services left")
 
 
 def test_suspend_and_resume(admin: Api, ns: str) -> None:
@@ -410,22 +409,22 @@ def test_suspend_and_resume(admin: Api, ns: str) -> None:
     first = _wait_condition(admin, ns, name, "Running")["status"]["startTime"]
     admin.patch_tfjob(ns, name, {"spec": {"runPolicy": {"suspend": True}}})
     job = _wait_condition(admin, ns, name, "Suspended")
-    wait_for(lambda: not admin.pods(ns, name) and not admin.services(ns, name), "all deleted")
+    wait(lambda: not admin.pods(ns, name) and not admin.services(ns, name), "all deleted")
     job = admin.tfjob(ns, name)
     assert condition(job, "Suspended")["reason"] == "TFJobSuspended"
     assert not condition(job, "Running")
     assert all(s["active"] == 0 for s in job["status"]["replicaStatuses"].values())
     time.sleep(1.1)  # so the reset startTime is visibly later (whole seconds)
     admin.patch_tfjob(ns, name, {"spec": {"runPolicy": {"suspend": False}}})
-    wait_for(lambda: len(admin.pods(ns, name)) == 2, "pods recreated on resume")
-    job = wait_for(
+    wait(lambda: len(admin.pods(ns, name)) == 2, "pods recreated on resume")
+    job = wait(
         lambda: (j := admin.tfjob(ns, name)) and not condition(j, "Suspended") and j, "resumed"
     )
     suspended = next(c for c in job["status"]["conditions"] if c["type"] == "Suspended")
     assert (suspended["status"], suspended["reason"]) == ("False", "TFJobResumed")
     assert _time(job["status"]["startTime"]) > _time(first)
     # the events are posted after the status write: wait for them rather than race the pass
-    wait_for(
+    wait(
         lambda: {"TFJobSuspended", "TFJobResumed"} <= set(_reasons(admin, ns, name)),
         "TFJobSuspended and TFJobResumed events",
     )
@@ -442,24 +441,24 @@ def test_scale_up_and_down(admin: Api, ns: str) -> None:
     def seen(count: int) -> bool:
         return ((admin.tfjob(ns, name) or {}).get("status") or {}).get("workerReplicas") == count
 
-    wait_for(lambda: seen(2), "status.workerReplicas 2")
+    wait(lambda: seen(2), "status.workerReplicas 2")
     admin.patch_tfjob(ns, name, {"spec": {"tfReplicaSpecs": {"Worker": {"replicas": 4}}}})
     want = {f"{name}-ps-0"} | {f"{name}-worker-{i}" for i in range(4)}
-    four = wait_for(lambda: set(p := admin.pods(ns, name)) == want and p, "scaled up to 4 pods")
-    wait_for(lambda: set(admin.services(ns, name)) == want, "scaled up to 4 services")
+    four = wait(lambda: set(p := admin.pods(ns, name)) == want and p, "scaled up to 4 pods")
+    wait(lambda: set(admin.services(ns, name)) == want, "scaled up to 4 services")
     assert {n: four[n]["metadata"]["uid"] for n in uids} == uids
-    wait_for(lambda: seen(4), "status.workerReplicas 4")
+    wait(lambda: seen(4), "status.workerReplicas 4")
     admin.patch_tfjob(ns, name, {"spec": {"tfReplicaSpecs": {"Worker": {"replicas": 1}}}})
     want = {f"{name}-ps-0", f"{name}-worker-0"}
-    one = wait_for(lambda: set(p := admin.pods(ns, name)) == want and p, "scaled down to 1 pod")
-    wait_for(lambda: set(admin.services(ns, name)) == want, "1 worker service")
+    one = wait(lambda: set(p := admin.pods(ns, name)) == want and p, "scaled down to 1 pod")
+    wait(lambda: set(admin.services(ns, name)) == want, "1 worker service")
     assert {n: p["metadata"]["uid"] for n, p in one.items()} == {n: uids[n] for n in want}
 
     def scaled() -> list[str] | None:
         said = [e["message"] for e in admin.events(ns, name) if e["reason"] == "TFJobScaled"]
         return sorted(m.split(". ")[0] for m in said) if len(said) == 2 else None
 
-    assert wait_for(scaled, "two TFJobScaled events") == [
+    assert wait(scaled, "two TFJobScaled events") == [
         f"TFJob {name} scaled down from 4 to 1 Worker replicas",
         f"TFJob {name} scaled up from 2 to 4 Worker replicas",
     ]

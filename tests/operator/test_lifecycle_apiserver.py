@@ -8,15 +8,15 @@ import time
 
 import pytest
 
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     Api,
     StartOperator,
     condition,
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(120)]
 
@@ -36,13 +36,13 @@ def test_pod_template_the_apiserver_refuses_fails_the_job_once(
         "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}},
     }
     admin.create_tfjob(ns, tfjob(name, {"Worker": {"containers": [container]}}))
-    job = wait_for(lambda: (j := admin.tfjob(ns, name)) and condition(j, "Failed") and j, "Failed")
+    job = wait(lambda: (j := admin.tfjob(ns, name)) and condition(j, "Failed") and j, "Failed")
     message = condition(job, "Failed")["message"]
     assert message.startswith(f"TFJob {ns}/{name} has an invalid spec: ")
     assert f"pod {name}-worker-0" in message and "resources.requests" in message
     assert "fix spec.tfReplicaSpecs.Worker.template" in message
     assert admin.pods(ns, name) == {}
-    wait_for(lambda: "InvalidTFJobSpec" in reasons(admin, ns, name), "InvalidTFJobSpec event")
+    wait(lambda: "InvalidTFJobSpec" in reasons(admin, ns, name), "InvalidTFJobSpec event")
     time.sleep(2)  # later passes must not post it again
     assert reasons(admin, ns, name).count("InvalidTFJobSpec") == 1
 

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.processes import free_ports
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     OPERATOR_CMD,
     Api,
     OperatorProcess,
@@ -26,8 +26,8 @@ from tests.operator.operator_harness import (
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(240)]
 
@@ -63,7 +63,7 @@ def operator(admin: Api, start_operator: StartOperator) -> tuple[str, int, Opera
     ns = new_namespace(admin, "metrics")
     (port,) = free_ports(1)
     proc = start_operator(ns, args=(f"--metrics-port={port}",))
-    wait_for(lambda: _up(port), "/metrics to answer")
+    wait(lambda: _up(port), "/metrics to answer")
     return ns, port, proc
 
 
@@ -78,11 +78,11 @@ def _up(port: int) -> bool:
 def _job(admin: Api, ns: str, name: str, **replicas: dict) -> dict[str, dict]:
     admin.create_tfjob(ns, tfjob(name, replicas))
     count = sum(spec.get("replicas", 1) for spec in replicas.values())
-    return wait_for(lambda: len(p := admin.pods(ns, name)) == count and p, f"pods of {name}")
+    return wait(lambda: len(p := admin.pods(ns, name)) == count and p, f"pods of {name}")
 
 
 def _until(admin: Api, ns: str, name: str, type_: str) -> None:
-    wait_for(lambda: condition(admin.tfjob(ns, name), type_), f"{name} {type_}")
+    wait(lambda: condition(admin.tfjob(ns, name), type_), f"{name} {type_}")
 
 
 def test_counters_move_by_exactly_what_happened(
@@ -112,7 +112,7 @@ def test_counters_move_by_exactly_what_happened(
     first = _job(admin, ns, again, Worker={"restartPolicy": "OnFailure"})[f"{again}-worker-0"]
     admin.set_pod_phase(ns, f"{again}-worker-0", "Failed", exit_code=137, reason="Evicted")
     _until(admin, ns, again, "Restarting")
-    wait_for(
+    wait(
         lambda: (
             (p := admin.pods(ns, again).get(f"{again}-worker-0"))
             and p["metadata"]["uid"] != first["metadata"]["uid"]
@@ -132,14 +132,14 @@ def test_counters_move_by_exactly_what_happened(
 
     # 5. a deletion
     admin.delete(f"/apis/kubeflow.org/v1/namespaces/{ns}/tfjobs/{ok}")
-    wait_for(lambda: admin.tfjob(ns, ok) is None, "the job deleted")
+    wait(lambda: admin.tfjob(ns, ok) is None, "the job deleted")
 
     def settled() -> Samples | None:
         now = scrape(port)
         done = value(now, "training_operator_jobs_deleted_total", **job) == 1
         return now if done and value(now, "taas_operator_workqueue_depth") == 0 else None
 
-    after = wait_for(settled, "the deletion counted and the queue empty")
+    after = wait(settled, "the deletion counted and the queue empty")
     assert value(after, "training_operator_jobs_created_total", **job) == 4
     assert value(after, "training_operator_jobs_successful_total", **job) == 2
     assert value(after, "training_operator_jobs_failed_total", **job) == 2

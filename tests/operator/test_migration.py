@@ -32,7 +32,7 @@ from taas_controlplane.build.binaries import TRAINING_OPERATOR_VERSION, module_s
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.api.models import Recreation, ReplicaStatus, TFJobStatus
 from taas_operator.planner import set_condition
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     POLICIES,
     Api,
     OperatorProcess,
@@ -41,8 +41,8 @@ from tests.operator.operator_harness import (
     named_in_events,
     new_namespace,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 
@@ -70,7 +70,7 @@ def plane(kubeflow_crd: Path) -> Iterator[ControlPlane]:
     own.start()
     try:
         own.kubectl("apply", "--server-side", "-f", str(kubeflow_crd))
-        wait_for(lambda: _established(Api(own.kubeconfig)), "Kubeflow's CRD Established", 60)
+        wait(lambda: _established(Api(own.kubeconfig)), "Kubeflow's CRD Established", timeout=60)
         yield own
     finally:
         own.stop()
@@ -299,7 +299,7 @@ def test_running_job_is_taken_over_and_completed(api: Api, start_taas: StartTaas
     assert sorted(pods) == sorted(services) == sorted([ps, w0, w1])
 
     operator = start_taas(ns)
-    wait_for(lambda: _policy(api, ns, name), "TaaS's first pass over the adopted job")
+    wait(lambda: _policy(api, ns, name), "TaaS's first pass over the adopted job")
     assert _uids(api.pods(ns, name)) == pods, "TaaS must not recreate Kubeflow's pods"
     assert _uids(api.services(ns, name)) == services, "nor its services"
     job = api.tfjob(ns, name)
@@ -309,7 +309,7 @@ def test_running_job_is_taken_over_and_completed(api: Api, start_taas: StartTaas
 
     # One worker finishes: TaaS writes the counts (its own status write on Kubeflow's schema).
     api.set_pod_phase(ns, w1, "Succeeded", exit_code=0)
-    job = wait_for(
+    job = wait(
         lambda: (
             (j := api.tfjob(ns, name))
             and j["status"]["replicaStatuses"].get("Worker", {}).get("succeeded") == 1
@@ -323,14 +323,12 @@ def test_running_job_is_taken_over_and_completed(api: Api, start_taas: StartTaas
 
     # Worker 0 exits 0: the job succeeded; the running PS pod and its service are deleted.
     api.set_pod_phase(ns, w0, "Succeeded", exit_code=0)
-    job = wait_for(
-        lambda: (j := api.tfjob(ns, name)) and condition(j, "Succeeded") and j, "Succeeded"
-    )
+    job = wait(lambda: (j := api.tfjob(ns, name)) and condition(j, "Succeeded") and j, "Succeeded")
     assert job["status"]["completionTime"]
     running = next(c for c in job["status"]["conditions"] if c["type"] == "Running")
     assert running["status"] == "False"
-    wait_for(lambda: ps not in api.pods(ns, name), "the PS pod deleted (cleanPodPolicy)")
-    wait_for(lambda: ps not in api.services(ns, name), "the PS service deleted")
+    wait(lambda: ps not in api.pods(ns, name), "the PS pod deleted (cleanPodPolicy)")
+    wait(lambda: ps not in api.services(ns, name), "the PS service deleted")
     assert _uids(api.pods(ns, name)) == {w0: pods[w0], w1: pods[w1]}
     assert _uids(api.services(ns, name)) == {w0: services[w0], w1: services[w1]}
     events = api.events(ns, name)
@@ -350,10 +348,10 @@ def test_backoff_limit_counts_recreations_although_the_schema_prunes_them(
     adopt_scenario(api, ns, manifest, {ps: "Running", w0: "Running", w1: "Running"})
     first = api.pods(ns, name)[w1]["metadata"]["uid"]
     operator = start_taas(ns)
-    wait_for(lambda: _policy(api, ns, name), "TaaS's first pass over the adopted job")
+    wait(lambda: _policy(api, ns, name), "TaaS's first pass over the adopted job")
 
     api.set_pod_phase(ns, w1, "Failed", exit_code=137, reason="OOMKilled")
-    second = wait_for(
+    second = wait(
         lambda: (
             (p := api.pods(ns, name).get(w1))
             and p["metadata"]["uid"] != first
@@ -364,11 +362,11 @@ def test_backoff_limit_counts_recreations_although_the_schema_prunes_them(
     job = api.tfjob(ns, name)
     assert job is not None and condition(job, "Failed") is None
     assert "recreations" not in job["status"], "Kubeflow's schema prunes it (the finding)"
-    wait_for(lambda: "prunes status.recreations" in operator.log(), "the operator's warning")
+    wait(lambda: "prunes status.recreations" in operator.log(), "the operator's warning")
 
     api.set_pod_phase(ns, w1, "Running")
     api.set_pod_phase(ns, w1, "Failed", exit_code=137, reason="OOMKilled")
-    job = wait_for(
+    job = wait(
         lambda: (j := api.tfjob(ns, name)) and condition(j, "Failed") and j,
         "the job failed at backoffLimit 2",
     )
@@ -401,8 +399,8 @@ def test_job_kubeflow_finished_stays_finished(api: Api, start_taas: StartTaas) -
 
     start_taas(ns)
     for name in jobs:
-        wait_for(lambda n=name: _policy(api, ns, n), f"TaaS's first pass over {name}")
-    wait_for(lambda: f"{cleaned}-ps-0" not in api.pods(ns, cleaned), "the leftover PS stopped")
+        wait(lambda n=name: _policy(api, ns, n), f"TaaS's first pass over {name}")
+    wait(lambda: f"{cleaned}-ps-0" not in api.pods(ns, cleaned), "the leftover PS stopped")
     for name in jobs:
         job = api.tfjob(ns, name)
         assert job is not None

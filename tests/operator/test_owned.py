@@ -19,8 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.operator.fake_operator import module_fixtures
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     PODS,
     POLICIES,
     SERVICES,
@@ -30,8 +29,9 @@ from tests.operator.operator_harness import (
     tfjob,
     unchanged,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
+from tests.operator.fake_operator import module_fixtures
 
 pytestmark = [pytest.mark.fast, pytest.mark.timeout(180)]
 
@@ -72,8 +72,8 @@ def _not_owned(admin: Api, ns: str, job: str, obj: str) -> tuple[str, str]:
                 return str(cond["message"])
         return None
 
-    condition = wait_for(failed, f"{job} Failed naming {obj}")
-    event = wait_for(
+    condition = wait(failed, f"{job} Failed naming {obj}")
+    event = wait(
         lambda: [
             e["message"]
             for e in admin.events(ns, job)
@@ -103,7 +103,7 @@ def test_ttl_leaves_the_admins_network_policy_named_like_the_job(admin: Api, ns:
     admin.create_tfjob(ns, manifest)
     condition, _ = _not_owned(admin, ns, "default-deny", "networkpolicy/default-deny")
     assert "nothing controls it: made by hand, or orphaned" in condition
-    wait_for(lambda: admin.tfjob(ns, "default-deny") is None, "the TTL deletion", timeout=30)
+    wait(lambda: admin.tfjob(ns, "default-deny") is None, "the TTL deletion", timeout=30)
     time.sleep(1)  # a deletion after the job's would come now
     unchanged(admin, path, policy)
 
@@ -126,7 +126,7 @@ def test_suspension_leaves_a_pod_and_a_service_made_by_hand(admin: Api, ns: str)
     )
     admin.create_tfjob(ns, tfjob(name, {"Worker": {}}, runPolicy={"suspend": True}))
     # the suspended pass's event comes after its deletions and its NetworkPolicy
-    wait_for(
+    wait(
         lambda: any("policy" in e["message"] for e in admin.events(ns, name)),
         "the suspended pass done",
     )

@@ -20,7 +20,13 @@ from taas_operator.api.resources import POD, POD_GROUP, POLICY, SERVICE, Kind
 from taas_operator.apiserver.verbs import KubeClient
 from taas_operator.controller.reconcile.owned import NotOwned, Owned
 from taas_operator.controller.seen import ADOPTION, Seen
-from tests.operator.operator_harness import Api, new_namespace, unchanged, unique, wait_for
+from tests.harness.operator_run import (
+    Api,
+    new_namespace,
+    unchanged,
+    unique,
+)
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 
@@ -83,11 +89,11 @@ def test_every_write_applies_only_to_the_object_read(
         name = unique(kind.plural[:5])
         stale = Seen.read(kind, make(kind, name))
         admin.call("DELETE", kind.path(ns, name), {"gracePeriodSeconds": 0})
-        wait_for(lambda k=kind, n=name: admin.find(k.path(ns, n)) is None, f"{name} gone")
+        wait(lambda k=kind, n=name: admin.find(k.path(ns, n)) is None, f"{name} gone")
         taken = make(kind, name)  # someone else's, under the same name and owner reference
         assert not any(asyncio.run(writes(kind, stale))), kind
         unchanged(admin, kind.path(ns, name), taken)
         # the object read itself is written, then deleted
         current = Seen.read(kind, taken)
         assert all(asyncio.run(writes(kind, current))), kind
-        wait_for(lambda k=kind, n=name: admin.find(k.path(ns, n)) is None, f"{name} deleted")
+        wait(lambda k=kind, n=name: admin.find(k.path(ns, n)) is None, f"{name} deleted")

@@ -12,15 +12,15 @@ from typing import Any
 import pytest
 
 from taas_operator.controller.reconcile import reconciler
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     Api,
     StartOperator,
     condition,
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.fast, pytest.mark.timeout(120)]
 
@@ -37,11 +37,11 @@ def test_an_unbounded_deadline_fails_the_job_naming_the_field(
     job = tfjob(name, {"Worker": {}}, runPolicy={"activeDeadlineSeconds": 2**63 - 1})
     fake_admin.create_tfjob(ns, job)
     start_fake_operator(ns)
-    failed = wait_for(lambda: condition(fake_admin.tfjob(ns, name), "Failed"), "Failed")
+    failed = wait(lambda: condition(fake_admin.tfjob(ns, name), "Failed"), "Failed")
     assert failed["reason"] == "InvalidTFJobSpec"
     assert "spec.runPolicy.activeDeadlineSeconds" in failed["message"]
     assert "less than or equal to 2147483647" in failed["message"]
-    wait_for(lambda: _warnings(fake_admin, ns, name, "InvalidTFJobSpec"), "its event")
+    wait(lambda: _warnings(fake_admin, ns, name, "InvalidTFJobSpec"), "its event")
     assert fake_admin.pods(ns, name) == {}
 
 
@@ -63,13 +63,13 @@ def test_a_pass_that_raises_fails_that_job_once(
     fake_admin.create_tfjob(ns, tfjob(broken, {"Worker": {}}))
     fake_admin.create_tfjob(ns, tfjob(sound, {"Worker": {}}))
     start_fake_operator(ns)
-    failed = wait_for(lambda: condition(fake_admin.tfjob(ns, broken), "Failed"), "Failed")
+    failed = wait(lambda: condition(fake_admin.tfjob(ns, broken), "Failed"), "Failed")
     assert failed["reason"] == "ReconcileFailed"
     assert "OverflowError: date value out of range" in failed["message"]
     assert "fix:" in failed["message"]
-    events = wait_for(lambda: _warnings(fake_admin, ns, broken, "ReconcileFailed"), "event")
+    events = wait(lambda: _warnings(fake_admin, ns, broken, "ReconcileFailed"), "event")
     assert events[0]["type"] == "Warning"
-    wait_for(lambda: len(fake_admin.pods(ns, sound)) == 1, "the other job's pod")
+    wait(lambda: len(fake_admin.pods(ns, sound)) == 1, "the other job's pod")
     time.sleep(2)  # a retrying work queue would have run it again several times by now
     # Not retried: the pass after the Failed write (its clean-up) is the last one.
     assert len(calls) <= 2, calls
@@ -85,11 +85,11 @@ def test_a_job_over_the_byte_budget_fails_before_any_pod(
     fake_admin.create_tfjob(ns, tfjob(big, {"PS": {}, "Worker": {"replicas": 20}}))
     fake_admin.create_tfjob(ns, tfjob(small, {"Worker": {}}))
     start_fake_operator(ns, args=("--max-job-bytes", "50000"))
-    failed = wait_for(lambda: condition(fake_admin.tfjob(ns, big), "Failed"), "Failed")
+    failed = wait(lambda: condition(fake_admin.tfjob(ns, big), "Failed"), "Failed")
     assert failed["reason"] == "JobTooLarge"
     assert "21 pods and as many services" in failed["message"]
     assert "over the limit of 48.8 KiB" in failed["message"]
     assert "fix:" in failed["message"]
-    wait_for(lambda: _warnings(fake_admin, ns, big, "JobTooLarge"), "its event")
-    wait_for(lambda: len(fake_admin.pods(ns, small)) == 1, "the small job's pod")
+    wait(lambda: _warnings(fake_admin, ns, big, "JobTooLarge"), "its event")
+    wait(lambda: len(fake_admin.pods(ns, small)) == 1, "the small job's pod")
     assert fake_admin.pods(ns, big) == {} and fake_admin.services(ns, big) == {}

@@ -15,7 +15,7 @@ import pytest
 
 from taas_operator.controller.watch.expectations import Expectations
 from taas_operator.planner import replica_labels
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     PODS,
     Api,
     StartOperator,
@@ -24,8 +24,8 @@ from tests.operator.operator_harness import (
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = pytest.mark.fast
 
@@ -92,18 +92,18 @@ def test_one_pass_creates_a_job_and_real_changes_still_count(
     operator = start_fake_operator(ns, args=("--log-level", "DEBUG"))
     name = unique("one")
     fake_admin.create_tfjob(ns, tfjob(name, {"PS": {}, "Worker": {"replicas": 2}}))
-    pods = wait_for(lambda: len(p := fake_admin.pods(ns, name)) == 3 and p, "3 pods")
-    wait_for(lambda: len(fake_admin.services(ns, name)) == 3, "3 services")
+    pods = wait(lambda: len(p := fake_admin.pods(ns, name)) == 3 and p, "3 pods")
+    wait(lambda: len(fake_admin.services(ns, name)) == 3, "3 services")
     # 3 pods + 3 services + the NetworkPolicy: 7 expectations, all dropped.
     echo = f"{ns}/{name}: echo of our creation of "
-    wait_for(lambda: _count(operator.log(), echo) == 7, "7 echoes dropped", timeout=10)
+    wait(lambda: _count(operator.log(), echo) == 7, "7 echoes dropped", timeout=10)
     log = operator.log()
     assert _count(log, f"reconciling {ns}/{name}\n") == 1, log[-3000:]
     assert f"{ns}/{name}: listing its children" not in log  # the watch cache, no LIST
     # A real change (a pod's phase) still starts a pass, which counts the pod -- from the
     # watch cache, which that very event updated: still no LIST.
     fake_admin.set_pod_phase(ns, f"{name}-worker-1", "Running")
-    wait_for(
+    wait(
         lambda: (
             (j := fake_admin.tfjob(ns, name))
             and j["status"]["replicaStatuses"].get("Worker", {}).get("active") == 1
@@ -142,7 +142,7 @@ def test_children_made_before_the_first_status_are_found_not_recreated(
     uid = fake_admin.create(PODS.format(ns=ns), pod)["metadata"]["uid"]
     fake_admin.set_pod_phase(ns, pod_name, "Running")
     start_fake_operator(ns)
-    job = wait_for(
+    job = wait(
         lambda: (
             (j := fake_admin.tfjob(ns, name))
             and (j.get("status") or {}).get("replicaStatuses", {}).get("Worker", {}).get("active")

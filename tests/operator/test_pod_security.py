@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     Api,
     StartOperator,
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 ENFORCE = "pod-security.kubernetes.io/enforce"
 
@@ -48,7 +48,7 @@ def test_a_pod_security_refusal_names_psa_and_the_level(
     operator = start_operator(ns)
     name = unique("plain")
     admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 1}}))
-    message = wait_for(lambda: _refusal(admin, ns, name), "the FailedCreatePod event")
+    message = wait(lambda: _refusal(admin, ns, name), "the FailedCreatePod event")
     assert f"Error creating pod {name}-worker-0: Pod Security Admission refused the pod" in message
     assert f'namespace {ns} enforces the "restricted:latest" Pod Security level' in message
     assert "label pod-security.kubernetes.io/enforce" in message
@@ -81,7 +81,7 @@ def test_baseline_refuses_a_tfjob_asking_for_the_host(
         hostPID=True, hostNetwork=True, volumes=[{"name": "host", "hostPath": {"path": "/"}}]
     )
     admin.create_tfjob(ns, manifest)
-    message = wait_for(lambda: _refusal(admin, ns, name), "the FailedCreatePod event")
+    message = wait(lambda: _refusal(admin, ns, name), "the FailedCreatePod event")
     assert f"Error creating pod {name}-worker-0: Pod Security Admission refused the pod" in message
     assert f'namespace {ns} enforces the "baseline:latest" Pod Security level' in message
     # the apiserver's own words, naming each thing refused
@@ -91,5 +91,5 @@ def test_baseline_refuses_a_tfjob_asking_for_the_host(
 
     plain = unique("plain")  # an ordinary TFJob in the same namespace runs
     admin.create_tfjob(ns, tfjob(plain, {"Worker": {"replicas": 2}}))
-    wait_for(lambda: len(admin.pods(ns, plain)) == 2, "the ordinary job's 2 pods")
+    wait(lambda: len(admin.pods(ns, plain)) == 2, "the ordinary job's 2 pods")
     assert _refusal(admin, ns, plain) is None

@@ -19,14 +19,14 @@ import pytest
 from taas.core.publish import SCALARS, Publisher, document
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.processes import free_ports
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     Api,
     StartOperator,
     condition,
     new_namespace,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 from tests.operator.progress_jobs import progress_job, progress_of
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
@@ -54,7 +54,7 @@ def test_progress_reaches_the_status_and_kubectl(
     name = unique("prog")
     progress_job(admin, ns, name, port)
 
-    progress = wait_for(lambda: progress_of(admin, ns, name), "status.progress")
+    progress = wait(lambda: progress_of(admin, ns, name), "status.progress")
     assert progress["step"] == 250 and progress["maxSteps"] == 1000
     assert (progress["percent"], progress["percentText"]) == (25, "25%")
     assert (progress["eta"], progress["etaSeconds"]) == ("1m35s", 95)
@@ -92,6 +92,6 @@ def test_progress_reaches_the_status_and_kubectl(
     assert len(versions) == len(steps)  # progress was the only thing written
 
     admin.set_pod_phase(ns, f"{name}-worker-0", "Succeeded", exit_code=0)
-    wait_for(lambda: condition(admin.tfjob(ns, name), "Succeeded"), "Succeeded")
+    wait(lambda: condition(admin.tfjob(ns, name), "Succeeded"), "Succeeded")
     done = progress_of(admin, ns, name)
     assert (done["percentText"], done["eta"], done["etaSeconds"]) == ("100%", "0s", 0)

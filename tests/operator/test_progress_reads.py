@@ -16,14 +16,14 @@ import pytest
 
 from taas.core.publish import Publisher, document
 from taas_operator.processes import free_ports
-from tests.operator.fake_operator import module_fixtures
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     Api,
     StartOperator,
     new_namespace,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
+from tests.operator.fake_operator import module_fixtures
 from tests.operator.progress_jobs import progress_job, progress_of, start_chief
 
 pytestmark = [pytest.mark.fast, pytest.mark.timeout(180)]
@@ -47,7 +47,7 @@ def test_a_chief_without_the_library_changes_nothing(admin: Api, ns: str) -> Non
     port = free_ports(1)[0]
     name = unique("plain")
     progress_job(admin, ns, name, port)
-    quiet = wait_for(lambda: admin.tfjob(ns, name), "the job")
+    quiet = wait(lambda: admin.tfjob(ns, name), "the job")
     rv = quiet["metadata"]["resourceVersion"]
     time.sleep(4 * INTERVAL)  # several reads (all refused)
     job = admin.tfjob(ns, name) or {}
@@ -65,14 +65,14 @@ def test_progress_is_read_only_from_the_port_the_chief_declares(admin: Api, ns: 
     other.update(document("worker:0", 999, 1000, 0.0, 1.0, 1.0))
     name = unique("declared")
     start_chief(admin, ns, name, served)
-    wait_for(lambda: progress_of(admin, ns, name).get("step") == 10, "the chief's report")
+    wait(lambda: progress_of(admin, ns, name).get("step") == 10, "the chief's report")
 
     env = [{"name": "TAAS_PROGRESS_PORT", "value": str(elsewhere)}]
     containers = [{"name": "tensorflow", "image": "example.com/t:1", "env": env}]
     template = {"spec": {"containers": containers}}
     admin.patch_tfjob(ns, name, {"spec": {"tfReplicaSpecs": {"Worker": {"template": template}}}})
     chief.update(document("worker:0", 20, 1000, 0.4, 100.0, 50.0))
-    wait_for(lambda: progress_of(admin, ns, name).get("step") == 20, "the chief's next report")
+    wait(lambda: progress_of(admin, ns, name).get("step") == 20, "the chief's next report")
     time.sleep(3 * INTERVAL)  # reads enough to have gone elsewhere
     assert progress_of(admin, ns, name)["step"] == 20
     pod = admin.pods(ns, name)[f"{name}-worker-0"]

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     SERVICES,
     Api,
     OperatorProcess,
@@ -30,8 +30,8 @@ from tests.operator.operator_harness import (
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
 
@@ -61,11 +61,11 @@ def test_sigkill_and_restart_no_duplicates_job_completes(
     admin.create_tfjob(
         ns, tfjob(name, {"PS": {}, "Worker": {"replicas": 2, "restartPolicy": "OnFailure"}})
     )
-    pods = wait_for(lambda: len(p := admin.pods(ns, name)) == 3 and p, "3 pods")
-    wait_for(lambda: len(admin.services(ns, name)) == 3, "3 services")
+    pods = wait(lambda: len(p := admin.pods(ns, name)) == 3 and p, "3 pods")
+    wait(lambda: len(admin.services(ns, name)) == 3, "3 services")
     for pod in pods:
         admin.set_pod_phase(ns, pod, "Running")
-    wait_for(lambda: condition(admin.tfjob(ns, name), "Running"), "Running")
+    wait(lambda: condition(admin.tfjob(ns, name), "Running"), "Running")
 
     first.kill()  # SIGKILL: no shutdown handlers run
     assert not first.alive()
@@ -76,15 +76,15 @@ def test_sigkill_and_restart_no_duplicates_job_completes(
 
     start_operator(ns)
     expected = {f"{name}-ps-0", f"{name}-worker-0", f"{name}-worker-1"}
-    wait_for(
+    wait(
         lambda: (
             set(admin.pods(ns, name)) == expected
             and _uid(admin, ns, name, f"{name}-worker-0") not in (None, old_w0)
         ),
         "worker-0 recreated and worker-1 back",
     )
-    wait_for(lambda: set(admin.services(ns, name)) == expected, "the PS service back")
-    job = wait_for(lambda: condition(j := admin.tfjob(ns, name), "Restarting") and j, "Restarting")
+    wait(lambda: set(admin.services(ns, name)) == expected, "the PS service back")
+    job = wait(lambda: condition(j := admin.tfjob(ns, name), "Restarting") and j, "Restarting")
     assert job["status"]["recreations"][f"{name}-worker-0"]["count"] == 1
     # Each pod was created exactly as often as it had to be: nothing twice after the restart.
     assert _created(admin, ns, name) == {
@@ -95,7 +95,7 @@ def test_sigkill_and_restart_no_duplicates_job_completes(
     for pod in expected:
         admin.set_pod_phase(ns, pod, "Running")
     admin.set_pod_phase(ns, f"{name}-worker-0", "Succeeded")
-    job = wait_for(lambda: condition(j := admin.tfjob(ns, name), "Succeeded") and j, "Succeeded")
+    job = wait(lambda: condition(j := admin.tfjob(ns, name), "Succeeded") and j, "Succeeded")
     assert job["status"]["recreations"][f"{name}-worker-0"]["count"] == 1
 
 
@@ -105,16 +105,16 @@ def test_deleted_pod_and_service_are_recreated(
     ns, _ = watched
     name = unique("gone")
     admin.create_tfjob(ns, tfjob(name, {"PS": {}, "Worker": {}}))
-    pods = wait_for(lambda: len(p := admin.pods(ns, name)) == 2 and p, "2 pods")
-    services = wait_for(lambda: len(s := admin.services(ns, name)) == 2 and s, "2 services")
+    pods = wait(lambda: len(p := admin.pods(ns, name)) == 2 and p, "2 pods")
+    services = wait(lambda: len(s := admin.services(ns, name)) == 2 and s, "2 services")
     pod, svc = f"{name}-ps-0", f"{name}-worker-0"
     admin.delete(f"/api/v1/namespaces/{ns}/pods/{pod}")
     admin.delete(f"{SERVICES.format(ns=ns)}/{svc}")
-    wait_for(
+    wait(
         lambda: _uid(admin, ns, name, pod) not in (None, pods[pod]["metadata"]["uid"]),
         "the deleted pod recreated",
     )
-    new = wait_for(
+    new = wait(
         lambda: (
             (s := admin.services(ns, name).get(svc))
             and s["metadata"]["uid"] != services[svc]["metadata"]["uid"]
@@ -171,8 +171,8 @@ def test_invalid_stored_spec_fails_the_job_once(
         },
     )
     manifest["spec"]["tfReplicaSpecs"]["Master"] = manifest["spec"]["tfReplicaSpecs"]["Chief"]
-    wait_for(lambda: _try_create(admin, ns, manifest), "the loose CRD to accept the bad job")
-    job = wait_for(lambda: condition(j := admin.tfjob(ns, name), "Failed") and j, "Failed")
+    wait(lambda: _try_create(admin, ns, manifest), "the loose CRD to accept the bad job")
+    job = wait(lambda: condition(j := admin.tfjob(ns, name), "Failed") and j, "Failed")
     failed = condition(job, "Failed")
     assert failed["reason"] == "InvalidTFJobSpec"
     assert failed["message"].startswith(f"TFJob {ns}/{name} has an invalid spec: ")
@@ -182,7 +182,7 @@ def test_invalid_stored_spec_fails_the_job_once(
     # A job handled after it proves the operator is alive and has moved on ...
     after = unique("after")
     admin.create_tfjob(ns, tfjob(after, {"Worker": {}}))
-    wait_for(lambda: admin.pods(ns, after), "a later job handled")
+    wait(lambda: admin.pods(ns, after), "a later job handled")
     # ... and the bad one got exactly one event and one status write.
     events = [e for e in admin.events(ns, name) if e["reason"] == "InvalidTFJobSpec"]
     assert len(events) == 1 and events[0]["type"] == "Warning"
@@ -228,11 +228,12 @@ def test_pod_template_stored_before_its_schema_fails_the_job_once(
     names = {case: unique(case) for case in _BROKEN_TEMPLATES}
     for case, (what, _) in _BROKEN_TEMPLATES.items():
         manifest = _broken(names[case], what)
-        wait_for(lambda m=manifest: _try_create(admin, ns, m), "the loose CRD to accept it")
+        wait(lambda m=manifest: _try_create(admin, ns, m), "the loose CRD to accept it")
     jobs = {}
     for case, name in names.items():
-        jobs[case] = wait_for(lambda n=name: condition(j := admin.tfjob(ns, n), "Failed") and j,
-                              f"{case} Failed")  # fmt: skip
+        jobs[case] = wait(
+            lambda n=name: condition(j := admin.tfjob(ns, n), "Failed") and j, f"{case} Failed"
+        )
     for case, (_, field) in _BROKEN_TEMPLATES.items():
         failed = condition(jobs[case], "Failed")
         assert failed["reason"] == "InvalidTFJobSpec", failed
@@ -242,7 +243,7 @@ def test_pod_template_stored_before_its_schema_fails_the_job_once(
     # A job handled after them proves the operator has moved on ...
     after = unique("after")
     admin.create_tfjob(ns, tfjob(after, {"Worker": {}}))
-    wait_for(lambda: admin.pods(ns, after), "a later job handled")
+    wait(lambda: admin.pods(ns, after), "a later job handled")
     # ... and each broken one got exactly one event and one status write.
     for case, name in names.items():
         events = [e for e in admin.events(ns, name) if e["reason"] == "InvalidTFJobSpec"]
@@ -288,15 +289,15 @@ def test_two_replicas_with_peering_only_one_acts(
     # kopf starts every replica paused; the highest priority resumes, the others stay paused.
     ranked = sorted(replicas, key=_priority)
     paused, active = ranked
-    wait_for(
+    wait(
         lambda: _peering_active(active.log()) and not _peering_active(paused.log()),
         "the highest-priority replica active, the other paused",
     )
     name = unique("peer")
     admin.create_tfjob(ns, tfjob(name, {"PS": {}, "Worker": {}}))
-    wait_for(lambda: len(admin.pods(ns, name)) == 2, "2 pods")
-    wait_for(lambda: condition(admin.tfjob(ns, name), "Created"), "Created")
-    wait_for(lambda: len(_created(admin, ns, name)) == 2, "2 pods reported created")
+    wait(lambda: len(admin.pods(ns, name)) == 2, "2 pods")
+    wait(lambda: condition(admin.tfjob(ns, name), "Created"), "Created")
+    wait(lambda: len(_created(admin, ns, name)) == 2, "2 pods reported created")
     assert f"reconciling {ns}/{name}" in active.log()
     assert f"reconciling {ns}/{name}" not in paused.log()
     assert all(r.alive() for r in replicas)

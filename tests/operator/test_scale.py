@@ -20,15 +20,15 @@ from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.api import parse_tfjob
 from taas_operator.planner.budget import job_bytes
 from taas_operator.processes import free_ports
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     Api,
     StartOperator,
     named_in_event,
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 TAAS = [sys.executable, "-m", "taas_operator.cli"]
@@ -60,7 +60,7 @@ def _uids(admin: Api, ns: str, name: str, names: list[str]) -> dict[str, str]:
             return None
         return {n: p["metadata"]["uid"] for n, p in pods.items()}
 
-    return wait_for(settled, f"pods and services {names}", timeout=60)
+    return wait(settled, f"pods and services {names}", timeout=60)
 
 
 def _seen(admin: Api, ns: str, name: str, workers: int) -> dict[str, Any]:
@@ -68,7 +68,7 @@ def _seen(admin: Api, ns: str, name: str, workers: int) -> dict[str, Any]:
         status = (admin.tfjob(ns, name) or {}).get("status") or {}
         return status if status.get("workerReplicas") == workers else None
 
-    return wait_for(seen, f"status.workerReplicas {workers}", timeout=60)
+    return wait(seen, f"status.workerReplicas {workers}", timeout=60)
 
 
 def test_scaling_2_4_1_touches_only_the_changed_workers(
@@ -125,7 +125,7 @@ def test_scaling_2_4_1_touches_only_the_changed_workers(
         lines = [x for x in text.splitlines() if x.startswith("taas_operator_job_scale_changes")]
         return sorted(lines) if len(lines) == 2 else None
 
-    assert wait_for(counted, "the scale counter") == [
+    assert wait(counted, "the scale counter") == [
         f'taas_operator_job_scale_changes_total{{direction="down",job_namespace="{ns}"}} 1.0',
         f'taas_operator_job_scale_changes_total{{direction="up",job_namespace="{ns}"}} 1.0',
     ]
@@ -187,7 +187,7 @@ def test_a_scale_up_past_the_byte_budget_is_refused_and_the_job_goes_on(
         found = [e for e in admin.events(ns, name) if e["reason"] == "ScaleRefused"]
         return [f"{e['type']}: {e['message']}" for e in found] or None
 
-    said = wait_for(refusal, "the ScaleRefused event", timeout=60)
+    said = wait(refusal, "the ScaleRefused event", timeout=60)
     assert len(said) == 1 and said[0].startswith(
         f"Warning: TFJob {ns}/{name}: scaling from 2 to 40 Worker replicas refused"
     )

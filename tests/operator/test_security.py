@@ -23,7 +23,7 @@ import yaml
 
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.processes import free_ports
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     POLICIES,
     Api,
     StartOperator,
@@ -31,8 +31,8 @@ from tests.operator.operator_harness import (
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(150)]
 
@@ -81,7 +81,7 @@ def test_network_policy_selectors_and_repair(admin: Api, start_operator: StartOp
         {"name": "board", "image": "example.com/tb:1", "ports": [{"containerPort": 6006}]},
     ]
     admin.create_tfjob(ns, tfjob(name, {"PS": {}, "Worker": {"containers": containers}}))
-    policy = wait_for(lambda: admin.policies(ns, name).get(name), "the NetworkPolicy")
+    policy = wait(lambda: admin.policies(ns, name).get(name), "the NetworkPolicy")
     job = admin.tfjob(ns, name)
     assert policy["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
     assert policy["metadata"]["ownerReferences"][0]["controller"] is True
@@ -122,7 +122,7 @@ def test_network_policy_selectors_and_repair(admin: Api, start_operator: StartOp
         [{"op": "replace", "path": "/spec/ingress", "value": [{}]}],
         "application/json-patch+json",
     )
-    wait_for(lambda: admin.get(path)["spec"] == spec, "the NetworkPolicy repaired")
+    wait(lambda: admin.get(path)["spec"] == spec, "the NetworkPolicy repaired")
 
 
 def test_no_network_policy_flag(admin: Api, start_operator: StartOperator) -> None:
@@ -130,7 +130,7 @@ def test_no_network_policy_flag(admin: Api, start_operator: StartOperator) -> No
     start_operator(ns, args=("--no-network-policy",))
     name = unique("nonp")
     admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 2}}))
-    wait_for(lambda: len(admin.services(ns, name)) == 2, "services (the pass is done)")
+    wait(lambda: len(admin.services(ns, name)) == 2, "services (the pass is done)")
     assert not admin.policies(ns, name)
 
 
@@ -152,14 +152,14 @@ def test_lifecycle_under_the_chart_service_account(
     name = unique("sa")
     manifest = tfjob(name, {"PS": {}, "Worker": {}}, runPolicy={"ttlSecondsAfterFinished": 1})
     admin.create_tfjob(ns, manifest)
-    pods = wait_for(lambda: len(p := admin.pods(ns, name)) == 2 and p, "2 pods")
-    wait_for(lambda: len(admin.services(ns, name)) == 2, "2 services")
-    wait_for(lambda: admin.policies(ns, name), "the NetworkPolicy")
+    pods = wait(lambda: len(p := admin.pods(ns, name)) == 2 and p, "2 pods")
+    wait(lambda: len(admin.services(ns, name)) == 2, "2 services")
+    wait(lambda: admin.policies(ns, name), "the NetworkPolicy")
     for pod in pods:
         admin.set_pod_phase(ns, pod, "Running")
-    wait_for(lambda: condition(admin.tfjob(ns, name), "Running"), "Running")
+    wait(lambda: condition(admin.tfjob(ns, name), "Running"), "Running")
     admin.set_pod_phase(ns, f"{name}-worker-0", "Succeeded")
-    wait_for(lambda: admin.tfjob(ns, name) is None, "Succeeded, then deleted by its TTL")
+    wait(lambda: admin.tfjob(ns, name) is None, "Succeeded, then deleted by its TTL")
     assert not admin.pods(ns, name) and not admin.services(ns, name)
     assert not admin.policies(ns, name)
     reasons = {e["reason"] for e in admin.events(ns, name)}
@@ -195,7 +195,7 @@ def test_health_endpoint_listens_on_localhost_unless_told(
         operator = start_operator(new_namespace(admin, "health"), args=args)
         assert operator.proc is not None
         pid = operator.proc.pid
-        wait_for(lambda p=pid, q=port: _listen_addresses(p, q), "/healthz to listen")
+        wait(lambda p=pid, q=port: _listen_addresses(p, q), "/healthz to listen")
         assert _listen_addresses(pid, port) == {expected}
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as response:
             assert response.status == 200
@@ -242,19 +242,19 @@ def test_missing_verb_is_named_and_survived(
     operator = start_operator(ns, kubeconfig=control_plane.kubeconfig_for(user, SA_GROUPS))
     name = unique("rbac")
     admin.create_tfjob(ns, tfjob(name, {"PS": {}, "Worker": {}}))
-    wait_for(lambda: len(admin.pods(ns, name)) == 2, "pods still created")
-    wait_for(
+    wait(lambda: len(admin.pods(ns, name)) == 2, "pods still created")
+    wait(
         lambda: "forbidden: the operator may not create services" in operator.log(),
         "the 403 in the operator log",
     )
-    events = wait_for(
+    events = wait(
         lambda: [e for e in admin.events(ns, name) if e["reason"] == "FailedCreateService"],
         "FailedCreateService events",
     )
     assert events[0]["type"] == "Warning"
     assert "grant the verb 'create' on services" in events[0]["message"]
     # Retried with backoff (1 s, 2 s, ...) but neither crashing nor repeating the event.
-    wait_for(lambda: operator.log().count("retry in") >= 2, "two retries", timeout=15)
+    wait(lambda: operator.log().count("retry in") >= 2, "two retries", timeout=15)
     assert operator.alive()
     posted = [e for e in admin.events(ns, name) if e["reason"] == "FailedCreateService"]
     assert len(posted) == 2  # one per service, not one per retry

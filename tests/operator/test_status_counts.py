@@ -15,14 +15,14 @@ import pytest
 from taas_operator.api import TFJobStatus
 from taas_operator.controller.reconcile.status import COUNTS_HOLD_S, StatusWriter
 from taas_operator.planner import counts_only_change
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     Api,
     StartOperator,
     new_namespace,
     tfjob,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 
 pytestmark = pytest.mark.fast
 
@@ -99,7 +99,7 @@ def test_a_held_count_is_written_later_without_another_event(
     operator = start_fake_operator(ns, args=("--log-level", "DEBUG"))
     name = unique("wide")
     fake_admin.create_tfjob(ns, tfjob(name, {"Worker": {"replicas": 20}}))
-    wait_for(lambda: len(fake_admin.pods(ns, name)) == 20, "20 pods")
+    wait(lambda: len(fake_admin.pods(ns, name)) == 20, "20 pods")
 
     def active() -> int:
         job = fake_admin.tfjob(ns, name) or {}
@@ -109,16 +109,16 @@ def test_a_held_count_is_written_later_without_another_event(
     # the first running worker makes the job Running (Kubeflow's rule without a chief): a
     # transition, written at once
     fake_admin.set_pod_phase(ns, f"{name}-worker-3", "Running")
-    wait_for(lambda: active() == 1, "the job Running, 1 active")
+    wait(lambda: active() == 1, "the job Running, 1 active")
     held = f"{ns}/{name}: replica counts held until "
     assert held not in operator.log()
     fake_admin.set_pod_phase(ns, f"{name}-worker-4", "Running")  # 1 of 20 moved: held
-    wait_for(lambda: held in operator.log(), "the count held")
+    wait(lambda: held in operator.log(), "the count held")
     assert active() == 1
-    wait_for(lambda: active() == 2, "the held count written", timeout=30)
+    wait(lambda: active() == 2, "the held count written", timeout=30)
     # five more at once reach a quarter of 20: written by the pass they start
     passes = operator.log().count(held)
     for index in range(5, 10):
         fake_admin.set_pod_phase(ns, f"{name}-worker-{index}", "Running")
-    wait_for(lambda: active() == 7, "7 active", timeout=30)
+    wait(lambda: active() == 7, "7 active", timeout=30)
     assert operator.log().count(held) - passes <= 4  # at most the first four were held

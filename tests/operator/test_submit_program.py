@@ -16,7 +16,7 @@ import pytest
 
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.client import AlreadyExists, TFJobClient
-from tests.operator.operator_harness import Api, new_namespace, unique
+from tests.harness.operator_run import Api, new_namespace, unique
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
 TAAS = [sys.executable, "-m", "taas_operator.cli"]

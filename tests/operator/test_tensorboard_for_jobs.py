@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from tests.operator.fake_operator import module_fixtures
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     Api,
     StartOperator,
     new_namespace,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
+from tests.operator.fake_operator import module_fixtures
 from tests.operator.tensorboard_helpers import DEPLOYMENTS, IMAGE, board_job, warnings_of
 
 pytestmark = [pytest.mark.fast, pytest.mark.timeout(180)]
@@ -38,7 +38,7 @@ def test_an_annotated_job_gets_a_tensorboard_on_its_model_dir(admin: Api, ns: st
     volume = {"persistentVolumeClaim": {"claimName": "runs"}}
     job = admin.create_tfjob(ns, board_job(name, "true", "/model/run", volume))
     board = f"{name}-tensorboard"
-    deployment = wait_for(
+    deployment = wait(
         lambda: admin.find(f"{DEPLOYMENTS.format(ns=ns)}/{board}"), "the TensorBoard Deployment"
     )
     service = admin.get(f"/api/v1/namespaces/{ns}/services/{board}")
@@ -53,9 +53,9 @@ def test_an_annotated_job_gets_a_tensorboard_on_its_model_dir(admin: Api, ns: st
     assert pod["volumes"] == [{"name": "model", **volume}]
     assert service["spec"]["ports"][0]["port"] == 6006
     # The job's own children are what they always were: 3 pods, 3 services, none of them ours.
-    wait_for(lambda: len(admin.pods(ns, name)) == 3, "the job's 3 pods")
+    wait(lambda: len(admin.pods(ns, name)) == 3, "the job's 3 pods")
     assert sorted(admin.services(ns, name)) == sorted(admin.pods(ns, name))
-    created = wait_for(
+    created = wait(
         lambda: [m for m in warnings_of(admin, ns, name, "TensorBoardCreated")], "the event"
     )
     assert f"taas tensorboard {name} -n {ns}" in created[0]
@@ -64,13 +64,13 @@ def test_an_annotated_job_gets_a_tensorboard_on_its_model_dir(admin: Api, ns: st
 def test_a_model_dir_no_pod_can_share_is_one_warning(admin: Api, ns: str) -> None:
     name = unique("tbx")
     admin.create_tfjob(ns, board_job(name, "true", "/model/run", {"emptyDir": {}}))
-    wait_for(lambda: len(admin.pods(ns, name)) == 3, "the job's 3 pods: it runs on")
-    warned = wait_for(lambda: warnings_of(admin, ns, name, "TensorBoardUnavailable"), "the Warning")
+    wait(lambda: len(admin.pods(ns, name)) == 3, "the job's 3 pods: it runs on")
+    warned = wait(lambda: warnings_of(admin, ns, name, "TensorBoardUnavailable"), "the Warning")
     assert "emptyDir volume 'model'" in warned[0] and "PersistentVolumeClaim" in warned[0]
     # more passes (pods change phase) tell it no more
     for pod in admin.pods(ns, name):
         admin.set_pod_phase(ns, pod, "Running", pod_ip="127.0.0.1")
-    wait_for(lambda: (admin.tfjob(ns, name) or {}).get("status", {}).get("conditions"), "status")
+    wait(lambda: (admin.tfjob(ns, name) or {}).get("status", {}).get("conditions"), "status")
     assert len(warnings_of(admin, ns, name, "TensorBoardUnavailable")) == 1
     assert admin.find(f"{DEPLOYMENTS.format(ns=ns)}/{name}-tensorboard") is None
 
@@ -78,10 +78,10 @@ def test_a_model_dir_no_pod_can_share_is_one_warning(admin: Api, ns: str) -> Non
 def test_no_annotation_no_tensorboard(admin: Api, ns: str) -> None:
     name = unique("plain")
     admin.create_tfjob(ns, board_job(name, None, "/model/run", {"hostPath": {"path": "/srv"}}))
-    wait_for(lambda: len(admin.pods(ns, name)) == 3, "the job's 3 pods")
+    wait(lambda: len(admin.pods(ns, name)) == 3, "the job's 3 pods")
     link = unique("link")
     admin.create_tfjob(ns, board_job(link, "https://tb.example/x", "/model/run", {"emptyDir": {}}))
-    wait_for(lambda: len(admin.pods(ns, link)) == 3, "the other job's 3 pods")
+    wait(lambda: len(admin.pods(ns, link)) == 3, "the other job's 3 pods")
     for job in (name, link):
         found = admin.get(
             f"{DEPLOYMENTS.format(ns=ns)}?labelSelector=taas.dev/tensorboard-for={job}"

@@ -24,13 +24,13 @@ import pytest
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_operator.apiserver.blocking import Connection
 from taas_operator.tensorboard_command.proxy import ServiceProxy
-from tests.operator.operator_harness import (
+from tests.harness.operator_run import (
     Api,
     StartOperator,
     new_namespace,
     unique,
-    wait_for,
 )
+from tests.harness.waiting import wait
 from tests.operator.tensorboard_helpers import IMAGE, board_job, warnings_of
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.timeout(180)]
@@ -63,7 +63,7 @@ def test_the_command_says_what_each_job_lacks(
     admin.create_tfjob(ns, board_job(link, "https://tb.example/x", "/model/r", {"emptyDir": {}}))
     admin.create_tfjob(ns, board_job(unshareable, "true", "/model/run", {"emptyDir": {}}))
     admin.create_tfjob(ns, board_job(waiting, "true", "/model/run", {"hostPath": {"path": "/srv"}}))
-    wait_for(lambda: warnings_of(admin, ns, unshareable, "TensorBoardUnavailable"), "the Warning")
+    wait(lambda: warnings_of(admin, ns, unshareable, "TensorBoardUnavailable"), "the Warning")
 
     missing = _taas_tensorboard(kubeconfig, ns, "no-such-job")
     assert missing.returncode == 2 and 'TFJob "no-such-job" not found' in missing.stderr

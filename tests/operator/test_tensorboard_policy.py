@@ -14,7 +14,13 @@ import pytest
 from taas_operator.api import parse_tfjob
 from taas_operator.tensorboard.objects import desired_tensorboard
 from taas_operator.tensorboard.policy import desired_tensorboard_policy
-from tests.operator.operator_harness import Api, StartOperator, new_namespace, unique, wait_for
+from tests.harness.operator_run import (
+    Api,
+    StartOperator,
+    new_namespace,
+    unique,
+)
+from tests.harness.waiting import wait
 from tests.operator.tensorboard_helpers import board_job
 
 pytestmark = [pytest.mark.fast, pytest.mark.timeout(120)]
@@ -54,8 +60,8 @@ def test_the_operator_makes_the_policy_with_the_tensorboard(
     start_fake_operator(ns)
     policy_path = f"/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies/{name}-tensorboard"
     deploy_path = f"/apis/apps/v1/namespaces/{ns}/deployments/{name}-tensorboard"
-    policy = wait_for(lambda: fake_admin.find(policy_path), "the TensorBoard's NetworkPolicy")
-    deployment = wait_for(lambda: fake_admin.find(deploy_path), "the TensorBoard")
+    policy = wait(lambda: fake_admin.find(policy_path), "the TensorBoard's NetworkPolicy")
+    deployment = wait(lambda: fake_admin.find(deploy_path), "the TensorBoard")
     assert _selects(policy, deployment["spec"]["template"]["metadata"]["labels"])
     assert policy["spec"]["ingress"] == []
     uid = fake_admin.tfjob(ns, name)["metadata"]["uid"]  # type: ignore[index]

@@ -1,18 +1,16 @@
 """What the simulated-cluster scenarios share: TFJobs whose fake containers exit as told,
-listing pods and jobs, waiting with a clear failure.
+listing pods and jobs (waiting is tests.harness.waiting's `wait`).
 
     sim_tfjob(name, ps, workers, worker_plan={...}, restart_policy="Never", worker_resources=None)
     create_namespace(api, name) / create_tfjob(api, ns, manifest)
     tfjobs(api, ns) -> dict[name, body]     pods(api, ns) -> list[V1Pod]
-    wait_until(probe, timeout_s, what) -> value
     end_pods(api, ns, names, exit_code)     # annotate running pods: their container exits now
     condition(job, type_) -> dict | None     # True conditions only
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -89,18 +87,6 @@ def condition(job: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
         if cond.get("type") == type_ and cond.get("status") == "True":
             return dict(cond)
     return None
-
-
-def wait_until(probe: Callable[[], T | None], timeout_s: float, what: str, every: float = 0.5) -> T:
-    """Poll until `probe()` is truthy; fail naming `what` and the last value."""
-    deadline = time.monotonic() + timeout_s
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(every)
-    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}; last: {last!r}")
 
 
 def end_pods(api: client.ApiClient, namespace: str, names: Iterable[str], exit_code: int) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.harness.waiting import wait
 from tests.sim.sim_helpers import (
     condition,
     create_namespace,
@@ -27,7 +28,6 @@ from tests.sim.sim_helpers import (
     pods,
     sim_tfjob,
     tfjobs,
-    wait_until,
 )
 
 pytestmark = [pytest.mark.sim, pytest.mark.controlplane, pytest.mark.timeout(600)]
@@ -59,10 +59,11 @@ def _node_ready(sim, node: str) -> bool:
 def _running_again(sim, ns: str, name: str, lost: list[str]) -> str:
     """Wait for the job Running again with each lost replica made again once (NodeLost); the
     messages of its events."""
-    job = wait_until(
+    job = wait(
         lambda: condition(tfjobs(sim.api, ns)[name], "Running") and tfjobs(sim.api, ns)[name],
-        60,
         f"{name} Running again",
+        timeout=60,
+        every=0.5,
     )
     recreations = job["status"]["recreations"]
     assert sorted(recreations) == lost
@@ -82,7 +83,12 @@ def test_f_lost_node_replicas_replaced_with_on_failure_and_job_failed_with_never
     create_tfjob(sim.api, ns, _lossy("resilient", "OnFailure"))
     create_tfjob(sim.api, ns, _lossy("fragile", "Never"))
     for job in ("resilient", "fragile"):
-        wait_until(lambda job=job: condition(tfjobs(sim.api, ns)[job], "Running"), 60, job)
+        wait(
+            lambda job=job: condition(tfjobs(sim.api, ns)[job], "Running"),
+            job,
+            timeout=60,
+            every=0.5,
+        )
     placed = {p.metadata.name: p for p in pods(sim.api, ns)}
     lost_nodes = {placed["resilient-ps-0"].spec.node_name, placed["fragile-ps-0"].spec.node_name}
     lost = {n: p.metadata.uid for n, p in placed.items() if p.spec.node_name in lost_nodes}
@@ -91,8 +97,11 @@ def test_f_lost_node_replicas_replaced_with_on_failure_and_job_failed_with_never
         for node in lost_nodes:
             sim.stop_heartbeat(node)
         stopped = time.monotonic()
-        wait_until(
-            lambda: not any(_node_ready(sim, n) for n in lost_nodes), 60, "the nodes NotReady"
+        wait(
+            lambda: not any(_node_ready(sim, n) for n in lost_nodes),
+            "the nodes NotReady",
+            timeout=60,
+            every=0.5,
         )
         not_ready = time.monotonic()
 
@@ -108,15 +117,23 @@ def test_f_lost_node_replicas_replaced_with_on_failure_and_job_failed_with_never
                 and now[n].metadata.deletion_timestamp is None
             ]
 
-        wait_until(lambda: replaced() == resilient_lost, 90, f"{resilient_lost} replaced")
+        wait(
+            lambda: replaced() == resilient_lost,
+            f"{resilient_lost} replaced",
+            timeout=90,
+            every=0.5,
+        )
         back = time.monotonic()
         events = _running_again(sim, ns, "resilient", resilient_lost)
         assert any(
             f"on node {n}, evicted after the node stopped responding" in events for n in lost_nodes
         ), events
 
-        failed = wait_until(
-            lambda: condition(tfjobs(sim.api, ns)["fragile"], "Failed"), 60, "fragile Failed"
+        failed = wait(
+            lambda: condition(tfjobs(sim.api, ns)["fragile"], "Failed"),
+            "fragile Failed",
+            timeout=60,
+            every=0.5,
         )
         named = re.search(
             r"\(pod (\S+) \(\w+ \d+\) on node (\S+), evicted after", failed["message"]
@@ -132,7 +149,12 @@ def test_f_lost_node_replicas_replaced_with_on_failure_and_job_failed_with_never
     finally:
         for node in lost_nodes:
             sim.resume_heartbeat(node)
-        wait_until(lambda: all(_node_ready(sim, n) for n in lost_nodes), 60, "the nodes back")
+        wait(
+            lambda: all(_node_ready(sim, n) for n in lost_nodes),
+            "the nodes back",
+            timeout=60,
+            every=0.5,
+        )
 
 
 def test_f_deleted_node_replicas_replaced_with_on_failure_and_job_failed_with_never(sim, operator):
@@ -146,7 +168,12 @@ def test_f_deleted_node_replicas_replaced_with_on_failure_and_job_failed_with_ne
     create_tfjob(sim.api, ns, sim_tfjob("survivor", ps=1, workers=6, restart_policy="OnFailure"))
     create_tfjob(sim.api, ns, sim_tfjob("doomed", ps=1, workers=6, restart_policy="Never"))
     for job in ("survivor", "doomed"):
-        wait_until(lambda job=job: condition(tfjobs(sim.api, ns)[job], "Running"), 60, job)
+        wait(
+            lambda job=job: condition(tfjobs(sim.api, ns)[job], "Running"),
+            job,
+            timeout=60,
+            every=0.5,
+        )
     placed = {p.metadata.name: p for p in pods(sim.api, ns)}
     gone_nodes = {placed["survivor-ps-0"].spec.node_name, placed["doomed-ps-0"].spec.node_name}
     lost = {n: p.metadata.uid for n, p in placed.items() if p.spec.node_name in gone_nodes}
@@ -167,7 +194,9 @@ def test_f_deleted_node_replicas_replaced_with_on_failure_and_job_failed_with_ne
                 and now[n].spec.node_name not in gone_nodes
             ]
 
-        wait_until(lambda: replaced() == survivor_lost, 150, f"{survivor_lost} replaced")
+        wait(
+            lambda: replaced() == survivor_lost, f"{survivor_lost} replaced", timeout=150, every=0.5
+        )
         print(
             f"\n(f) nodes {sorted(gone_nodes)} deleted: {len(survivor_lost)} replica(s) Running "
             f"elsewhere after {time.monotonic() - deleted:.1f}s"
@@ -178,8 +207,11 @@ def test_f_deleted_node_replicas_replaced_with_on_failure_and_job_failed_with_ne
         ), events
         assert "exit code" not in events  # a lost node, not a failed container
 
-        failed = wait_until(
-            lambda: condition(tfjobs(sim.api, ns)["doomed"], "Failed"), 60, "doomed Failed"
+        failed = wait(
+            lambda: condition(tfjobs(sim.api, ns)["doomed"], "Failed"),
+            "doomed Failed",
+            timeout=60,
+            every=0.5,
         )
         named = re.search(
             r"\(pod (\S+) \(\w+ \d+\) on node (\S+), which was deleted from the cluster\)",
@@ -193,4 +225,9 @@ def test_f_deleted_node_replicas_replaced_with_on_failure_and_job_failed_with_ne
         present = {n.metadata.name for n in client.CoreV1Api(sim.api).list_node().items}
         for node in gone_nodes - present:
             sim.restore_node(node)
-        wait_until(lambda: all(_node_ready(sim, n) for n in gone_nodes), 60, "the nodes back")
+        wait(
+            lambda: all(_node_ready(sim, n) for n in gone_nodes),
+            "the nodes back",
+            timeout=60,
+            every=0.5,
+        )

@@ -12,13 +12,13 @@ import pytest
 
 from bench.harness.observer import Observer
 from taas_controlplane.sim.annotations import container_plan
+from tests.harness.waiting import wait
 from tests.sim.sim_helpers import (
     condition,
     create_namespace,
     create_tfjobs,
     sim_tfjob,
     tfjobs,
-    wait_until,
 )
 
 pytestmark = [pytest.mark.sim, pytest.mark.controlplane, pytest.mark.timeout(600)]
@@ -44,10 +44,10 @@ def test_h_sigkill_mid_creation_converges_without_duplicates(sim, operator) -> N
         seen_at_kill = len(observer.records())
         operator.start()
         assert seen_at_kill < total, f"the kill came after all {total} objects existed"
-        wait_until(
+        wait(
             lambda: all(condition(j, "Succeeded") for j in tfjobs(sim.api, ns).values()),
-            300,
             "every job Succeeded after the restart",
+            timeout=300,
             every=1.0,
         )
         assert observer.recreated() == [], "objects deleted and made again after the restart"

@@ -19,6 +19,7 @@ import uuid
 import pytest
 
 from taas_controlplane.sim.annotations import container_plan
+from tests.harness.waiting import wait
 from tests.sim.sim_helpers import (
     condition,
     create_namespace,
@@ -28,7 +29,6 @@ from tests.sim.sim_helpers import (
     pods,
     sim_tfjob,
     tfjobs,
-    wait_until,
 )
 
 pytestmark = [pytest.mark.sim, pytest.mark.controlplane, pytest.mark.timeout(600)]
@@ -54,39 +54,48 @@ def test_d_one_job_of_5_ps_and_50_workers_over_20_nodes(sim, operator) -> None:
     ns = _namespace(sim, "sim-d")
     started = time.monotonic()
     create_tfjob(sim.api, ns, sim_tfjob("big", ps=5, workers=50))
-    found = wait_until(
+    found = wait(
         lambda: (lambda ps: len(ps) == 55 and all(_running(p) for p in ps) and ps)(
             pods(sim.api, ns, "big")
         ),
-        120,
         "all 55 pods Running",
+        timeout=120,
+        every=0.5,
     )
     all_running = time.monotonic() - started
     nodes = {p.spec.node_name for p in found}
     assert len(nodes) >= 15, f"55 pods on only {len(nodes)} of 20 nodes: {sorted(nodes)}"
-    wait_until(lambda: condition(tfjobs(sim.api, ns)["big"], "Running"), 30, "the job Running")
+    wait(
+        lambda: condition(tfjobs(sim.api, ns)["big"], "Running"),
+        "the job Running",
+        timeout=30,
+        every=0.5,
+    )
     # worker 0 last: its success ends the job, and cleanPodPolicy Running deletes the rest
     others = [p.metadata.name for p in found if "-worker-" in p.metadata.name]
     others.remove("big-worker-0")
     end_pods(sim.api, ns, others, 0)
-    wait_until(
+    wait(
         lambda: sum(p.status.phase == "Succeeded" for p in pods(sim.api, ns, "big")) == 49,
-        60,
         "49 workers Succeeded",
+        timeout=60,
+        every=0.5,
     )
     end_pods(sim.api, ns, ["big-worker-0"], 0)
-    job = wait_until(
+    job = wait(
         lambda: condition(tfjobs(sim.api, ns)["big"], "Succeeded") and tfjobs(sim.api, ns)["big"],
-        120,
         "the job Succeeded",
+        timeout=120,
+        every=0.5,
     )
     total = time.monotonic() - started
     assert job["status"]["replicaStatuses"]["Worker"]["succeeded"] == 50
     # cleanPodPolicy Running (the default): the PS pods go, the workers' stay as they ended
-    wait_until(
+    wait(
         lambda: not [p for p in pods(sim.api, ns, "big") if "-ps-" in p.metadata.name],
-        60,
         "the PS pods deleted",
+        timeout=60,
+        every=0.5,
     )
     print(
         f"\n(d) 55 pods on {len(nodes)} nodes: all Running {all_running:.1f}s, "
@@ -100,10 +109,10 @@ def test_e_ten_jobs_of_20_replicas_at_once_all_finish(sim, operator) -> None:
     plan = container_plan(exit_code=0, run_seconds=8)
     started = time.monotonic()
     create_tfjobs(sim.api, ns, [sim_tfjob(n, ps=2, workers=18, worker_plan=plan) for n in names])
-    wait_until(
+    wait(
         lambda: all(condition(j, "Succeeded") for j in tfjobs(sim.api, ns).values()),
-        240,
         "all 10 jobs Succeeded",
+        timeout=240,
         every=1.0,
     )
     total = time.monotonic() - started
@@ -120,23 +129,30 @@ def test_exit_codes_succeed_fail_and_recreate(sim, operator) -> None:
     ns = _namespace(sim, "sim-x")
     create_tfjob(sim.api, ns, sim_tfjob("fails", 0, 2, container_plan(exit_code=3, run_seconds=1)))
     create_tfjob(sim.api, ns, sim_tfjob("retries", 1, 2, restart_policy="ExitCode"))
-    job = wait_until(
-        lambda: condition(tfjobs(sim.api, ns).get("fails"), "Failed"), 90, "`fails` Failed"
+    job = wait(
+        lambda: condition(tfjobs(sim.api, ns).get("fails"), "Failed"),
+        "`fails` Failed",
+        timeout=90,
+        every=0.5,
     )
     assert "exit code 3" in job["message"], job
 
-    wait_until(
+    wait(
         lambda: len([p for p in pods(sim.api, ns, "retries") if _running(p)]) == 3,
-        90,
         "`retries` Running",
+        timeout=90,
+        every=0.5,
     )
     first = {p.metadata.name: p.metadata.uid for p in pods(sim.api, ns, "retries")}
     end_pods(sim.api, ns, ["retries-worker-1"], 137)  # killed: ExitCode recreates it
     # Restarting lasts only until the new pod runs (Running replaces it): its event stays
-    wait_until(
-        lambda: "TFJobRestarting" in _events(sim, ns, "retries"), 60, "a TFJobRestarting event"
+    wait(
+        lambda: "TFJobRestarting" in _events(sim, ns, "retries"),
+        "a TFJobRestarting event",
+        timeout=60,
+        every=0.5,
     )
-    replaced = wait_until(
+    replaced = wait(
         lambda: next(
             (
                 p
@@ -147,24 +163,29 @@ def test_exit_codes_succeed_fail_and_recreate(sim, operator) -> None:
             ),
             None,
         ),
-        60,
         "worker 1 recreated and Running",
+        timeout=60,
+        every=0.5,
     )
     assert replaced.metadata.uid != first["retries-worker-1"]
     status = tfjobs(sim.api, ns)["retries"]["status"]
     assert status["recreations"]["retries-worker-1"]["lastExitCode"] == 137
     end_pods(sim.api, ns, ["retries-worker-1"], 0)  # worker 0 last: it ends the job
-    wait_until(
+    wait(
         lambda: any(
             p.metadata.name == "retries-worker-1" and p.status.phase == "Succeeded"
             for p in pods(sim.api, ns, "retries")
         ),
-        60,
         "worker 1 Succeeded",
+        timeout=60,
+        every=0.5,
     )
     end_pods(sim.api, ns, ["retries-worker-0"], 0)
-    wait_until(
-        lambda: condition(tfjobs(sim.api, ns)["retries"], "Succeeded"), 60, "`retries` Succeeded"
+    wait(
+        lambda: condition(tfjobs(sim.api, ns)["retries"], "Succeeded"),
+        "`retries` Succeeded",
+        timeout=60,
+        every=0.5,
     )
 
 
@@ -173,7 +194,7 @@ def test_g_unschedulable_replicas_show_on_the_tfjob_and_in_taas_get(sim, operato
     gpus = {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": "8"}
     # 4 nodes with 8 GPUs each: 4 of these 7 workers fit, 3 cannot be placed
     create_tfjob(sim.api, ns, sim_tfjob("greedy", 0, 7, worker_resources=gpus))
-    running = wait_until(
+    running = wait(
         lambda: next(
             (
                 c
@@ -184,8 +205,9 @@ def test_g_unschedulable_replicas_show_on_the_tfjob_and_in_taas_get(sim, operato
             ),
             None,
         ),
-        90,
         "Running False, reason Unschedulable, 3 of 7",
+        timeout=90,
+        every=0.5,
     )
     assert running["status"] == "False"
     assert "3 of 7 Worker pods unschedulable: 0/20 nodes are available" in running["message"]

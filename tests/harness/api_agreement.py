@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from taas_operator.api import messages
-from tests.api.cases import BAD, DIST_MNIST, KUBEFLOW_GUIDE, good
+from tests.harness.api_cases import BAD, DIST_MNIST, KUBEFLOW_GUIDE, good
 
 WORKER = "spec.tfReplicaSpecs.Worker"
 TEMPLATE = f"{WORKER}.template"

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from taas_controlplane.controlplane.certificates import CertificateAuthority
-from tests.operator.operator_harness import PODS, Api
+from tests.harness.operator_run import PODS, Api
 
 
 class KubeletPlayer:

@@ -1,5 +1,5 @@
-"""Helpers of the end-to-end tests (fixtures are in conftest.py): kubectl and Helm against the
-cluster, waiting without hanging, a job's pods, a container killed as a crash would end it, and
+"""Helpers of the tests on a real cluster (tests/e2e; fixtures in its conftest.py): kubectl and
+Helm against the cluster, a job's pods, a container killed as a crash would end it, and
 small TFJobs that need no TensorFlow."""
 
 from __future__ import annotations
@@ -7,16 +7,13 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from taas_controlplane.build.binaries import ensure
 from taas_controlplane.build.busybox_images import TOOLBOX_IMAGE
 from taas_controlplane.cluster.cluster import Cluster
+from tests.harness.waiting import wait
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "taas"
@@ -52,20 +49,6 @@ def install_chart(cluster: Cluster, *values: str) -> None:
 
 def get_json(cluster: Cluster, *args: str) -> Any:
     return json.loads(cluster.kubectl("get", *args, "-o", "json").stdout)
-
-
-def wait_for(
-    what: str, probe: Callable[[], Any], timeout: float = 120.0, every: float = 1.0
-) -> Any:
-    """Call `probe` until it returns something truthy; fail naming `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(every)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
 
 
 def job_pods(cluster: Cluster, ns: str, job: str) -> list[dict[str, Any]]:
@@ -105,7 +88,7 @@ def wait_finished(cluster: Cluster, ns: str, name: str, timeout: float = 600.0) 
         ]
         return job if done else None
 
-    return dict(wait_for(f"TFJob {ns}/{name} to finish", finished, timeout=timeout, every=2.0))
+    return dict(wait(finished, f"TFJob {ns}/{name} to finish", timeout=timeout, every=2.0))
 
 
 def kill_container_and_await_replacement(
@@ -125,19 +108,20 @@ def kill_container_and_await_replacement(
         return items[0] if items and items[0]["status"].get("phase") == "Running" else None
 
     return dict(
-        wait_for(f"pod {pod_name} recreated and running", recreated, timeout=timeout, every=every)
+        wait(recreated, f"pod {pod_name} recreated and running", timeout=timeout, every=every)
     )
 
 
 def await_resumed_step(cluster: Cluster, ns: str, chief: str, timeout: float) -> int:
     """Wait until the chief's log says it resumed from a checkpoint; return that step."""
-    resumed = wait_for(
-        "the new chief resuming from the checkpoint",
+    resumed = wait(
         lambda: re.search(
             r"chief; resuming from checkpoint \S+-(\d+)",
             cluster.kubectl("logs", "-n", ns, chief, check=False).stdout,
         ),
+        "the new chief resuming from the checkpoint",
         timeout=timeout,
+        every=1.0,
     )
     return int(resumed.group(1))
 

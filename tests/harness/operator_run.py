@@ -1,4 +1,5 @@
-"""Helpers for the operator tests: a small JSON client, the operator as a subprocess, polling.
+"""The operator on a real apiserver, for the operator and dashboard tests: a small JSON client
+(`Api`), the operator as a subprocess, a TFJob's conditions (waiting: tests.harness.waiting).
 
 What is real: kube-apiserver + etcd (the session fixture), the operator process (`taas
 operator`, kopf, the whole controller), RBAC. What is not there: a kubelet. Pods therefore never
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 import yaml
 
 from taas_operator.processes import spawn, stop
+from tests.harness.waiting import wait
 
 T = TypeVar("T")
 
@@ -171,23 +173,6 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def wait_for(
-    probe: Callable[[], T | None],
-    what: str,
-    timeout: float = 20.0,
-    interval: float = 0.1,
-) -> T:
-    """Poll until `probe()` is truthy and return it; fail naming `what` (and the last value)."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}; last: {last!r}")
-
-
 def condition(job: dict[str, Any] | None, type_: str) -> dict[str, Any] | None:
     """The TFJob condition of this type when it is True."""
     for cond in ((job or {}).get("status") or {}).get("conditions") or []:
@@ -298,7 +283,7 @@ def launch_operator(
 ) -> OperatorProcess:
     """Start `taas operator ARGS` and wait until kopf has logged in (or the process died)."""
     proc = OperatorProcess(args, log, env).start()
-    wait_for(
+    wait(
         lambda: "Initial authentication has finished" in proc.log() or not proc.alive(),
         "the operator to log in",
     )
