@@ -5,7 +5,8 @@
     taas render JOB.yaml     the pods, services and NetworkPolicy the operator would create
     taas dashboard [FLAGS]   a live web page of the cluster's TFJobs (flags: dashboard.flags)
     taas operator [FLAGS]    run the TFJob operator against a cluster (flags: controller.flags)
-    taas submit | logs | get | wait | delete | scale   TFJobs on a cluster (taas_operator.client)
+    taas submit | logs | get | wait | delete | scale | kubeconfig
+                             TFJobs on a cluster (taas_operator.client)
     taas tensorboard JOB.yaml|DIR|JOB          a job's summaries (taas_operator.tensorboard_command)
 
 Each subcommand is registered by an `add_<verb>(subparsers)` function that adds its parser and
@@ -15,6 +16,9 @@ handler, never at the top of this module, so `taas run` starts fast.
 
 Exit codes: 0 success; 1 the job failed; 2 usage or validation error (argparse's own convention,
 kept for every bad file, YAML or spec); 130/143 stopped by SIGINT/SIGTERM.
+
+Over 400 lines: the parsers of the local verbs (run, validate, render, dashboard, operator) with
+their help texts, so `taas --help` and each verb's flags read in one place; no work is done here.
 """
 
 from __future__ import annotations

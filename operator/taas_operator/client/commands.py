@@ -23,6 +23,9 @@ one `error:` line naming the fix and exit 2; never a traceback. Ctrl-C leaves th
 
 This module imports no kubernetes code at import time (`taas run` must start fast): each
 handler imports the client when it runs.
+
+Over 400 lines: seven verbs, each handler beside its parser, whose help and examples are most of
+the text; the work itself is in the modules they call (jobs, programs, kubeconfigs, scale).
 """
 
 from __future__ import annotations
