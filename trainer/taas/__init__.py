@@ -137,7 +137,8 @@ Layout (layers, each importing only those below it; import-linter checks it, and
     taas.graph      graph mode: trainer (DistributedTrainer = hooks + main), hooks, engine,
                     model, steps, towers, devices, session, exporter, evaluator
     taas.keras      TensorFlow 2: trainer (KerasTrainer = hooks + main), hooks, engine, fit
-                    (Keras fit as the loop), strategies, steps, checkpoints, exports
+                    (Keras fit as the loop), own_fit (TaaS's epochs for Keras 3 where its fit
+                    cannot run), strategies, steps, checkpoints, exports
                     (SavedModels; together under MWMS), evaluator (graph and keras:
                     independent)
     taas.runtime    TensorFlow services both engines use: coordination (PS serving, "done",

@@ -9,9 +9,11 @@ batch a single process reading them in order with batch G gets.
 Environment:
 - ``METRICS_PLAIN``: set: no TaaS: plain ``model.fit`` in one process, global batch
   ``METRICS_PLAIN`` (the reference);
+- ``METRICS_KERAS``: ``tf_keras`` (default) or ``keras3`` (``import keras``, Keras 3);
 - ``METRICS_LR``: SGD's learning rate (default 0.5); ``METRICS_INIT``: ``zeros`` or
-  ``seeded`` (the kernel; default seeded); ``METRICS_SAME_BATCH``: set: every batch holds the
-  same examples (a run whose numbers do not depend on which worker took which step);
+  ``seeded`` (the kernel, from a seeded numpy generator: the same in both Kerases; default
+  seeded); ``METRICS_SAME_BATCH``: set: every batch holds the same examples (a run whose
+  numbers do not depend on which worker took which step);
 - ``METRICS_EPOCHS``, ``METRICS_STEPS``: plain fit's epochs and steps per epoch (TaaS: its
   settings).
 
@@ -24,9 +26,14 @@ from __future__ import annotations
 import json
 import os
 
+import numpy as np
 import tensorflow as tf
-import tf_keras as keras
 from logistic_data import examples as seeded
+
+if os.environ.get("METRICS_KERAS", "tf_keras") == "keras3":
+    import keras
+else:
+    import tf_keras as keras
 
 PLAIN = int(os.environ.get("METRICS_PLAIN", "0"))
 LR = float(os.environ.get("METRICS_LR", "0.5"))
@@ -56,13 +63,15 @@ class EpochsOnly(keras.callbacks.Callback):
 
 
 def build() -> keras.Model:
-    init = "zeros" if ZEROS else keras.initializers.GlorotUniform(seed=3)
     model = keras.Sequential(
         [
             keras.layers.Input((4,)),
-            keras.layers.Dense(1, activation="sigmoid", kernel_initializer=init),
+            keras.layers.Dense(1, activation="sigmoid", kernel_initializer="zeros"),
         ]
     )
+    if not ZEROS:
+        kernel = np.random.default_rng(3).uniform(-1, 1, (4, 1)).astype(np.float32)
+        model.layers[-1].set_weights([kernel, np.zeros(1, np.float32)])
     model.compile(
         optimizer=keras.optimizers.SGD(LR),
         loss="binary_crossentropy",

@@ -32,8 +32,9 @@ from taas.core.settings import SettingsError, refuse_fit_only
 from taas.keras.checkpoints import CheckpointKeeper
 from taas.keras.evaluator import run_evaluator
 from taas.keras.exports import ExportRequests, export_together
-from taas.keras.fit import fit_keras, run_fit
+from taas.keras.fit import KERAS3_NO_FIT, fit_keras, own_loop, run_fit
 from taas.keras.hooks import FIT_ONLY_HOOKS, KerasHooks, custom_step, overrides_hook
+from taas.keras.own_fit import prepare, run_own_fit
 from taas.keras.steps import run_custom_steps
 from taas.keras.strategies import StrategyPlan, plan_strategy
 from taas.runtime import coordination, keepalive
@@ -172,6 +173,9 @@ class KerasEngine:
         trainer.global_batch_size = settings.batch_size * plan.replicas
         model, optimizer = self._build(strategy)
         keras = None if self.step_fn is not None else fit_keras(trainer, model, plan)
+        own = keras is not None and own_loop(keras, plan)
+        if own:
+            prepare(model, trainer)  # its variables exist before a checkpoint restores them
         keeper = CheckpointKeeper(settings, plan, task, model, optimizer, strategy)
         checkpoint = keeper.latest()
         if checkpoint:
@@ -192,6 +196,11 @@ class KerasEngine:
                 flush=True,
             )
         how = "your train_batch under strategy.run" if keras is None else f"{keras.__name__} fit"
+        if own:
+            how = (
+                f"Keras 3 train_step through TaaS's own fit (Keras 3's fails under "
+                f"{KERAS3_NO_FIT[plan.kind]})"
+            )
         print(
             f"[{task}] model ready {process_age():.2f}s after start; global step {start}; "
             f"steps: {how}",
@@ -208,7 +217,9 @@ class KerasEngine:
             print(line, flush=True)
         else:
             workers = len(plan.hosts("worker"))
-            if keras is not None:
+            if keras is not None and own:
+                run_own_fit(trainer, model, keras, coordinator, loop, keeper, workers)
+            elif keras is not None:
                 run_fit(trainer, model, keras, coordinator, loop, keeper, workers)
             else:
                 assert self.step_fn is not None  # no fit: the trainer's own step

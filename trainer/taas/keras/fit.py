@@ -1,7 +1,8 @@
 """TensorFlow 2: Keras ``fit`` as the loop, for tf_keras models everywhere and Keras 3 models
-where Keras 3's ``fit`` works.
+where Keras 3's ``fit`` works; what TaaS's own loop for Keras 3 shares with it.
 
     keras = fit_keras(trainer, model, plan)     tf_keras or keras; refuses what cannot run
+    own_loop(keras, plan)                       True: taas.keras.own_fit runs the epochs
     run_fit(trainer, model, keras, coordinator, loop, keeper, workers)
 
 ``fit`` gets TaaS's callback first, then the user's ``callbacks()``. TaaS's reports each
@@ -34,7 +35,9 @@ epochs from where it resumed), the last one cut at ``max_steps``.
 
 Keras 3 (``import keras``): its ``fit`` runs under the default strategy and MirroredStrategy;
 under MultiWorkerMirroredStrategy and ParameterServerStrategy it fails on TensorFlow 2.21
-(keras-team/keras#20585), so such a model is refused there, naming the fix.
+(keras-team/keras#20585), so there TaaS's own loop (``taas.keras.own_fit``) runs the model's
+``train_step`` with the same callbacks, logs and reports (:func:`report_logs`,
+:func:`publish_epoch`, :class:`Epochs`, :func:`step_loss`).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
@@ -69,8 +73,8 @@ KERAS3_NO_FIT = {
 
 
 def fit_keras(trainer: KerasHooks, model: Any, plan: StrategyPlan) -> ModuleType:
-    """The Keras ``model`` belongs to (``tf_keras`` or Keras 3's ``keras``), when ``fit`` can
-    train it under ``plan``'s strategy; else :class:`SettingsError` naming the fix."""
+    """The Keras ``model`` belongs to (``tf_keras`` or Keras 3's ``keras``); else
+    :class:`SettingsError` naming the fix."""
     import tf_keras
 
     name = f"{type(trainer).__name__}.build_model()"
@@ -84,15 +88,15 @@ def fit_keras(trainer: KerasHooks, model: Any, plan: StrategyPlan) -> ModuleType
             f"{name} returned a {what}, not a Keras model: return a compiled tf_keras "
             "(`import tf_keras as keras`) or Keras 3 model, or (model, loss, optimizer)"
         )
-    if plan.kind in KERAS3_NO_FIT:
-        raise SettingsError(
-            f"{name} returned a Keras 3 model ({what}): Keras 3's fit fails under "
-            f"{KERAS3_NO_FIT[plan.kind]} on TensorFlow 2.21 ({KERAS3_FIT_ISSUE}). Build it "
-            "with `import tf_keras as keras` (Keras 2 runs fit under every strategy); Keras 3 "
-            "models train with fit in one process and under MirroredStrategy only"
-        )
     _one_step_per_call(name, model)
     return keras
+
+
+def own_loop(keras: ModuleType, plan: StrategyPlan) -> bool:
+    """True when ``fit`` cannot train a model of ``keras`` under ``plan``'s strategy, and TaaS's
+    own loop does (``taas.keras.own_fit``): Keras 3 under MultiWorkerMirroredStrategy and
+    ParameterServerStrategy on TensorFlow 2.21 (keras-team/keras#20585)."""
+    return keras.__name__ != "tf_keras" and plan.kind in KERAS3_NO_FIT
 
 
 def _one_step_per_call(name: str, model: Any) -> None:
@@ -231,26 +235,18 @@ def run_fit(
     workers: int = 1,
 ) -> None:
     """``model.fit`` from the loop's global step to ``max_steps`` (see the module)."""
-    settings = trainer.settings
-    validating = overrides_hook(trainer, "create_validation_dataset")
+    validating = validation_steps(trainer) is not None
     callbacks = [loop_callback(keras, loop, keeper, window(coordinator, workers), validating)]
     callbacks += user_callbacks(trainer, keras, coordinator is not None)
-    start, end = loop.global_step, loop.max_steps
-    epoch_steps = settings.steps_per_epoch or end - start
+    epochs = Epochs.of(trainer.settings, loop)
     fit_args: dict[str, Any] = {
-        "epochs": math.ceil(end / epoch_steps) if settings.steps_per_epoch else 1,
-        "initial_epoch": start // epoch_steps if settings.steps_per_epoch else 0,
-        "steps_per_epoch": epoch_steps,
+        "epochs": epochs.end,
+        "initial_epoch": epochs.start,
+        "steps_per_epoch": epochs.steps,
     }
     if validating:
-        if settings.validation_steps is None:
-            raise SettingsError(
-                f"{type(trainer).__name__} overrides create_validation_dataset: set "
-                "validation_steps (TAAS_VALIDATION_STEPS or --validation_steps), the batches "
-                "each validation reads from it"
-            )
         fit_args["validation_data"] = _data(keras, trainer, trainer.create_validation_dataset)
-        fit_args["validation_steps"] = settings.validation_steps
+        fit_args["validation_steps"] = trainer.settings.validation_steps
     with step_loss(model):
         model.fit(
             _data(keras, trainer, trainer.create_dataset),
@@ -259,7 +255,44 @@ def run_fit(
             callbacks=callbacks,
             **fit_args,
         )
-    keeper.changed_since_save(len(callbacks) > 1)  # the user's epoch and train ends ran after it
+    stopped(loop, keeper, len(callbacks) > 1)
+
+
+@dataclass(frozen=True)
+class Epochs:
+    """The epochs from the loop's global step to ``max_steps``: ``range(start, end)``, of
+    ``steps`` steps each (the last one cut at ``max_steps``; see the module)."""
+
+    start: int
+    end: int
+    steps: int
+
+    @classmethod
+    def of(cls, settings: Any, loop: TrainLoop) -> Epochs:
+        if not settings.steps_per_epoch:
+            return cls(0, 1, loop.max_steps - loop.global_step)
+        steps = settings.steps_per_epoch
+        return cls(loop.global_step // steps, math.ceil(loop.max_steps / steps), steps)
+
+
+def validation_steps(trainer: KerasHooks) -> int | None:
+    """The batches each validation reads, when the trainer validates (None: it does not)."""
+    if not overrides_hook(trainer, "create_validation_dataset"):
+        return None
+    steps = trainer.settings.validation_steps
+    if steps is None:
+        raise SettingsError(
+            f"{type(trainer).__name__} overrides create_validation_dataset: set "
+            "validation_steps (TAAS_VALIDATION_STEPS or --validation_steps), the batches "
+            "each validation reads from it"
+        )
+    return int(steps)
+
+
+def stopped(loop: TrainLoop, keeper: CheckpointKeeper, callbacks_ran: bool) -> None:
+    """After the epochs: the user's callbacks (``callbacks_ran``) may have changed the model
+    since the last checkpoint; a callback may have stopped training before ``max_steps``."""
+    keeper.changed_since_save(callbacks_ran)
     if loop.running:
         print(
             f"[{loop.task}] fit stopped at global step {loop.global_step} before max_steps "
@@ -294,7 +327,7 @@ def loop_callback(
             super().__init__()
             self._supports_tf_logs = True  # PS training hands RemoteValues: fetched in order
             self.pending: deque[tuple[int, Any]] = deque()
-            self.noted = False
+            self.notes: set[str] = set()
 
         def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
             self.pending.append((batch, logs))
@@ -304,38 +337,65 @@ def loop_callback(
         def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
             while self.pending:
                 self._report_one()
-            validation = {
-                name: float(value)
-                for name, value in (fetch(logs) or {}).items()
-                if name.startswith("val_")
-            }
-            loop.epoch_end(validation)
-            if validation:
-                keeper.epoch_end(loop.global_step, validation)
-
-        def _last_of_epoch(self, batch: int) -> bool:
-            steps = (self.params or {}).get("steps")
-            return loop.global_step + 1 >= loop.max_steps or (
-                steps is not None and batch + 1 >= steps
-            )
+            publish_epoch(loop, keeper, fetch(logs))
 
         def _report_one(self) -> None:
             batch, values = self.pending.popleft()
-            hold = validating and self._last_of_epoch(batch)
-            logs = {name: float(value) for name, value in (fetch(values) or {}).items()}
-            loss = logs.pop(STEP_LOSS, None)
-            running = logs.pop("loss", None)
-            if loss is None and running is not None and not self.noted:
-                print(
-                    f"[{loop.task}] note: the model's train_step does not call compute_loss: "
-                    "the progress loss is Keras's running mean since the epoch began",
-                    flush=True,
-                )
-                self.noted = True
-            if not report(loop, keeper, running if loss is None else loss, logs, hold):
+            steps = (self.params or {}).get("steps")
+            hold = validating and last_of_epoch(loop, batch, steps)
+            if not report_logs(loop, keeper, fetch(values), hold, self.notes):
                 self.model.stop_training = True
 
     return LoopCallback()
 
 
-__all__ = ["KERAS3_FIT_ISSUE", "STEP_LOSS", "fit_keras", "run_fit", "step_loss", "user_callbacks"]
+def last_of_epoch(loop: TrainLoop, batch: int, steps: int | None) -> bool:
+    """True when the step after the loop's global step, ``batch`` of an epoch of ``steps``,
+    ends the epoch (or the training)."""
+    return loop.global_step + 1 >= loop.max_steps or (steps is not None and batch + 1 >= steps)
+
+
+def report_logs(
+    loop: TrainLoop, keeper: CheckpointKeeper, logs: Any, hold: bool, notes: set[str]
+) -> bool:
+    """One finished step from its logs (Keras's values, ``STEP_LOSS`` among them: the loss
+    shown); False when the loop should end. Without ``STEP_LOSS`` the loss shown is Keras's
+    running mean, which a note says once (``notes``: the notes already printed)."""
+    values = {name: float(value) for name, value in (logs or {}).items()}
+    loss = values.pop(STEP_LOSS, None)
+    running = values.pop("loss", None)
+    if loss is None and running is not None and "running" not in notes:
+        notes.add("running")
+        print(
+            f"[{loop.task}] note: the model's train_step does not call compute_loss: "
+            "the progress loss is Keras's running mean since the epoch began",
+            flush=True,
+        )
+    return report(loop, keeper, running if loss is None else loss, values, hold)
+
+
+def publish_epoch(loop: TrainLoop, keeper: CheckpointKeeper, logs: Any) -> None:
+    """An epoch's end: its validation metrics (``val_*`` in ``logs``) to the progress (the
+    held line of its last step) and the chief's summaries."""
+    validation = {
+        name: float(value) for name, value in (logs or {}).items() if name.startswith("val_")
+    }
+    loop.epoch_end(validation)
+    if validation:
+        keeper.epoch_end(loop.global_step, validation)
+
+
+__all__ = [
+    "KERAS3_FIT_ISSUE",
+    "STEP_LOSS",
+    "Epochs",
+    "fit_keras",
+    "own_loop",
+    "publish_epoch",
+    "report_logs",
+    "run_fit",
+    "step_loss",
+    "stopped",
+    "user_callbacks",
+    "validation_steps",
+]

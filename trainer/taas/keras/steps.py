@@ -2,6 +2,7 @@
 
     run_custom_steps(step_fn, trainer, strategy, coordinator, loop, keeper)   your train_batch
     report(loop, keeper, loss, metrics)                              one finished step
+    finished_steps(step, iterator, coordinator, todo)   each step's result, fetched, in order
 
 Each finished step goes to :class:`taas.core.loop.TrainLoop` (progress lines, the NaN check, the
 stop at ``max_steps``), then to the :class:`~taas.keras.checkpoints.CheckpointKeeper`
@@ -16,7 +17,7 @@ line shows is the number of steps finished, never merely scheduled.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import tensorflow as tf
@@ -64,6 +65,49 @@ def fetch(value: Any) -> Any:
         return None
 
 
+def distributed_iterator(strategy: Any, coordinator: Any, create: Callable[[Any], Any]) -> Any:
+    """An iterator over the strategy's distributed dataset made by ``create(input_context)``:
+    one per worker under ParameterServerStrategy (``coordinator``), else this process's."""
+    if coordinator is None:
+        return iter(strategy.distribute_datasets_from_function(create))
+
+    @tf.function
+    def per_worker_dataset() -> Any:
+        return strategy.distribute_datasets_from_function(create)
+
+    return iter(coordinator.create_per_worker_dataset(per_worker_dataset))
+
+
+def finished_steps(
+    step: Callable[[Any], Any],
+    iterator: Any,
+    coordinator: Any,
+    todo: int,
+    workers: int = 1,
+    before: Callable[[int], Any] | None = None,
+) -> Iterator[Any]:
+    """Run ``step(iterator)`` up to ``todo`` times (``before(i)`` just before the i-th runs or
+    is scheduled); yield each result, fetched, in order (None: its worker has gone, see
+    :func:`fetch`). Under ParameterServerStrategy steps are scheduled up to :func:`window`
+    ahead; a caller that stops early leaves those in flight (the coordinator's ``join`` waits
+    for them)."""
+    if coordinator is None:
+        for index in range(todo):
+            if before is not None:
+                before(index)
+            yield step(iterator)
+        return
+    pending: deque[Any] = deque()
+    scheduled, limit = 0, window(coordinator, workers)
+    while scheduled < todo or pending:
+        while scheduled < todo and len(pending) <= limit:
+            if before is not None:
+                before(scheduled)
+            pending.append(coordinator.schedule(step, args=(iterator,)))
+            scheduled += 1
+        yield fetch(pending.popleft())
+
+
 def run_custom_steps(
     step_fn: Callable[[Any], Any],
     trainer: KerasHooks,
@@ -81,27 +125,8 @@ def run_custom_steps(
         losses = strategy.run(step_fn, args=(next(iterator),))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
 
-    if coordinator is None:
-        iterator = iter(strategy.distribute_datasets_from_function(trainer.create_dataset))
-        while loop.running:
-            if not report(loop, keeper, float(step(iterator))):
-                return
-        return
-
-    @tf.function
-    def per_worker_dataset() -> Any:
-        return strategy.distribute_datasets_from_function(trainer.create_dataset)
-
-    iterator = iter(coordinator.create_per_worker_dataset(per_worker_dataset))
-    todo, scheduled = loop.max_steps - loop.global_step, 0
-    pending: deque[Any] = deque()
-    limit = window(coordinator, workers)
-    while loop.running:
-        while scheduled < todo and len(pending) <= limit:
-            pending.append(coordinator.schedule(step, args=(iterator,)))
-            scheduled += 1
-        if not pending:
-            return
-        loss = fetch(pending.popleft())
+    iterator = distributed_iterator(strategy, coordinator, trainer.create_dataset)
+    todo = loop.max_steps - loop.global_step
+    for loss in finished_steps(step, iterator, coordinator, todo, workers):
         if not report(loop, keeper, None if loss is None else float(loss)):
             return

@@ -9,8 +9,8 @@ Importing this module does not import TensorFlow (a test checks it).
 
 ``fit`` takes ``tf_keras`` (Keras 2) models under every strategy and Keras 3 models in one
 process and under MirroredStrategy; Keras 3's ``fit`` fails under MultiWorkerMirroredStrategy
-and ParameterServerStrategy (keras-team/keras#20585), where such a model is refused naming the
-fix (``taas.keras.fit``).
+and ParameterServerStrategy (keras-team/keras#20585), where TaaS's own loop trains a Keras 3
+model with the same callbacks and reports (``taas.keras.own_fit``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ class KerasTrainer(KerasHooks):
                  restore the latest checkpoint in model_dir, else (with checkpoint_path):
                      init = get_init_fn(checkpoint_path); init(model)        warm start
         data     create_dataset(input_context)         per input pipeline, called by the strategy
-        loop     train_batch() not overridden: model.fit over the remaining steps, with
+        loop     train_batch() not overridden: model.fit over the remaining steps (a Keras 3
+                     model under MultiWorkerMirroredStrategy or ParameterServerStrategy:
+                     TaaS's own epochs of its train_step, as fit would run them), with
                      callbacks = [TaaS's] + callbacks()    the user's run after TaaS's
                      validation: create_validation_dataset(input_context), validation_steps
                      batches at each epoch's end (epochs of steps_per_epoch; else one epoch)
