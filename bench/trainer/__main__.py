@@ -19,6 +19,8 @@ Sections:
 5.-8. TensorFlow 2 (taas.KerasTrainer): overhead against plain fit and a plain custom loop,
    `taas run` start-up of examples/keras_digits, 1 -> 2 workers under MultiWorkerMirrored
    and ParameterServer strategies, GPU (see bench/trainer/keras.py).
+9. Keras 3 distributed: Keras 3 under MultiWorkerMirroredStrategy (TaaS's own loop) against
+   tf_keras's fit there and plain Keras 3 fit in one process (bench/trainer/keras.py).
 Exit 0 when every run completed, 1 when a program failed, 2 on bad arguments.
 """
 
@@ -31,7 +33,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.trainer.keras import keras_gpu, keras_overhead, keras_scaling, keras_startup
+from bench.trainer.keras import (
+    keras3_distributed,
+    keras_gpu,
+    keras_overhead,
+    keras_scaling,
+    keras_startup,
+)
 from bench.trainer.procs import (
     PROGRAM,
     QUIET,
@@ -230,6 +238,7 @@ SECTIONS = (
     "keras_startup",
     "keras_scaling",
     "keras_gpu",
+    "keras3",
 )
 
 
@@ -275,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
             out += keras_scaling(rounds, steps, workdir)
         if "keras_gpu" in sections:
             out += keras_gpu(rounds, steps, workdir, _gpus())
+        if "keras3" in sections:
+            out += keras3_distributed(rounds, steps, workdir)
     except BenchError as err:
         print("\n".join(out), flush=True)
         print(f"[bench] broken run: {err}", file=sys.stderr)

@@ -12,6 +12,10 @@
    PS + 1 or 2 workers; the coordinator's rate is the job's); interleaved.
 8. GPU, only when TensorFlow sees one: bench_keras fit in one process (MirroredStrategy over
    every GPU when there are 2 or more) vs the same with one GPU visible.
+9. Keras 3 distributed: time per step of bench_keras in Keras 3 under `taas run`
+   MultiWorkerMirroredStrategy (1 and 2 workers: TaaS's own loop, as Keras 3's fit cannot run
+   there) vs the same job in tf_keras (fit) and vs plain Keras 3 model.fit in one process;
+   interleaved, the chief's rate, medians.
 """
 
 from __future__ import annotations
@@ -215,3 +219,49 @@ def keras_gpu(rounds: int, steps: int, workdir: Path, gpus: int) -> list[str]:
         f"   all {gpus} GPU(s) ({strategy})  {many:9.0f} examples/s   "
         f"{many / one if one else 0:.2f}x",
     ]
+
+
+def _step_seconds(lines: list[dict[str, Any]], what: str) -> float:
+    """Seconds per step of the first BENCH line (the chief's under `taas run`: its task sorts
+    first), after checking it ran in the strategy meant."""
+    if not lines:
+        raise BenchError(f"{what}: no BENCH line")
+    line = sorted(lines, key=lambda found: found["task"])[0]
+    if not line["steps_per_s"]:
+        raise BenchError(f"{what}: no timed steps ({line})")
+    return 1.0 / line["steps_per_s"]
+
+
+def keras3_distributed(rounds: int, steps: int, workdir: Path) -> list[str]:
+    runs = [("keras3", 1), ("tf_keras", 1), ("keras3", 2), ("tf_keras", 2), ("keras3", 0)]
+    seconds: dict[tuple[str, int], list[float]] = {key: [] for key in runs}
+    for r in range(rounds):
+        for keras, workers in runs if r % 2 == 0 else runs[::-1]:
+            env = {**QUIET, "BENCH_KERAS": keras, "TF_MAX_STEPS": str(steps)}
+            what = f"{keras} {workers or 'one process'}"
+            if not workers:  # plain Keras 3 fit, no TaaS
+                env["BENCH_MODE"] = "hand-fit"
+                found = bench_lines(run([sys.executable, KERAS], env).output)
+            else:
+                name = f"k3-{keras}-{workers}w-{r}"
+                env.update(BENCH_MODE="base-fit", TF_LOGDIR=str(workdir / name / "model"))
+                _, _, logs = taas_run(_tfjob(name, {"Worker": workers}, env), workdir / name)
+                found = [line for text in logs.values() for line in bench_lines(text)]
+                if {line["strategy"] for line in found} != {"MultiWorkerMirroredStrategy"}:
+                    raise BenchError(f"{what}: not MultiWorkerMirroredStrategy: {found}")
+            seconds[(keras, workers)].append(_step_seconds(found, what))
+    med = {key: _median(values) for key, values in seconds.items()}
+    plain = med[("keras3", 0)]
+    out = [
+        f"9. Keras 3 distributed ({rounds} interleaved rounds x {steps} steps, medians of the "
+        "chief's time per step; Keras 3 under MultiWorkerMirroredStrategy runs TaaS's own loop)",
+        f"   plain Keras 3 model.fit, one process        {plain * 1e3:8.2f} ms/step",
+    ]
+    for workers in (1, 2):
+        k3, k2 = med[("keras3", workers)], med[("tf_keras", workers)]
+        out.append(
+            f"   MWMS {workers} worker(s): Keras 3 {k3 * 1e3:8.2f} ms/step, tf_keras fit "
+            f"{k2 * 1e3:8.2f} ms/step; Keras 3 / tf_keras {k3 / k2:5.2f}x, "
+            f"Keras 3 / plain Keras 3 {k3 / plain:5.2f}x"
+        )
+    return out

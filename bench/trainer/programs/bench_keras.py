@@ -5,10 +5,13 @@
     BENCH_MODE=hand-fit     plain model.fit on the default strategy, same data and model
     BENCH_MODE=hand-custom  plain tf.function + strategy.run loop, same step
     BENCH_WARM=20           batches before the meter starts
+    BENCH_KERAS=keras3      the same model in Keras 3 (`import keras`; default tf_keras)
 
-A tf_keras perceptron (64 -> 512 -> 10) on scikit-learn's digits, Adam, batch TAAS_BATCH_SIZE
-(100). Every form is metered per step after the warm-up: fit by a callback both forms get (the
-model class adds it to every fit call), custom steps by the same meter called after each step
+A tf_keras (or Keras 3) perceptron (64 -> 512 -> 10) on scikit-learn's digits, Adam, batch
+TAAS_BATCH_SIZE (100). Every form is metered per step after the warm-up: fit by a callback
+every form gets (the model class adds it to every fit call; the base class's ``callbacks()``
+returns it, so TaaS's own loop for Keras 3, which runs no fit, calls it too), custom steps by
+the same meter called after each step
 (in the base class through a wrapper of ``taas.keras.steps.report``, which it calls once per
 finished step, as the graph-mode bench patches ``taas.graph.model``). Each task that runs the
 loop prints one line `BENCH {json}`.
@@ -24,8 +27,13 @@ import time
 
 import numpy as np
 import tensorflow as tf
-import tf_keras as keras
 from sklearn.datasets import load_digits
+
+KERAS3 = os.environ.get("BENCH_KERAS", "tf_keras") == "keras3"
+if KERAS3:
+    import keras
+else:
+    import tf_keras as keras
 
 MODE = os.environ.get("BENCH_MODE", "base-fit")
 WARM = int(os.environ.get("BENCH_WARM", "20"))
@@ -74,8 +82,11 @@ class MeteredModel(keras.Sequential):
     meter: Meter | None = None
 
     def fit(self, *args, callbacks=None, **kwargs):
-        self.meter = Meter()
-        return super().fit(*args, callbacks=[*(callbacks or []), self.meter], **kwargs)
+        callbacks = list(callbacks or [])
+        if self.meter is None or self.meter not in callbacks:
+            self.meter = Meter()
+            callbacks.append(self.meter)
+        return super().fit(*args, callbacks=callbacks, **kwargs)
 
 
 def data() -> tuple[np.ndarray, np.ndarray]:
@@ -115,8 +126,11 @@ def hand(custom: bool) -> None:
     optimizer = keras.optimizers.Adam(0.01)
     net.compile(optimizer=optimizer, loss=LOSS)
     if not custom:
-        creator = keras.utils.experimental.DatasetCreator(lambda c: dataset(c, BATCH))
-        net.fit(creator, epochs=1, steps_per_epoch=STEPS, verbose=0)
+        if KERAS3:  # Keras 3 has no DatasetCreator: the one pipeline's dataset
+            data = dataset(tf.distribute.InputContext(), BATCH)
+        else:
+            data = keras.utils.experimental.DatasetCreator(lambda c: dataset(c, BATCH))
+        net.fit(data, epochs=1, steps_per_epoch=STEPS, verbose=0)
         fit_report("local", net, BATCH)
         return
 
@@ -164,6 +178,12 @@ def base(custom: bool):
 
         def create_dataset(self, input_context):
             return dataset(input_context, self.global_batch_size)
+
+        if not custom:
+
+            def callbacks(self):
+                self.model.meter = Meter()
+                return [self.model.meter]
 
         def after_train(self, model, is_chief):
             per_step = self.settings.batch_size
