@@ -232,6 +232,11 @@ def _step_seconds(lines: list[dict[str, Any]], what: str) -> float:
     return 1.0 / line["steps_per_s"]
 
 
+#: MultiWorkerMirroredStrategy's class; what a Keras 3 task prints when TaaS's loop runs it.
+MWMS = "CollectiveAllReduceStrategy"
+OWN_LOOP = "steps: Keras 3 train_step through TaaS's own fit"
+
+
 def keras3_distributed(rounds: int, steps: int, workdir: Path) -> list[str]:
     runs = [("keras3", 1), ("tf_keras", 1), ("keras3", 2), ("tf_keras", 2), ("keras3", 0)]
     seconds: dict[tuple[str, int], list[float]] = {key: [] for key in runs}
@@ -243,12 +248,13 @@ def keras3_distributed(rounds: int, steps: int, workdir: Path) -> list[str]:
                 env["BENCH_MODE"] = "hand-fit"
                 found = bench_lines(run([sys.executable, KERAS], env).output)
             else:
-                name = f"k3-{keras}-{workers}w-{r}"
+                name = f"k3-{keras.replace('_', '-')}-{workers}w-{r}"
                 env.update(BENCH_MODE="base-fit", TF_LOGDIR=str(workdir / name / "model"))
                 _, _, logs = taas_run(_tfjob(name, {"Worker": workers}, env), workdir / name)
                 found = [line for text in logs.values() for line in bench_lines(text)]
-                if {line["strategy"] for line in found} != {"MultiWorkerMirroredStrategy"}:
-                    raise BenchError(f"{what}: not MultiWorkerMirroredStrategy: {found}")
+                own = all(OWN_LOOP in text for text in logs.values())
+                if {line["strategy"] for line in found} != {MWMS} or own != (keras == "keras3"):
+                    raise BenchError(f"{what}: not the run meant: {found}, own loop: {own}")
             seconds[(keras, workers)].append(_step_seconds(found, what))
     med = {key: _median(values) for key, values in seconds.items()}
     plain = med[("keras3", 0)]

@@ -34,6 +34,7 @@ runs the epochs ``fit`` would, with the pieces TaaS's ``fit`` uses (``taas.keras
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -107,12 +108,10 @@ def run_own_fit(
     callbacks = keras.callbacks.CallbackList(
         user, add_history=True, model=model, epochs=epochs.end, steps=epochs.steps, verbose=0
     )
-    batch_hooks = coordinator is None
-    notes: set[str] = set()
     with step_loss(model):
         train, test = _steps(model, strategy)
+        run = _Run(model, loop, keeper, coordinator, workers, callbacks, validating is not None)
         iterator = distributed_iterator(strategy, coordinator, trainer.create_dataset)
-        held = None
         if validating is not None:
             create = trainer.create_validation_dataset
             held = distributed_iterator(strategy, coordinator, create)
@@ -122,22 +121,7 @@ def run_own_fit(
         for epoch in range(epochs.start, epochs.end):
             model.reset_metrics()
             callbacks.on_epoch_begin(epoch)
-            todo = min(epochs.steps, loop.max_steps - loop.global_step)
-            begin = callbacks.on_train_batch_begin if batch_hooks else None
-            last: float | None = None
-            steps = finished_steps(train, iterator, coordinator, todo, workers, begin)
-            for batch, values in enumerate(steps):
-                hold = validating is not None and last_of_epoch(loop, batch, epochs.steps)
-                more = report_logs(loop, keeper, values, hold, notes)
-                step_logs = {name: float(value) for name, value in (values or {}).items()}
-                last = step_logs.get(STEP_LOSS, last)
-                if batch_hooks:
-                    callbacks.on_train_batch_end(batch, step_logs)
-                if not more or model.stop_training:
-                    model.stop_training = True
-                    break
-            if coordinator is not None:
-                coordinator.join()  # steps scheduled past a stop: their updates, in the metrics
+            last = run.epoch(train, iterator, min(epochs.steps, loop.max_steps - loop.global_step))
             logs = _metrics(model)
             if last is not None:
                 logs[STEP_LOSS] = last
@@ -152,6 +136,43 @@ def run_own_fit(
                 break
         callbacks.on_train_end(logs)
     stopped(loop, keeper, bool(user))
+
+
+@dataclass
+class _Run:
+    """What an epoch's steps report to: the loop and checkpoints, the callbacks."""
+
+    model: Any
+    loop: TrainLoop
+    keeper: CheckpointKeeper
+    coordinator: Any
+    workers: int
+    callbacks: Any
+    validating: bool
+    notes: set[str] = field(default_factory=set)
+
+    def epoch(self, train: Any, iterator: Any, todo: int) -> float | None:
+        """Up to ``todo`` steps of ``train``, each reported once finished (then the user's
+        batch callbacks, not under ParameterServerStrategy); the last one's ``step_loss``.
+        Ends early when the loop ends or a callback sets ``model.stop_training``."""
+        loop, callbacks, model = self.loop, self.callbacks, self.model
+        batch_hooks = self.coordinator is None
+        begin = callbacks.on_train_batch_begin if batch_hooks else None
+        steps = finished_steps(train, iterator, self.coordinator, todo, self.workers, begin)
+        last = None
+        for batch, values in enumerate(steps):
+            hold = self.validating and last_of_epoch(loop, batch, todo)
+            more = report_logs(loop, self.keeper, values, hold, self.notes)
+            logs = {name: float(value) for name, value in (values or {}).items()}
+            last = logs.get(STEP_LOSS, last)
+            if batch_hooks:
+                callbacks.on_train_batch_end(batch, logs)
+            if not more or model.stop_training:
+                model.stop_training = True
+                break
+        if self.coordinator is not None:
+            self.coordinator.join()  # steps scheduled past a stop: their updates, in the metrics
+        return last
 
 
 def _steps(model: Any, strategy: Any) -> tuple[Any, Any]:
