@@ -93,9 +93,8 @@ def fit_keras(trainer: KerasHooks, model: Any, plan: StrategyPlan) -> ModuleType
 
 
 def own_loop(keras: ModuleType, plan: StrategyPlan) -> bool:
-    """True when ``fit`` cannot train a model of ``keras`` under ``plan``'s strategy, and TaaS's
-    own loop does (``taas.keras.own_fit``): Keras 3 under MultiWorkerMirroredStrategy and
-    ParameterServerStrategy on TensorFlow 2.21 (keras-team/keras#20585)."""
+    """True when TaaS's own loop (``taas.keras.own_fit``) trains the model, as Keras 3's ``fit``
+    cannot under ``plan``'s strategy (see the module)."""
     return keras.__name__ != "tf_keras" and plan.kind in KERAS3_NO_FIT
 
 
@@ -291,7 +290,7 @@ def validation_steps(trainer: KerasHooks) -> int | None:
 
 def stopped(loop: TrainLoop, keeper: CheckpointKeeper, callbacks_ran: bool) -> None:
     """After the epochs: the user's callbacks (``callbacks_ran``) may have changed the model
-    since the last checkpoint; a callback may have stopped training before ``max_steps``."""
+    since the last checkpoint, or stopped training before ``max_steps``."""
     keeper.changed_since_save(callbacks_ran)
     if loop.running:
         print(
@@ -350,8 +349,7 @@ def loop_callback(
 
 
 def last_of_epoch(loop: TrainLoop, batch: int, steps: int | None) -> bool:
-    """True when the step after the loop's global step, ``batch`` of an epoch of ``steps``,
-    ends the epoch (or the training)."""
+    """True when the loop's next step, ``batch`` of ``steps``, ends the epoch or training."""
     return loop.global_step + 1 >= loop.max_steps or (steps is not None and batch + 1 >= steps)
 
 
