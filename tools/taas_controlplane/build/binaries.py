@@ -69,7 +69,8 @@ KUEUE_VERSION = "v0.19.2"
 REGISTRY_VERSION = "v3.1.2"
 # Hyperparameter search (taas_controlplane.cluster.katib): v0.18.0 is refused by the proxy.
 KATIB_VERSION = "v0.19.0"
-# The clusters' storage class (taas_controlplane.cluster.storage): rancher's dynamic local-path volumes.
+# The clusters' storage class (taas_controlplane.cluster.storage): rancher's dynamic local-path
+# volumes.
 LOCAL_PATH_PROVISIONER_VERSION = "v0.0.30"
 
 # Version stamps every Kubernetes binary carries (else they report v0.0.0-master).
