@@ -20,7 +20,13 @@ from pathlib import Path
 import pytest
 
 from taas_controlplane.build import binaries
-from taas_controlplane.cluster.registry import hosts_dir, trust_files
+from taas_controlplane.cluster.registry import (
+    RegistryError,
+    hosts_dir,
+    push_files,
+    trust_files,
+    write_credentials,
+)
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
 from taas_controlplane.node.host_network import NetworkConfig
 from taas_controlplane.node.host_scrub import RunRecord
@@ -77,21 +83,49 @@ def test_a_running_cluster_sets_kubeconfig_and_its_registry_and_a_killed_one_doe
     ca = tmp_path / "ca.crt"
     ca.write_text("a CA\n")
     certs = trust_files(hosts_dir(run_dir), "10.244.0.1:5000", ca)  # what the registry writes
+    _, auth = write_credentials(run_dir / "registry", "127.0.0.1:5001")
     script = (
         'eval "$(taas-controlplane env)"; echo "$KUBECONFIG"; echo "$TAAS_REGISTRY"; '
-        'echo "$TAAS_REGISTRY_CERT_DIR"'
+        'echo "$TAAS_REGISTRY_PUSH"; echo "$TAAS_REGISTRY_CERT_DIR"; echo "$REGISTRY_AUTH_FILE"'
     )
     with (node / "cluster.lock").open("a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # what `cluster up` holds while it runs
         running = _shell(script)
         assert running.returncode == 0, running.stderr
-        assert running.stdout.splitlines() == [str(kubeconfig), "10.244.0.1:5000", str(certs)]
+        assert running.stdout.splitlines() == [
+            str(kubeconfig), "10.244.0.1:5000", "127.0.0.1:5001", str(certs), str(auth),
+        ]  # fmt: skip
         assert (certs / "ca.crt").read_text() == "a CA\n"
         # env only tests the lock: the cluster still holds it afterwards
         with pytest.raises(BlockingIOError), (node / "cluster.lock").open() as other:
             fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
     killed = _shell(script)  # the record stays behind, the lock is free
     assert killed.returncode == 0 and killed.stdout.split() == [], killed.stderr
+
+
+def test_images_push_finds_the_running_registrys_push_side_and_refuses_its_pull_side(
+    cache: Path, tmp_path: Path
+) -> None:
+    """`images --push` to the running cluster's push side gets its CA and credentials; to its
+    pull side (read-only) a refusal naming the push side; elsewhere, nothing of the cluster's."""
+    node = cache / "node"
+    node.mkdir()
+    run_dir = tmp_path / "run"
+    record = RunRecord(directory=run_dir, network=NetworkConfig(), sysctls={})
+    (node / "last-run.json").write_text(record.model_dump_json())
+    ca = tmp_path / "ca.crt"
+    ca.write_text("a CA\n")
+    certs = trust_files(hosts_dir(run_dir), "10.244.0.1:5000", ca)
+    _, auth = write_credentials(run_dir / "registry", "127.0.0.1:5001")
+    with (node / "cluster.lock").open("a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        assert push_files("127.0.0.1:5001/taas") == (certs, auth)
+        assert push_files("registry.example.com/taas") == (None, None)
+        with pytest.raises(
+            RegistryError, match=r"pull side, read-only .* push to 127\.0\.0\.1:5001"
+        ):
+            push_files("10.244.0.1:5000/taas")
+    assert push_files("127.0.0.1:5001/taas") == (None, None)  # none runs
 
 
 def test_missing_go_prints_nothing_to_eval_and_says_why(tmp_path: Path) -> None:

@@ -372,17 +372,24 @@ def test_example_tfjob_scripts_are_in_the_trainer_image(trainer_app_files: dict[
 def test_push_puts_the_image_into_a_registry_over_tls(
     control_plane: ControlPlane, operator_image: ImageArchive, tmp_path: Path
 ) -> None:
-    """Pushed with the registry's CA, the registry serves the image under its tag at the digest
-    `push` returned; without the CA, the error says to pass --cert-dir."""
-    registry = Registry(tmp_path / "run", tmp_path / "storage", "127.0.0.1", free_ports(1)[0])
+    """Pushed to the push side with the registry's CA and the run's credentials, the pull side
+    serves the image under its tag at the digest `push` returned; without the CA, the error
+    says to pass --cert-dir; without the credentials, where they come from."""
+    registry = Registry(tmp_path / "run", tmp_path / "storage", "127.0.0.1", *free_ports(2))
     registry.start(control_plane)
     try:
         untrusted = r"(?s)x509: certificate.*fix: .*pass --cert-dir DIR"
         with pytest.raises(ImageBuildError, match=untrusted):
-            push(operator_image, f"{registry.address}/taas", None)
-        pushed = push(operator_image, f"{registry.address}/taas/", registry.cert_dir)
+            push(operator_image, f"{registry.push_address}/taas", None)
+        no_password = r"(?s)fix: the registry wants push credentials: give them in REGISTRY_AUTH"
+        with pytest.raises(ImageBuildError, match=no_password):
+            push(operator_image, f"{registry.push_address}/taas", registry.cert_dir)
+        pushed = push(
+            operator_image, f"{registry.push_address}/taas/", registry.cert_dir,
+            auth_file=registry.auth_file,
+        )  # fmt: skip
         reference, digest = pushed.split("@")
-        assert reference == f"{registry.address}/taas/taas-operator:0.1.0"
+        assert reference == f"{registry.push_address}/taas/taas-operator:0.1.0"
         request = urllib.request.Request(
             f"https://{registry.address}/v2/taas/taas-operator/manifests/0.1.0",
             method="HEAD",

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 import yaml
 
@@ -30,6 +31,7 @@ from tests.harness.real_cluster import (
     REPO,
     condition,
     get_json,
+    python_pod_output,
 )
 from tests.harness.waiting import wait
 
@@ -212,6 +214,68 @@ def test_clean_pod_policy_all_waits_for_the_collector_to_report(
         return not get_json(cluster, "-n", katib_ns, "pods", "-l", selector)["items"]
 
     wait(removed, "the trial's pods removed (cleanPodPolicy All)", timeout=60, every=1.0)
+
+
+#: What a pod that is no trial's tries against db-manager (run with `python -c` in the trainer
+#: image, whose TensorFlow brings grpcio): the gate's three methods for TRIAL, db-manager's own
+#: port directly; one JSON line of each call's outcome.
+_INTRUDER = """
+import json, grpc
+def field(number, payload):
+    return bytes([number << 3 | 2, len(payload)]) + payload
+metric = field(1, b"loss") + field(2, b"987.65")
+log = field(1, field(1, b"2026-12-02T14:00:00Z") + field(2, metric))
+report = field(1, TRIAL.encode()) + field(2, log)
+def call(address, method, request):
+    try:
+        with grpc.insecure_channel(address) as channel:
+            channel.unary_unary("/api.v1.beta1.DBManager/" + method)(request, timeout=20)
+        return "OK"
+    except grpc.RpcError as err:
+        return err.code().name + ": " + (err.details() or "")
+print(json.dumps({
+    "report": call(GATE, "ReportObservationLog", report),
+    "get": call(GATE, "GetObservationLog", field(1, TRIAL.encode())),
+    "delete": call(GATE, "DeleteObservationLog", field(1, TRIAL.encode())),
+    "direct": call(DIRECT, "DeleteObservationLog", field(1, TRIAL.encode())),
+}))
+"""
+
+
+def test_a_pod_that_is_no_trials_can_neither_write_nor_delete_observation_logs(
+    cluster: Cluster, katib: KatibStack, katib_ns: str, trainer_image: str
+) -> None:
+    """Issue 39: db-manager took any pod's writes and deletes. A trial reports loss 0.25 through
+    the gate; then a plain pod of the same namespace tries to report 987.65 for that trial,
+    read it and delete it through the gate, and to reach db-manager itself: refused each time,
+    and the trial's log is as the trial left it (read as katib-controller reads it)."""
+    experiment = _one_trial_experiment(
+        "observed",
+        "(echo rate ${trialParameters.learningRate}; sleep 2; echo loss=0.25; sleep 1)",
+        {},
+    )
+    _, (trial,) = _run_to_end(cluster, katib_ns, experiment)
+    assert _loss(trial) == 0.25
+    gate, manager = katib.gate_address, katib.db_manager_address
+    assert gate is not None and manager is not None
+    direct = f"{gate.rsplit(':', 1)[0]}:{manager.rsplit(':', 1)[1]}"  # db-manager's port, bridged
+    name = trial["metadata"]["name"]
+    script = f"TRIAL, GATE, DIRECT = {name!r}, {gate!r}, {direct!r}\n" + _INTRUDER
+    output = python_pod_output(cluster, katib_ns, "intruder", trainer_image, script)
+    tried = json.loads(output.strip().splitlines()[-1])
+    assert tried["report"].startswith("PERMISSION_DENIED: "), tried
+    assert "carries no katib.kubeflow.org/trial label" in tried["report"]
+    for method in ("get", "delete"):
+        assert tried[method].startswith("PERMISSION_DENIED: "), tried
+        assert "pods may only report observation logs" in tried[method]
+    assert tried["direct"].startswith("UNAVAILABLE"), tried  # db-manager is on loopback only
+
+    # read as katib-controller does: from the host, through the gate
+    request = bytes([0x0A, len(name)]) + name.encode()
+    with grpc.insecure_channel(gate) as channel:
+        read = channel.unary_unary("/api.v1.beta1.DBManager/GetObservationLog")
+        logs = bytes(read(request, timeout=20))
+    assert b"0.25" in logs and b"987.65" not in logs, logs
 
 
 def test_trials_queued_by_kueue_run_one_at_a_time_within_the_quota(

@@ -15,6 +15,7 @@ The block installs the chart as release `taas`, so this is a `chart_lifecycle` t
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -26,7 +27,15 @@ import pytest
 from taas_controlplane.build.image_store import Store
 from taas_controlplane.cluster.cluster import Cluster
 from tests.harness.markdown_blocks import block_run_by
-from tests.harness.real_cluster import OPERATOR_NS, RELEASE, REPO, get_json, helm, operator_pods
+from tests.harness.real_cluster import (
+    OPERATOR_NS,
+    RELEASE,
+    REPO,
+    get_json,
+    helm,
+    operator_pods,
+    python_pod_output,
+)
 
 pytestmark = [
     pytest.mark.node,
@@ -82,9 +91,10 @@ def test_the_docs_registry_block_runs_as_written(cluster: Cluster) -> None:
             timeout=2100,
         )
         assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
-        # `images --push` said where each image went.
+        # `images --push` said where each image went (the push side; pulled as `registry`).
+        pushed_to = re.escape(cluster.registry.push_address)
         for name in ("taas-operator", "taas-trainer"):
-            assert re.search(rf"^pushed {registry}/taas/{name}:0\.1\.0@sha256:[0-9a-f]{{64}}$",
+            assert re.search(rf"^pushed {pushed_to}/taas/{name}:0\.1\.0@sha256:[0-9a-f]{{64}}$",
                              done.stdout, re.M), done.stdout  # fmt: skip
         learned = re.search(r"your model: w=(-?[0-9.]+) b=(-?[0-9.]+)", done.stdout)
         assert learned, done.stdout
@@ -128,3 +138,47 @@ def test_the_docs_registry_block_runs_as_written(cluster: Cluster) -> None:
         for reference in (yours, trainer_ref):  # the block's build, out of the image store
             subprocess.run(store.buildah("rmi", reference), env=store.env(),
                            capture_output=True, check=False)  # fmt: skip
+
+
+#: What a pod tries against the registry (`python -c` in the trainer image): start an upload on
+#: the pull side (the bridge address), with and without the run's credentials, and reach the
+#: push side's port on the host's loopback and on the bridge address; one JSON line.
+_PUSHER = """
+import json, ssl, urllib.error, urllib.request
+context = ssl._create_unverified_context()  # the outcome, not the certificate, is the question
+def post(url, headers):
+    request = urllib.request.Request(url, b"", headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10, context=context) as answer:
+            return answer.status
+    except urllib.error.HTTPError as err:
+        return err.code
+    except OSError as err:
+        return type(err).__name__
+upload = "/v2/taas/taas-trainer/blobs/uploads/"
+print(json.dumps({
+    "pull": post(f"https://{PULL}{upload}", {}),
+    "pull_with_password": post(f"https://{PULL}{upload}", {"Authorization": "Basic " + AUTH}),
+    "push_loopback": post(f"https://127.0.0.1:{PUSH_PORT}{upload}", {}),
+    "push_bridge": post(f"https://{PULL.split(':')[0]}:{PUSH_PORT}{upload}", {}),
+}))
+"""
+
+
+@pytest.mark.timeout(900)
+def test_a_pod_cannot_push_to_the_registry(cluster: Cluster, trainer_image: str, ns: str) -> None:
+    """Issue 39: any pod could overwrite taas/taas-operator. From a pod: the pull side refuses
+    the upload (read-only, 405) even with the run's password; the push side is on the host's
+    loopback, which the pod's own loopback is not, and not on the bridge address."""
+    registry = cluster.registry
+    (entry,) = json.loads(registry.auth_file.read_text())["auths"].values()
+    push_port = registry.push_address.rsplit(":", 1)[1]
+    script = (
+        f"PULL, PUSH_PORT, AUTH = {registry.address!r}, {push_port!r}, {entry['auth']!r}\n"
+        + _PUSHER
+    )
+    output = python_pod_output(cluster, ns, "pusher", trainer_image, script)
+    tried = json.loads(output.strip().splitlines()[-1])
+    assert tried["pull"] == 405 and tried["pull_with_password"] == 405, tried
+    assert tried["push_loopback"] not in (201, 202, 401), tried  # nothing answers there
+    assert tried["push_bridge"] not in (201, 202, 401), tried

@@ -190,3 +190,34 @@ kind: Service
 metadata: {{name: {name}}}
 spec: {{selector: {{app: {name}}}, ports: [{{port: 80, targetPort: 8080}}]}}
 """
+
+
+def python_pod_output(
+    cluster: Cluster, ns: str, name: str, image: str, script: str, timeout: float = 180.0
+) -> str:
+    """Run `script` with `python -c` in a one-off pod of `image` (the trainer image: Python,
+    gRPC, no privileges); its output once it has ended (exit 0 or not)."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "probe",
+                    "image": image,
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": ["python", "-c", script],
+                }
+            ],
+        },
+    }
+    cluster.kubectl("apply", "-f", "-", input=json.dumps(pod))
+
+    def ended() -> bool:
+        phase = get_json(cluster, "-n", ns, "pod", name)["status"].get("phase")
+        return phase in ("Succeeded", "Failed")
+
+    wait(ended, f"pod {ns}/{name} to end", timeout=timeout, every=2.0)
+    return cluster.kubectl("logs", "-n", ns, name).stdout

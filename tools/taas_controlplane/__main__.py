@@ -36,7 +36,7 @@ from taas_controlplane.build.images import main as images_main
 from taas_controlplane.cluster.cluster import Cluster, ClusterError
 from taas_controlplane.cluster.katib import KatibOptions
 from taas_controlplane.cluster.machine_lock import clean_stale_run
-from taas_controlplane.cluster.registry import running_cert_dir
+from taas_controlplane.cluster.registry import RegistryError, push_files
 from taas_controlplane.cluster.scheduling import SchedulingOptions
 from taas_controlplane.cluster.storage import DEFAULT_CLASS, SHARED_CLASS
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane, ControlPlaneError
@@ -118,8 +118,12 @@ def _cluster_up(
     print(f"  export KUBECONFIG={cluster.kubeconfig}")
     print("  kubectl get pods -A -o wide")
     print(f"Images: `{cluster.ctr_hint}` (imagePullPolicy: Never or IfNotPresent)")
-    registry = cluster.registry.address
-    print(f"Registry: {registry} (`taas-controlplane images --push {registry}/taas`)")
+    registry = cluster.registry
+    print(
+        f"Registry: nodes pull from {registry.address}; push to {registry.push_address} "
+        f"(`taas-controlplane images --push {registry.push_address}/taas`; credentials in "
+        f"{registry.auth_file})"
+    )
     print(
         f"Storage classes: {DEFAULT_CLASS} (default, node-local), {SHARED_CLASS} (ReadWriteMany, "
         f"every node); volumes under {cluster.storage.volumes}"
@@ -230,14 +234,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="REGISTRY/PREFIX",
         default=None,
         help="then push each as REGISTRY/PREFIX/taas-<name>:<version> (buildah, TLS), e.g. "
-        "10.244.0.1:5000/taas: the registry of `cluster up`",
+        "127.0.0.1:5001/taas: the push side of `cluster up`'s registry (its credentials found "
+        "by themselves; nodes pull the same repositories from 10.244.0.1:5000)",
     )
     images.add_argument(
         "--cert-dir",
         type=Path,
         default=None,
         help="CA certificates (*.crt) the registry's certificate is checked against (default: "
-        "the running cluster's CA when pushing to its registry, else the system's)",
+        "the running cluster's CA when pushing to its registry, else the system's); other "
+        "registries' credentials: REGISTRY_AUTH_FILE",
     )
     up = sub.add_parser("up", help="start a control plane and wait for Ctrl-C")
     up.add_argument("--dir", type=Path, default=None, help="keep certs, logs, kubeconfig here")
@@ -309,10 +315,14 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(args.names) - set(TARGETS))
         if unknown:
             parser.error(f"unknown image {', '.join(unknown)}: choose from {', '.join(TARGETS)}")
-        # A push to the running cluster's registry trusts its CA unless told otherwise.
-        host = None if args.push is None else args.push.split("/", 1)[0]
-        cert_dir = args.cert_dir or (None if host is None else running_cert_dir(host))
-        return images_main(args.names, args.context, args.push, cert_dir)
+        # A push to the running cluster's registry trusts its CA unless told otherwise, and
+        # goes to its push side with this run's credentials.
+        try:
+            trusted, auth = (None, None) if args.push is None else push_files(args.push)
+        except RegistryError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 1
+        return images_main(args.names, args.context, args.push, args.cert_dir or trusted, auth)
     if args.command == "cluster":
         if args.action == "clean":
             print(clean_stale_run())

@@ -8,8 +8,9 @@ cluster's Kubernetes version), so a fresh machine needs neither installed:
 Prints `export PATH=<helm's dir>:<kubectl's dir>:$PATH`, building what the cache lacks first
 (progress on stderr), and `export KUBECONFIG=<admin kubeconfig>` when a one-node cluster
 (`taas-controlplane cluster up`) is running on this machine, with `TAAS_REGISTRY` (its
-registry's `host:port`) and `TAAS_REGISTRY_CERT_DIR` (its CA, for `buildah --cert-dir`). Only
-stdout is meant for `eval`.
+registry's `host:port`, where nodes pull), `TAAS_REGISTRY_PUSH` (its push side on loopback),
+`TAAS_REGISTRY_CERT_DIR` (its CA, for `buildah --cert-dir`) and `REGISTRY_AUTH_FILE` (the push
+side's credentials, which buildah and podman read). Only stdout is meant for `eval`.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from pathlib import Path
 
 from taas_controlplane.build.binaries import BuildError, ensure
 from taas_controlplane.cluster.machine_lock import running_kubeconfig
-from taas_controlplane.cluster.registry import running_registry
+from taas_controlplane.cluster.registry import RunningRegistry, running_registry
 
 USER_TOOLS = ("helm", "kubectl")
 
 
 def shell_lines(
-    tool_dirs: list[Path], kubeconfig: Path | None, registry: tuple[str, Path] | None = None
+    tool_dirs: list[Path], kubeconfig: Path | None, registry: RunningRegistry | None = None
 ) -> list[str]:
     """The `export` lines for POSIX shells (each path quoted; the user's PATH kept after)."""
     unique = list(dict.fromkeys(str(d) for d in tool_dirs))
@@ -34,8 +35,10 @@ def shell_lines(
     if kubeconfig is not None:
         lines.append(f"export KUBECONFIG={shlex.quote(str(kubeconfig))}")
     if registry is not None:
-        lines.append(f"export TAAS_REGISTRY={shlex.quote(registry[0])}")
-        lines.append(f"export TAAS_REGISTRY_CERT_DIR={shlex.quote(str(registry[1]))}")
+        lines.append(f"export TAAS_REGISTRY={shlex.quote(registry.address)}")
+        lines.append(f"export TAAS_REGISTRY_PUSH={shlex.quote(registry.push_address)}")
+        lines.append(f"export TAAS_REGISTRY_CERT_DIR={shlex.quote(str(registry.cert_dir))}")
+        lines.append(f"export REGISTRY_AUTH_FILE={shlex.quote(str(registry.auth_file))}")
     return lines
 
 

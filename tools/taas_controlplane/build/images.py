@@ -258,16 +258,21 @@ def push_reference(image: ImageArchive, destination: str) -> str:
     if not destination or "://" in destination or destination.startswith("/"):
         raise ImageBuildError(
             f"--push {destination!r}: give REGISTRY/PREFIX without a scheme, e.g. "
-            "10.244.0.1:5000/taas (the registry `taas-controlplane cluster up` runs)"
+            "127.0.0.1:5001/taas (the push side of `taas-controlplane cluster up`'s registry)"
         )
     return f"{destination}/{image.reference.rsplit('/', 1)[1]}"
 
 
 def push(
-    image: ImageArchive, destination: str, cert_dir: Path | None, store: Store | None = None
+    image: ImageArchive,
+    destination: str,
+    cert_dir: Path | None,
+    store: Store | None = None,
+    auth_file: Path | None = None,
 ) -> str:
     """`buildah push` `image` to `push_reference(image, destination)` over TLS, trusting the CAs
-    in `cert_dir` (else the system's); returns `<reference>@<manifest digest>`."""
+    in `cert_dir` (else the system's), with the credentials of `auth_file` (else buildah's
+    own: `REGISTRY_AUTH_FILE`); returns `<reference>@<manifest digest>`."""
     store = store or Store()
     reference = push_reference(image, destination)
     image_id = ensure_loaded(image, store)
@@ -275,10 +280,17 @@ def push(
     digest_file.parent.mkdir(parents=True, exist_ok=True)
     options = ["--quiet", "--digestfile", str(digest_file)]
     options += [] if cert_dir is None else ["--cert-dir", str(cert_dir)]
+    options += [] if auth_file is None else ["--authfile", str(auth_file)]
     command = store.buildah("push", *options, image_id, f"docker://{reference}")
     try:
         store.output(command, f"pushing {reference}")
     except ImageBuildError as err:
+        if "authentication required" in str(err) or "unauthorized" in str(err):
+            raise ImageBuildError(
+                f"{err}\nfix: the registry wants push credentials: give them in "
+                "REGISTRY_AUTH_FILE (`taas-controlplane env` sets it for the running cluster's "
+                "registry, whose credentials `images --push` finds by itself)"
+            ) from None
         if "x509" not in str(err) and "certificate" not in str(err):
             raise
         raise ImageBuildError(
@@ -296,9 +308,11 @@ def main(
     context: Path | None = None,
     destination: str | None = None,
     cert_dir: Path | None = None,
+    auth_file: Path | None = None,
 ) -> int:
     """`taas-controlplane images [operator|trainer] [--push REGISTRY/PREFIX]`: build (or find)
-    them; print each one (and push it, trusting `cert_dir`'s CA, printing where it went)."""
+    them; print each one (and push it, trusting `cert_dir`'s CA, with `auth_file`'s
+    credentials, printing where it went)."""
     try:
         for name in targets or list(TARGETS):
             if name not in TARGETS:
@@ -306,7 +320,8 @@ def main(
             image = ensure_image(cast(Target, name), context=context)
             print(f"{image.reference} {image.archive} {image.digest}", flush=True)
             if destination is not None:
-                print(f"pushed {push(image, destination, cert_dir)}", flush=True)
+                pushed = push(image, destination, cert_dir, auth_file=auth_file)
+                print(f"pushed {pushed}", flush=True)
     except BuildError as err:
         _say(f"error: {err}")
         return 1

@@ -101,6 +101,28 @@ def rbac(source: Path, user: str) -> list[dict[str, Any]]:
     return [role, binding]
 
 
+def gate_rbac(user: str) -> list[dict[str, Any]]:
+    """What db-manager's gate (gate.py) may read: pods (by address) and Katib's Trials."""
+    name = "taas-katib-db-gate"
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": name},
+        "rules": [
+            {"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]},
+            {"apiGroups": ["kubeflow.org"], "resources": ["trials"], "verbs": ["get"]},
+        ],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }
+    return [role, binding]
+
+
 def webhook_configurations(
     source: Path, endpoint: WebhookEndpoint, user: str
 ) -> list[dict[str, Any]]:

@@ -2,7 +2,7 @@
 
     db = Database.create(directory)           # a fresh PostgreSQL cluster, owned by `postgres`
     db.initdb_argv(); db.server_argv(port); db.create_database_argv(port)
-    db_manager_env(db, port); db_manager_argv(address)
+    db_manager_env(db, port); db_manager_argv(port); gate_argv(listen, upstream, kubeconfig)
     ControllerFiles.create(directory, issue, resolv_conf); controller_argv(files, ...)
 
 PostgreSQL is Debian's (`apt-get install postgresql`): it refuses to run as root, so its data
@@ -10,9 +10,11 @@ directory is a directory of its own under /tmp owned by the `postgres` user (the
 is root's alone), and every PostgreSQL program runs as that user (`setpriv`). It listens on
 127.0.0.1 only, with a password; only db-manager connects.
 
-db-manager listens on the cluster's bridge address, which both the host and every pod reach
-(the metrics collector in a trial's pod reports there): katib-controller and the collectors it
-injects find it through `KATIB_DB_MANAGER_SERVICE_IP`/`_PORT` with no namespace suffix.
+db-manager has no authentication, so it listens on 127.0.0.1 only; TaaS's gate (gate.py) listens
+on the cluster's bridge address, which both the host and every pod reach, and forwards what
+each caller may ask (the controller: all; a trial's pod: its own trial's reports).
+katib-controller and the collectors it injects find the gate through
+`KATIB_DB_MANAGER_SERVICE_IP`/`_PORT` with no namespace suffix.
 
 katib-controller reads its webhook certificate from a path compiled in (`/tmp/cert`) and dials
 each suggestion service by its Service name (`<experiment>-<algorithm>.<namespace>:6789`), which
@@ -26,10 +28,12 @@ with the run.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pwd
 import secrets
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -59,6 +63,11 @@ def check_can_run() -> None:
         raise KatibError(
             "Katib's controller runs in a private mount namespace (its certificate path and "
             "the cluster's DNS), which needs root: run as root (e.g. with sudo)."
+        )
+    if importlib.util.find_spec("grpc") is None:
+        raise KatibError(
+            "db-manager's gate (taas_controlplane.cluster.katib.gate) needs grpcio in this "
+            "Python: `pip install -e '.[dev]'` (or '.[tensorflow]': TensorFlow brings it)"
         )
     missing = [t for t in ("unshare", "mount", "setpriv") if shutil.which(t) is None]
     if not (POSTGRES_BIN / "postgres").exists():
@@ -138,8 +147,20 @@ def db_manager_env(db: Database, port: int) -> dict[str, str]:
     }
 
 
-def db_manager_argv(address: str, port: int) -> list[str]:
-    return [str(ensure("katib-db-manager")), f"-listen-address={address}:{port}"]
+def db_manager_argv(port: int) -> list[str]:
+    """db-manager on loopback only: the gate is its one door from pods."""
+    return [str(ensure("katib-db-manager")), f"-listen-address=127.0.0.1:{port}"]
+
+
+def gate_argv(listen: str, upstream: str, kubeconfig: str) -> list[str]:
+    """The gate (gate.py) on `listen` (`host:port`, the bridge address: also the host's own),
+    forwarding to db-manager at `upstream`, looking pods up as `kubeconfig`'s user."""
+    host = listen.rsplit(":", 1)[0]
+    return [
+        sys.executable, "-m", "taas_controlplane.cluster.katib.gate", "--listen", listen,
+        "--upstream", upstream, "--kubeconfig", kubeconfig,
+        "--host-address", host, "--host-address", "127.0.0.1",
+    ]  # fmt: skip
 
 
 class ControllerFiles(BaseModel):

@@ -7,12 +7,14 @@ Start order: the TFJob CRD (applied from `job_crds` if given, else it must alrea
 katib-controller watches the trial kinds it finds at start and skips a missing one until
 restarted), Katib's CRDs, its namespace, ConfigMap and RBAC; the images of what runs in pods
 (the goptuna suggestion and the file metrics collector: each its Go binary on the node's
-busybox image) loaded into the nodes; PostgreSQL, a database `katib`, db-manager (listening on
-the bridge address), katib-controller (ready: caches synced, webhook server serving); only then
-its webhook configurations, so no request is ever sent to a controller that is not there yet.
-Stop order: the webhook configurations first (the pod webhook fails closed: left behind, it
-would refuse every pod in a labelled namespace), then the controller, db-manager, PostgreSQL,
-whose data directory is removed. Logs: `<directory>/<part>.log`.
+busybox image) loaded into the nodes; PostgreSQL, a database `katib`, db-manager (on 127.0.0.1),
+its gate on the bridge address (gate.py: the controller may ask anything, a trial's pod only to
+report its own trial's observation logs), katib-controller (ready: caches synced, webhook server
+serving); only then its webhook configurations, so no request is ever sent to a controller
+that is not there yet. Stop order: the webhook configurations first (the pod webhook fails
+closed: left behind, it would refuse every pod in a labelled namespace), then the controller,
+the gate, db-manager, PostgreSQL, whose data directory is removed. Logs:
+`<directory>/<part>.log`.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from taas_controlplane.cluster.katib.host_processes import (
     controller_env,
     db_manager_argv,
     db_manager_env,
+    gate_argv,
     resolv_conf,
 )
 from taas_controlplane.controlplane.etcd_apiserver import ControlPlane
@@ -47,6 +50,8 @@ from taas_operator.processes import free_ports
 from taas_operator.processes import stop as stop_process
 
 CONTROLLER_USER = "system:taas:katib-controller"
+#: The gate's user: it lists pods (by address) and reads Trials, nothing else.
+GATE_USER = "system:taas:katib-db-gate"
 TFJOB_CRD = "tfjobs.kubeflow.org"
 IMAGES = config.KatibImages(
     suggestion_goptuna=f"taas.local/katib-suggestion-goptuna:{KATIB_VERSION}",
@@ -98,6 +103,9 @@ class KatibStack(HostParts):
         self.options = options
         self._db: Database | None = None
         self._files: ControllerFiles | None = None
+        #: db-manager's `127.0.0.1:port` and its gate's `bridge:port`, once started.
+        self.db_manager_address: str | None = None
+        self.gate_address: str | None = None
 
     def start(self, timeout: float = 120.0) -> KatibStack:
         """Start it all; raises KatibError (what failed and its log)."""
@@ -107,8 +115,8 @@ class KatibStack(HostParts):
             self._apply_definitions()
             for archive in image_archives().values():
                 self.load_image(archive)
-            db_manager = self._start_database(timeout)
-            self._start_controller(db_manager, timeout)
+            gate = self._start_gate(self.start_db_manager(timeout), timeout)
+            self._start_controller(gate, timeout)
         except BuildError as err:
             self.stop()
             raise KatibError(str(err)) from err
@@ -120,7 +128,7 @@ class KatibStack(HostParts):
     def stop(self) -> None:
         """Webhook configurations, then the controller, db-manager, PostgreSQL; safe twice."""
         self._delete_webhooks()
-        for name in ("katib-controller", "katib-db-manager", "postgres"):
+        for name in ("katib-controller", "katib-db-gate", "katib-db-manager", "postgres"):
             proc = self.procs.pop(name, None)
             if proc is not None:
                 stop_process(proc, signal.SIGTERM, grace=10.0)
@@ -152,10 +160,13 @@ class KatibStack(HostParts):
             "kind": "Namespace",
             "metadata": {"name": config.KATIB_NAMESPACE},
         }
-        self._apply([namespace, *config.rbac(source, CONTROLLER_USER)])
+        self._apply(
+            [namespace, *config.rbac(source, CONTROLLER_USER), *config.gate_rbac(GATE_USER)]
+        )
 
-    def _start_database(self, timeout: float) -> str:
-        """PostgreSQL with a database `katib`, then db-manager; returns db-manager's address."""
+    def start_db_manager(self, timeout: float = 120.0) -> str:
+        """PostgreSQL with a database `katib`, then db-manager on loopback; returns its
+        `127.0.0.1:port` (`stop()` stops them)."""
         self._db = db = Database.create()
         with self.log("postgres").open("ab") as log:
             done = subprocess.run(db.initdb_argv(), stdout=log, stderr=subprocess.STDOUT)
@@ -170,16 +181,28 @@ class KatibStack(HostParts):
         )
         if created.returncode != 0:
             raise KatibError(f"creating Katib's database failed: {created.stderr.strip()}")
-        address = self.network.host_address
-        (manager_port,) = free_ports(1, host=address)
+        (manager_port,) = free_ports(1)
         self._spawn(
             "katib-db-manager",
-            db_manager_argv(address, manager_port),
-            f"tcp://{address}:{manager_port}",
+            db_manager_argv(manager_port),
+            f"tcp://127.0.0.1:{manager_port}",
             env=db_manager_env(db, db_port),
         )
         self._wait_up(["katib-db-manager"], timeout)
-        return f"{address}:{manager_port}"
+        self.db_manager_address = f"127.0.0.1:{manager_port}"
+        return self.db_manager_address
+
+    def _start_gate(self, db_manager: str, timeout: float) -> str:
+        """db-manager's gate on the bridge address (gate.py); returns its address, where the
+        controller and the collectors find db-manager."""
+        address = self.network.host_address
+        (gate_port,) = free_ports(1, host=address)
+        gate = f"{address}:{gate_port}"
+        argv = gate_argv(gate, db_manager, self.plane.kubeconfig_for(GATE_USER))
+        self._spawn("katib-db-gate", argv, f"tcp://{gate}")
+        self._wait_up(["katib-db-gate"], timeout)
+        self.gate_address = gate
+        return gate
 
     def _start_controller(self, db_manager: str, timeout: float) -> None:
         webhook, metrics, health = free_ports(3)
