@@ -7,6 +7,6 @@ controller thread, and 8 threads) and a plain-client floor, each on its own fres
 Modules: `floor` (the no-controller client), `measure` (one controller x one workload on a fresh
 control plane, measured), `restart` (workload d: a controller restarted among thousands of
 jobs), `report` (the table); `e2e`, `nodeloss`, `training`, `bigjob`, `fairness`: the other
-workloads. The workloads, controllers, observer, /proc and apiserver counts and py-spy
-profiles they use are bench.harness's.
+workloads; `jobbytes`: what one job puts into etcd, by kind. The workloads, controllers,
+observer, /proc and apiserver counts and py-spy profiles they use are bench.harness's.
 """
