@@ -68,7 +68,7 @@ class ImageArchive(BaseModel):
 
 def repo_root() -> Path:
     """The repository this package runs from (an editable install: the build context)."""
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[3]
 
 
 def _context(context: Path | None) -> Path:
