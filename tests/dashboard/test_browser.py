@@ -391,7 +391,10 @@ def test_submit_form_previews_checks_and_creates(
         container = specs["Worker"]["template"]["spec"]["containers"][0]
         assert container["command"][-1] == "--max_steps=400"
         assert container["resources"]["limits"] == {"memory": "1Gi", "nvidia.com/gpu": 1}
-        assert container["env"] == [{"name": "TF_MAX_STEPS", "value": "400"}]
+        assert container["env"] == [
+            {"name": "TF_MAX_STEPS", "value": "400"},
+            {"name": "TF_CPP_MIN_LOG_LEVEL", "value": "1"},  # as taas submit sets it
+        ]
         held = admin.find(f"/api/v1/namespaces/{namespace}/configmaps/digits-train-program")
         assert held is not None and held["data"] == {"digits_train.py": program.read_text()}
         assert held["metadata"]["ownerReferences"][0]["uid"] == job["metadata"]["uid"]
