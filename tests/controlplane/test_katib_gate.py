@@ -183,6 +183,19 @@ def _trial(plane: ControlPlane, namespace: str, name: str) -> None:
 
 
 @pytest.fixture(scope="module")
+def control_plane() -> Iterator[ControlPlane]:
+    """An apiserver of this module's own, not the session's: the gate knows a pod by its IP,
+    and pods other tests play at 127.0.0.1 (the kubelet player's) would make this module's pod
+    one of several at the caller's address (the full suite in CI: PERMISSION_DENIED)."""
+    plane = ControlPlane()
+    plane.start()
+    try:
+        yield plane
+    finally:
+        plane.stop()
+
+
+@pytest.fixture(scope="module")
 def katib_world(control_plane: ControlPlane) -> Iterator[Connection]:
     """Katib's Trial CRD, the gate's RBAC, two namespaces of pods and Trials; the gate user's
     connection."""
