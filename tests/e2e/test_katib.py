@@ -218,9 +218,11 @@ def test_clean_pod_policy_all_waits_for_the_collector_to_report(
 
 #: What a pod that is no trial's tries against db-manager (run with `python -c` in the trainer
 #: image, whose TensorFlow brings grpcio): the gate's three methods for TRIAL, db-manager's own
-#: port directly; one JSON line of each call's outcome.
+#: port directly; one JSON line of each call's outcome. It first waits (at most 60 s) until the
+#: gate knows its address: a container can start before its kubelet has written the pod's IP
+#: to the apiserver, and the gate then finds no pod there (refused as well, for that reason).
 _INTRUDER = """
-import json, grpc
+import json, time, grpc
 def field(number, payload):
     return bytes([number << 3 | 2, len(payload)]) + payload
 metric = field(1, b"loss") + field(2, b"987.65")
@@ -233,8 +235,14 @@ def call(address, method, request):
         return "OK"
     except grpc.RpcError as err:
         return err.code().name + ": " + (err.details() or "")
+deadline = time.monotonic() + 60
+while True:
+    reported = call(GATE, "ReportObservationLog", report)
+    if "(found: none)" not in reported or time.monotonic() > deadline:
+        break
+    time.sleep(2)
 print(json.dumps({
-    "report": call(GATE, "ReportObservationLog", report),
+    "report": reported,
     "get": call(GATE, "GetObservationLog", field(1, TRIAL.encode())),
     "delete": call(GATE, "DeleteObservationLog", field(1, TRIAL.encode())),
     "direct": call(DIRECT, "DeleteObservationLog", field(1, TRIAL.encode())),
