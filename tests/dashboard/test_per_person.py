@@ -336,16 +336,22 @@ def test_a_cr_lf_path_is_a_400_without_traceback(
     assert "Traceback" not in said and "Unhandled" not in said, said
 
 
-def test_log_views_of_a_pod_share_one_follow(
-    control_plane: ControlPlane, admin: Api, namespace: str, tmp_path: Any
-) -> None:
-    admin.create_tfjob(namespace, tfjob("talk", {"Worker": {"replicas": 1}}))
-    pod = "talk-worker-0"
+def _one_worker_job(admin: Api, namespace: str, name: str) -> str:
+    """A one-worker TFJob and its worker's pod (no operator runs: the test makes it); its name."""
+    admin.create_tfjob(namespace, tfjob(name, {"Worker": {"replicas": 1}}))
+    pod = f"{name}-worker-0"
     manifest = {
-        "metadata": {"name": pod, "labels": {LABEL_JOB_NAME: "talk"}},
+        "metadata": {"name": pod, "labels": {LABEL_JOB_NAME: name}},
         "spec": {"containers": [{"name": "tensorflow", "image": "example.com/t:1"}]},
     }
     admin.create(PODS.format(ns=namespace), manifest)
+    return pod
+
+
+def test_log_views_of_a_pod_share_one_follow(
+    control_plane: ControlPlane, admin: Api, namespace: str, tmp_path: Any
+) -> None:
+    pod = _one_worker_job(admin, namespace, "talk")
     kubelet = KubeletPlayer(admin, tmp_path)
     try:
         kubelet.run(namespace, pod, lines=["step 1"])
@@ -374,13 +380,7 @@ def test_a_log_view_ends_with_the_job_and_says_why(
 ) -> None:
     """Issue 44: the log pane looked for the pods cleanPodPolicy deleted for ever; now it stops
     once the job has ended and its streams have closed, and says why no more lines come."""
-    admin.create_tfjob(namespace, tfjob("over", {"Worker": {"replicas": 1}}))
-    pod = "over-worker-0"
-    manifest = {
-        "metadata": {"name": pod, "labels": {LABEL_JOB_NAME: "over"}},
-        "spec": {"containers": [{"name": "tensorflow", "image": "example.com/t:1"}]},
-    }
-    admin.create(PODS.format(ns=namespace), manifest)
+    pod = _one_worker_job(admin, namespace, "over")
     kubelet = KubeletPlayer(admin, tmp_path)
     try:
         kubelet.run(namespace, pod, lines=["step 1"])

@@ -53,12 +53,11 @@ def team_kubeconfig(connection: Connection, account: str, namespace: str, second
     token = str(((made or {}).get("status") or {}).get("token", ""))
     endpoint = connection.credentials.endpoint
     cluster: dict[str, object] = {"server": endpoint.host}
-    if endpoint.ca_data:
-        cluster["certificate-authority-data"] = base64.b64encode(endpoint.ca_data.encode()).decode()
-    elif endpoint.ca_file:
-        cluster["certificate-authority-data"] = base64.b64encode(
-            Path(endpoint.ca_file).read_bytes()
-        ).decode()
+    ca = endpoint.ca_data.encode() if endpoint.ca_data else None
+    if ca is None and endpoint.ca_file:
+        ca = Path(endpoint.ca_file).read_bytes()
+    if ca is not None:
+        cluster["certificate-authority-data"] = base64.b64encode(ca).decode()
     if not endpoint.verify:
         cluster["insecure-skip-tls-verify"] = True
     name = f"{account}@{namespace}"
